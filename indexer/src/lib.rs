@@ -1,0 +1,11 @@
+//! weiport's indexer: follows an Ethereum node over JSON-RPC and keeps every
+//! address's exact Wei balance in storage, across reorganisations and crashes.
+
+pub mod genesis;
+pub mod node;
+mod pipeline;
+pub mod source;
+
+pub use node::{NodeClient, NodeError, NodeOptions, StateAt};
+pub use pipeline::{Indexer, IndexerConfig, IndexerError, Progress};
+pub use source::BalanceSource;

@@ -1,0 +1,124 @@
+//! Parsing of Etherscan request parameters, tolerant the way real clients need:
+//! lower-case or checksummed addresses, decimal or `0x` block numbers.
+
+use alloy_primitives::Address;
+
+/// Why an address parameter was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// Not `0x` followed by 40 hex digits.
+    #[error("Error! Invalid address format")]
+    Format,
+    /// Mixed case that is not a valid EIP-55 checksum.
+    #[error("Error! Invalid address format")]
+    Checksum,
+}
+
+/// Parses `0x` + 40 hex digits. All-lower or all-upper case is accepted as is;
+/// mixed case must be a correct EIP-55 checksum.
+pub fn parse_address(text: &str) -> Result<Address, AddressError> {
+    let hex = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .ok_or(AddressError::Format)?;
+    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(AddressError::Format);
+    }
+    let address: Address = hex.parse().map_err(|_| AddressError::Format)?;
+    let has_lower = hex.bytes().any(|b| b.is_ascii_lowercase());
+    let has_upper = hex.bytes().any(|b| b.is_ascii_uppercase());
+    if has_lower && has_upper && address.to_checksum(None)[2..] != *hex {
+        return Err(AddressError::Checksum);
+    }
+    Ok(address)
+}
+
+/// The block a balance is asked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockTag {
+    /// `latest` or `pending`: the newest indexed block.
+    Latest,
+    /// `earliest`: the first indexed block.
+    Earliest,
+    /// `safe`.
+    Safe,
+    /// `finalized`.
+    Finalized,
+    /// A block number, decimal or `0x` hex.
+    Number(u64),
+}
+
+/// Parses a `tag` or `blockno` value; `None` when it is none of the accepted forms.
+pub fn parse_block_tag(text: &str) -> Option<BlockTag> {
+    Some(match text {
+        "latest" | "pending" => BlockTag::Latest,
+        "earliest" => BlockTag::Earliest,
+        "safe" => BlockTag::Safe,
+        "finalized" => BlockTag::Finalized,
+        _ => match text.strip_prefix("0x") {
+            Some(hex) if !hex.is_empty() && hex.len() <= 16 => {
+                BlockTag::Number(u64::from_str_radix(hex, 16).ok()?)
+            }
+            Some(_) => return None,
+            None if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+                BlockTag::Number(text.parse().ok()?)
+            }
+            None => return None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHECKSUMMED: &str = "0xde0B295669a9FD93d5F28D9Ec85E40f4cb697BAe";
+
+    #[test]
+    fn accepts_lower_upper_and_correct_checksum() {
+        let expected = parse_address(&CHECKSUMMED.to_ascii_lowercase()).unwrap();
+        assert_eq!(parse_address(CHECKSUMMED).unwrap(), expected);
+        assert_eq!(
+            parse_address(&format!("0x{}", CHECKSUMMED[2..].to_ascii_uppercase())).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn refuses_bad_checksums_and_shapes() {
+        let wrong_case = CHECKSUMMED.replace("de0B", "de0b");
+        assert_eq!(parse_address(&wrong_case), Err(AddressError::Checksum));
+        for bad in [
+            "",
+            "0x",
+            "de0b295669a9fd93d5f28d9ec85e40f4cb697bae",
+            "0xde0b",
+            "0xzz0b295669a9fd93d5f28d9ec85e40f4cb697bae",
+            "0xde0b295669a9fd93d5f28d9ec85e40f4cb697bae00",
+        ] {
+            assert_eq!(parse_address(bad), Err(AddressError::Format), "{bad}");
+        }
+    }
+
+    #[test]
+    fn block_tags_in_every_form_clients_send() {
+        assert_eq!(parse_block_tag("latest"), Some(BlockTag::Latest));
+        assert_eq!(parse_block_tag("pending"), Some(BlockTag::Latest));
+        assert_eq!(parse_block_tag("earliest"), Some(BlockTag::Earliest));
+        assert_eq!(parse_block_tag("0x1b4"), Some(BlockTag::Number(436)));
+        assert_eq!(parse_block_tag("436"), Some(BlockTag::Number(436)));
+        assert_eq!(parse_block_tag("0"), Some(BlockTag::Number(0)));
+        for bad in [
+            "",
+            "0x",
+            "-1",
+            "1.5",
+            "0xg",
+            "LATEST",
+            "18446744073709551616",
+            "0x10000000000000000",
+        ] {
+            assert_eq!(parse_block_tag(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, then every unit and integration
+# test (real anvil node, real RocksDB, real sockets on 127.0.0.1).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$WEIPORT_ROOT"
+
+echo "== cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "== cargo clippy" >&2
+cargo clippy -j2 --workspace --all-targets --locked -- -D warnings
+echo "== cargo nextest" >&2
+cargo nextest run -j2 --workspace --locked --no-fail-fast "$@"

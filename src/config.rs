@@ -1,0 +1,467 @@
+//! Configuration: the embedded defaults, an optional file, then `WEIPORT_*`
+//! environment variables, merged key by key and checked into typed values.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The embedded default configuration, every key commented.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+const ENV_PREFIX: &str = "WEIPORT_";
+
+/// Environment variables with the prefix that are not configuration keys.
+const ENV_NOT_CONFIG: &[&str] = &["WEIPORT_CONFIG", "WEIPORT_MASTER_KEY", "WEIPORT_ANVIL"];
+
+/// A configuration that could not be loaded; the message names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("config file {path} is not valid TOML: {message}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A key has a value of the wrong type or out of range.
+    #[error("invalid configuration value for `{key}`: {message}")]
+    Value {
+        /// Dotted path of the key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A key that does not exist (probably a typo).
+    #[error("unknown configuration key `{key}` (from {source_name})")]
+    UnknownKey {
+        /// Dotted path of the key.
+        key: String,
+        /// Where it came from.
+        source_name: String,
+    },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Database directory.
+    pub data_dir: PathBuf,
+    /// Public HTTP listener.
+    pub server: ServerConfig,
+    /// The Ethereum node.
+    pub node: NodeConfig,
+    /// The balance indexer.
+    pub indexer: IndexerSection,
+    /// RocksDB tuning.
+    pub storage: StorageConfig,
+    /// Logging.
+    pub log: LogConfig,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address of the public listener.
+    pub listen: SocketAddr,
+    /// Seconds given to in-flight requests on shutdown.
+    pub shutdown_grace_secs: u64,
+    /// Largest request body in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// `[node]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// JSON-RPC URL.
+    pub url: String,
+    /// Per-request deadline in milliseconds.
+    pub request_timeout_ms: u64,
+    /// Retries of transient failures.
+    pub max_retries: u32,
+    /// First retry delay in milliseconds.
+    pub initial_backoff_ms: u64,
+    /// Largest retry delay in milliseconds.
+    pub max_backoff_ms: u64,
+}
+
+impl NodeConfig {
+    /// The node client's options.
+    pub fn options(&self) -> weiport_indexer::NodeOptions {
+        weiport_indexer::NodeOptions {
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            max_retries: self.max_retries,
+            initial_backoff: Duration::from_millis(self.initial_backoff_ms),
+            max_backoff: Duration::from_millis(self.max_backoff_ms),
+        }
+    }
+}
+
+/// `[indexer]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexerSection {
+    /// Run the indexer inside `serve`.
+    pub enabled: bool,
+    /// First block indexed.
+    pub start_block: u64,
+    /// Genesis file; empty for none.
+    pub genesis_file: String,
+    /// Balance source or "auto".
+    pub balance_source: BalanceSourceChoice,
+    /// Blocks fetched at once.
+    pub concurrency: usize,
+    /// Blocks per batch.
+    pub batch_blocks: usize,
+    /// Head polling interval in milliseconds.
+    pub poll_interval_ms: u64,
+    /// Deepest reorganisation undone.
+    pub max_reorg_depth: u64,
+    /// Largest lag still reported ready.
+    pub ready_max_lag: u64,
+}
+
+/// `indexer.balance_source`.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BalanceSourceChoice {
+    /// Probe the node.
+    Auto,
+    /// prestateTracer diff mode.
+    Prestate,
+    /// trace_replayBlockTransactions stateDiff.
+    Statediff,
+    /// Touched addresses re-read.
+    Touched,
+}
+
+impl IndexerSection {
+    /// The indexer's configuration; `until` comes from the command line.
+    pub fn config(&self, until: Option<u64>) -> weiport_indexer::IndexerConfig {
+        use weiport_indexer::BalanceSource;
+        weiport_indexer::IndexerConfig {
+            start_block: self.start_block,
+            genesis_file: (!self.genesis_file.is_empty())
+                .then(|| PathBuf::from(&self.genesis_file)),
+            balance_source: match self.balance_source {
+                BalanceSourceChoice::Auto => None,
+                BalanceSourceChoice::Prestate => Some(BalanceSource::Prestate),
+                BalanceSourceChoice::Statediff => Some(BalanceSource::StateDiff),
+                BalanceSourceChoice::Touched => Some(BalanceSource::Touched),
+            },
+            concurrency: self.concurrency,
+            batch_blocks: self.batch_blocks,
+            poll_interval: Duration::from_millis(self.poll_interval_ms),
+            max_reorg_depth: self.max_reorg_depth,
+            until,
+        }
+    }
+}
+
+/// `[storage]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Block cache size in MiB.
+    pub block_cache_mb: usize,
+    /// Background jobs.
+    pub background_jobs: i32,
+}
+
+impl StorageConfig {
+    /// The store's options.
+    pub fn options(&self) -> weiport_storage::StoreOptions {
+        weiport_storage::StoreOptions {
+            block_cache_bytes: self.block_cache_mb << 20,
+            background_jobs: self.background_jobs,
+        }
+    }
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// EnvFilter directives.
+    pub level: String,
+    /// Output format.
+    pub format: LogFormat,
+}
+
+/// How log lines look.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl Config {
+    /// Loads defaults, then `file`, then the given environment variables.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut merged: toml::Table =
+            DEFAULT_TOML
+                .parse()
+                .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                    path: "(embedded defaults)".into(),
+                    message: e.message().to_owned(),
+                })?;
+        let defaults = merged.clone();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            let overlay: toml::Table =
+                text.parse()
+                    .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                        path: path.display().to_string(),
+                        message: e.message().trim().to_owned(),
+                    })?;
+            merge(&mut merged, overlay, "", &path.display().to_string())?;
+        }
+        for (name, raw) in env {
+            let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            if ENV_NOT_CONFIG.contains(&name.as_str()) || rest.is_empty() {
+                continue;
+            }
+            let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+            let key = path.join(".");
+            let Some(default) = lookup(&defaults, &path) else {
+                return Err(ConfigError::UnknownKey {
+                    key,
+                    source_name: name,
+                });
+            };
+            let value = env_value(default, &raw).ok_or_else(|| ConfigError::Value {
+                key: key.clone(),
+                message: format!("{name}={raw:?} is not a {}", default.type_str()),
+            })?;
+            set(&mut merged, &path, value);
+        }
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(|e| {
+                ConfigError::Value {
+                    key: e.path().to_string(),
+                    message: e.into_inner().message().trim().to_owned(),
+                }
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: &str| {
+            Err(ConfigError::Value {
+                key: key.into(),
+                message: message.into(),
+            })
+        };
+        if self.data_dir.as_os_str().is_empty() {
+            return invalid("data_dir", "must not be empty");
+        }
+        if let Err(e) = weiport_indexer::NodeClient::new(&self.node.url, self.node.options()) {
+            return invalid("node.url", &e.to_string());
+        }
+        if self.node.request_timeout_ms == 0 {
+            return invalid("node.request_timeout_ms", "must be at least 1");
+        }
+        if self.node.initial_backoff_ms > self.node.max_backoff_ms {
+            return invalid(
+                "node.initial_backoff_ms",
+                "must not exceed node.max_backoff_ms",
+            );
+        }
+        if !(1..=256).contains(&self.indexer.concurrency) {
+            return invalid("indexer.concurrency", "must be between 1 and 256");
+        }
+        if !(1..=100_000).contains(&self.indexer.batch_blocks) {
+            return invalid("indexer.batch_blocks", "must be between 1 and 100000");
+        }
+        if self.indexer.max_reorg_depth == 0 {
+            return invalid("indexer.max_reorg_depth", "must be at least 1");
+        }
+        if !self.indexer.genesis_file.is_empty() && !Path::new(&self.indexer.genesis_file).is_file()
+        {
+            return invalid("indexer.genesis_file", "no such file");
+        }
+        if self.storage.background_jobs < 1 {
+            return invalid("storage.background_jobs", "must be at least 1");
+        }
+        if self.server.max_body_bytes == 0 {
+            return invalid("server.max_body_bytes", "must be at least 1");
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return invalid("log.level", &e.to_string());
+        }
+        Ok(())
+    }
+}
+
+fn merge(
+    base: &mut toml::Table,
+    overlay: toml::Table,
+    prefix: &str,
+    source_name: &str,
+) -> Result<(), ConfigError> {
+    for (key, value) in overlay {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match (base.get_mut(&key), value) {
+            (None, _) => {
+                return Err(ConfigError::UnknownKey {
+                    key: path,
+                    source_name: source_name.into(),
+                });
+            }
+            (Some(toml::Value::Table(inner)), toml::Value::Table(over)) => {
+                merge(inner, over, &path, source_name)?
+            }
+            (Some(slot), value) => *slot = value,
+        }
+    }
+    Ok(())
+}
+
+fn lookup<'a>(table: &'a toml::Table, path: &[String]) -> Option<&'a toml::Value> {
+    let (last, parents) = path.split_last()?;
+    let mut table = table;
+    for part in parents {
+        table = table.get(part)?.as_table()?;
+    }
+    table.get(last).filter(|v| !v.is_table())
+}
+
+fn set(table: &mut toml::Table, path: &[String], value: toml::Value) {
+    let (last, parents) = path
+        .split_last()
+        .expect("lookup succeeded, so the path is not empty");
+    let mut table = table;
+    for part in parents {
+        table = table
+            .get_mut(part)
+            .and_then(toml::Value::as_table_mut)
+            .expect("lookup succeeded, so every parent is a table");
+    }
+    table.insert(last.clone(), value);
+}
+
+/// Reads an environment value as the type the key has in the defaults, so
+/// that `WEIPORT_LOG__LEVEL=1` stays a string and `..._MS=abc` is an error.
+fn env_value(default: &toml::Value, raw: &str) -> Option<toml::Value> {
+    Some(match default {
+        toml::Value::String(_) => toml::Value::String(raw.to_owned()),
+        toml::Value::Integer(_) => toml::Value::Integer(raw.trim().parse().ok()?),
+        toml::Value::Float(_) => toml::Value::Float(raw.trim().parse().ok()?),
+        toml::Value::Boolean(_) => toml::Value::Boolean(raw.trim().parse().ok()?),
+        _ => toml::from_str::<toml::Table>(&format!("v = {raw}"))
+            .ok()?
+            .remove("v")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn with_file(text: &str) -> Result<Config, ConfigError> {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        Config::load(Some(file.path()), env(&[]))
+    }
+
+    #[test]
+    fn embedded_defaults_load() {
+        let config = Config::load(None, env(&[])).unwrap();
+        assert_eq!(config.server.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(config.log.format, LogFormat::Text);
+    }
+
+    #[test]
+    fn file_overrides_defaults_and_env_overrides_file() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(
+            file.path(),
+            "[server]\nlisten = \"127.0.0.1:9000\"\nshutdown_grace_secs = 2\n",
+        )
+        .unwrap();
+        let config = Config::load(
+            Some(file.path()),
+            env(&[
+                ("WEIPORT_SERVER__LISTEN", "127.0.0.1:9001"),
+                ("WEIPORT_DATA_DIR", "/tmp/x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.server.listen.port(), 9001);
+        assert_eq!(config.server.shutdown_grace_secs, 2);
+        assert_eq!(config.data_dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn a_bad_value_names_its_key() {
+        let err = with_file("[server]\nlisten = \"nonsense\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`server.listen`"), "{err}");
+        let err = Config::load(None, env(&[("WEIPORT_NODE__MAX_RETRIES", "many")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`node.max_retries`"), "{err}");
+        let err = with_file("[node]\nurl = \"ftp://x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`node.url`"), "{err}");
+        let err = with_file("[log]\nformat = \"xml\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`log.format`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_source() {
+        let err = with_file("[server]\nlisen = \"127.0.0.1:1\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`server.lisen`"), "{err}");
+        let err = Config::load(None, env(&[("WEIPORT_SERVR__LISTEN", "x")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("WEIPORT_SERVR__LISTEN"), "{err}");
+    }
+
+    #[test]
+    fn variables_that_are_not_config_keys_are_left_alone() {
+        Config::load(None, env(&[("WEIPORT_MASTER_KEY", "k"), ("OTHER", "x")])).unwrap();
+    }
+}

@@ -1,0 +1,78 @@
+//! The `weiport` binary: command line, configuration and wiring of the crates.
+
+mod config;
+mod serve;
+mod telemetry;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+
+/// Ethereum balance indexer with Etherscan- and Binance-compatible APIs.
+#[derive(Debug, Parser)]
+#[command(name = "weiport", version, about)]
+struct Cli {
+    /// Configuration file overriding the embedded defaults.
+    #[arg(long, global = true, env = "WEIPORT_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the HTTP server, and the indexer unless `indexer.enabled = false`.
+    Serve,
+    /// Run only the indexer, in the foreground.
+    Index {
+        /// Exit once this block is indexed.
+        #[arg(long)]
+        until: Option<u64>,
+    },
+    /// Print the effective configuration (defaults, file and environment merged).
+    Config,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref(), std::env::vars()) {
+        Ok(config) => config,
+        Err(error) => return fail(&error),
+    };
+    let result = match cli.command {
+        Command::Config => match toml::to_string_pretty(&config) {
+            Ok(text) => {
+                print!("{text}");
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::from(e)),
+        },
+        Command::Serve => run_async(&config, serve::run(config.clone())),
+        Command::Index { until } => run_async(&config, serve::index(config.clone(), until)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(format_args!("{error:#}")),
+    }
+}
+
+fn run_async(
+    config: &Config,
+    job: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    telemetry::init_logging(&config.log);
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?
+        .block_on(job)
+}
+
+/// Reports a fatal error on one line of stderr and returns the failure code.
+fn fail(error: impl std::fmt::Display) -> ExitCode {
+    eprintln!("weiport: {error}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,237 @@
+//! `weiport serve`: opens the store, serves HTTP, shuts down gracefully.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::net::TcpListener;
+use weiport_indexer::{Indexer, NodeClient, Progress};
+use weiport_storage::Store;
+
+use crate::config::Config;
+use crate::telemetry;
+
+/// What every operational handler can reach.
+#[derive(Clone)]
+struct Ops {
+    store: Store,
+    metrics: PrometheusHandle,
+    indexer: Option<IndexerStatus>,
+}
+
+/// The indexer as `/readyz` sees it.
+#[derive(Clone)]
+struct IndexerStatus {
+    progress: Arc<Progress>,
+    failure: Arc<OnceLock<String>>,
+    ready_max_lag: u64,
+}
+
+fn open_store(config: &Config) -> anyhow::Result<Store> {
+    Store::open(&config.data_dir, &config.storage.options())
+        .with_context(|| format!("cannot open data_dir {}", config.data_dir.display()))
+}
+
+fn indexer(config: &Config, store: &Store, until: Option<u64>) -> anyhow::Result<Indexer> {
+    let node = NodeClient::new(&config.node.url, config.node.options()).context("node.url")?;
+    Ok(Indexer::new(
+        node,
+        store.clone(),
+        config.indexer.config(until),
+    ))
+}
+
+/// `weiport index`: indexes in the foreground until `until`, or until SIGINT/SIGTERM.
+pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
+    telemetry::install_metrics()?;
+    let store = open_store(&config)?;
+    let indexer = indexer(&config, &store, until)?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut job = tokio::spawn(indexer.run(stop_rx));
+    let result = tokio::select! {
+        finished = &mut job => finished,
+        signal = shutdown_signal() => {
+            tracing::info!(signal, "stopping the indexer");
+            let _ = stop_tx.send(true);
+            job.await
+        }
+    };
+    result
+        .context("indexer task failed")?
+        .context("indexer stopped")?;
+    store.flush().context("flushing the database")?;
+    Ok(())
+}
+
+/// Runs the server until SIGINT or SIGTERM, then drains and closes the store.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let metrics = telemetry::install_metrics()?;
+    let store = open_store(&config)?;
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let mut indexer_job = None;
+    let mut indexer_status = None;
+    if config.indexer.enabled {
+        let indexer = indexer(&config, &store, None)?;
+        let status = IndexerStatus {
+            progress: indexer.progress(),
+            failure: Arc::new(OnceLock::new()),
+            ready_max_lag: config.indexer.ready_max_lag,
+        };
+        let failure = status.failure.clone();
+        let stop = stop_rx.clone();
+        indexer_job = Some(tokio::spawn(async move {
+            if let Err(error) = indexer.run(stop).await {
+                tracing::error!(%error, "indexer stopped");
+                let _ = failure.set(error.to_string());
+            }
+        }));
+        indexer_status = Some(status);
+    }
+    let listener = TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on server.listen = {}", config.server.listen))?;
+    let local = listener.local_addr()?;
+    tracing::info!(listen = %local, data_dir = %config.data_dir.display(), "weiport serving");
+
+    let app = router(
+        Ops {
+            store: store.clone(),
+            metrics,
+            indexer: indexer_status,
+        },
+        &config,
+    );
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = stop_rx.changed().await;
+    });
+    let mut server = tokio::spawn(server.into_future());
+
+    tokio::select! {
+        signal = shutdown_signal() => {
+            tracing::info!(signal, "shutting down: finishing in-flight requests");
+        }
+        finished = &mut server => {
+            finished.context("server task failed")?.context("server failed")?;
+            return Ok(());
+        }
+    }
+    let _ = stop_tx.send(true);
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    match tokio::time::timeout(grace, &mut server).await {
+        Ok(finished) => finished
+            .context("server task failed")?
+            .context("server failed")?,
+        Err(_) => {
+            tracing::warn!(?grace, "grace period over: closing remaining connections");
+            server.abort();
+        }
+    }
+    if let Some(job) = indexer_job {
+        let _ = job.await;
+    }
+    store.flush().context("flushing the database on shutdown")?;
+    drop(store);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn router(ops: Ops, config: &Config) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(ops)
+        .layer(axum::middleware::from_fn(telemetry::track_http))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            config.server.max_body_bytes,
+        ))
+}
+
+/// Liveness: the process answers.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Readiness: the database answers a read and the index is close to the node's head.
+async fn readyz(State(ops): State<Ops>) -> Response {
+    let mut body = serde_json::Map::new();
+    let mut problem = None;
+    match ops.store.schema_version() {
+        Ok(version) => {
+            body.insert("schema_version".into(), version.into());
+        }
+        Err(error) => problem = Some(format!("database: {error}")),
+    }
+    if let Some(indexer) = &ops.indexer {
+        let progress = &indexer.progress;
+        body.insert("head".into(), progress.head().into());
+        body.insert("indexed".into(), progress.indexed().into());
+        body.insert("lag".into(), progress.lag().into());
+        if let Some(failure) = indexer.failure.get() {
+            problem = Some(format!("indexer stopped: {failure}"));
+        } else if !progress.is_following() {
+            problem.get_or_insert_with(|| "indexer starting".into());
+        } else if progress.lag() > indexer.ready_max_lag {
+            problem
+                .get_or_insert_with(|| format!("index lags the node by {} blocks", progress.lag()));
+        }
+    }
+    let status = match problem {
+        None => {
+            body.insert("status".into(), "ready".into());
+            StatusCode::OK
+        }
+        Some(reason) => {
+            body.insert("status".into(), "unavailable".into());
+            body.insert("reason".into(), reason.into());
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+    };
+    (status, Json(serde_json::Value::Object(body))).into_response()
+}
+
+async fn metrics(State(ops): State<Ops>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        ops.metrics.render(),
+    )
+        .into_response()
+}
+
+/// Resolves with the signal's name on SIGINT or SIGTERM.
+async fn shutdown_signal() -> &'static str {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+                "SIGTERM"
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<&'static str>();
+    tokio::select! {
+        name = interrupt => name,
+        name = terminate => name,
+    }
+}

@@ -1,0 +1,59 @@
+//! weiport's storage: one RocksDB database, its column families, and the typed
+//! reads and atomic write batches the other crates use. Every byte layout lives
+//! in [`codec`]; nothing outside this crate sees raw keys.
+
+pub mod codec;
+mod store;
+
+pub use codec::{BlockRecord, Cursor, LatestBalance};
+pub use store::{IndexBatch, Store, StoreOptions};
+
+/// Column families, in the order they are opened.
+pub mod cf {
+    /// Schema version, chain id, genesis hash, indexer cursor.
+    pub const META: &str = "meta";
+    /// `address` → latest balance and the block that set it.
+    pub const BALANCE: &str = "balance";
+    /// `address ‖ block` → balance after each block that changed it.
+    pub const BALANCE_AT: &str = "balance_at";
+    /// `number` → block hash, parent hash and touched addresses.
+    pub const BLOCK: &str = "block";
+
+    /// Every column family of the current schema.
+    pub const ALL: &[&str] = &[META, BALANCE, BALANCE_AT, BLOCK];
+}
+
+/// The on-disk layout version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything that can go wrong below the storage API.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The data directory could not be created or is not writable.
+    #[error("data directory {path} is not usable: {source}")]
+    DataDir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// RocksDB refused an operation.
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// The database was written by a build with another layout.
+    #[error("data directory has schema version {found}; this build reads only version {supported}")]
+    UnknownSchema {
+        /// Version found on disk.
+        found: u32,
+        /// Version this build knows.
+        supported: u32,
+    },
+    /// A stored value does not have the length its layout requires.
+    #[error("corrupt {what} in the database ({len} bytes)")]
+    Corrupt {
+        /// Which layout failed to decode.
+        what: &'static str,
+        /// The length found.
+        len: usize,
+    },
+}

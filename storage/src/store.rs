@@ -1,0 +1,556 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256, U256};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DB, DBCompressionType,
+    Direction, IteratorMode, Options, ReadOptions, SliceTransform, WriteBatch, WriteOptions,
+};
+
+use crate::codec::{
+    self, ADDRESS_LEN, balance_at_key, decode_balance_at_key, encode_block_number, encode_wei,
+};
+use crate::{BlockRecord, Cursor, LatestBalance, SCHEMA_VERSION, StorageError, cf};
+
+mod meta_key {
+    pub const SCHEMA_VERSION: &[u8] = b"schema_version";
+    pub const CHAIN_ID: &[u8] = b"chain_id";
+    pub const GENESIS_HASH: &[u8] = b"genesis_hash";
+    pub const CURSOR: &[u8] = b"index_cursor";
+    pub const INDEX_START: &[u8] = b"index_start";
+}
+
+/// Tuning knobs for [`Store::open`].
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Size of the shared LRU block cache in bytes.
+    pub block_cache_bytes: usize,
+    /// Background compaction and flush threads.
+    pub background_jobs: i32,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            block_cache_bytes: 256 << 20,
+            background_jobs: 4,
+        }
+    }
+}
+
+/// The open database. Clones share it; all methods take `&self`.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<DB>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+fn column_family_options(name: &str, cache: &Cache) -> Options {
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    // Point lookups dominate (balance by address); a bloom filter turns a miss
+    // for a never-seen address into a memory check.
+    table.set_bloom_filter(10.0, false);
+
+    let mut opts = Options::default();
+    opts.set_level_compaction_dynamic_level_bytes(true);
+    opts.set_compression_type(DBCompressionType::Lz4);
+    opts.set_bottommost_compression_type(DBCompressionType::Zstd);
+    if name == cf::BALANCE_AT {
+        // History rows are always read within one address: prefix blooms let
+        // `seek_for_prev(address ‖ block)` skip files that lack the address.
+        opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(ADDRESS_LEN));
+        opts.set_memtable_prefix_bloom_ratio(0.1);
+        table.set_whole_key_filtering(false);
+    }
+    opts.set_block_based_table_factory(&table);
+    opts
+}
+
+impl Store {
+    /// Opens (or creates) the database in `path`, checking its schema version.
+    pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Self, StorageError> {
+        let path = path.as_ref().to_path_buf();
+        std::fs::create_dir_all(&path).map_err(|source| StorageError::DataDir {
+            path: path.clone(),
+            source,
+        })?;
+        probe_writable(&path)?;
+
+        let cache = Cache::new_lru_cache(options.block_cache_bytes);
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(options.background_jobs);
+        db_opts.increase_parallelism(options.background_jobs);
+        db_opts.set_bytes_per_sync(1 << 20);
+        db_opts.set_keep_log_file_num(4);
+        let descriptors = cf::ALL
+            .iter()
+            .map(|name| ColumnFamilyDescriptor::new(*name, column_family_options(name, &cache)));
+        let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
+        let store = Self {
+            db: Arc::new(db),
+            path,
+        };
+        store.check_schema()?;
+        Ok(store)
+    }
+
+    fn check_schema(&self) -> Result<(), StorageError> {
+        match self
+            .db
+            .get_cf(self.cf(cf::META), meta_key::SCHEMA_VERSION)?
+        {
+            Some(bytes) => {
+                let found = u32::from_be_bytes(bytes.as_slice().try_into().map_err(|_| {
+                    StorageError::Corrupt {
+                        what: "schema version",
+                        len: bytes.len(),
+                    }
+                })?);
+                if found != SCHEMA_VERSION {
+                    return Err(StorageError::UnknownSchema {
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+            }
+            None => {
+                let mut opts = WriteOptions::default();
+                opts.set_sync(true);
+                self.db.put_cf_opt(
+                    self.cf(cf::META),
+                    meta_key::SCHEMA_VERSION,
+                    SCHEMA_VERSION.to_be_bytes(),
+                    &opts,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory the database lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        // Every name in `cf::ALL` is opened in `open`; a miss is a programming error.
+        self.db
+            .cf_handle(name)
+            .unwrap_or_else(|| panic!("column family {name} was not opened"))
+    }
+
+    fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get_cf(self.cf(cf::META), key)?)
+    }
+
+    /// The schema version recorded on disk.
+    pub fn schema_version(&self) -> Result<u32, StorageError> {
+        Ok(self
+            .meta(meta_key::SCHEMA_VERSION)?
+            .map(|b| u32::from_be_bytes(b.as_slice().try_into().unwrap_or_default()))
+            .unwrap_or(SCHEMA_VERSION))
+    }
+
+    /// The chain id the index was built from, if any block was indexed yet.
+    pub fn chain_id(&self) -> Result<Option<u64>, StorageError> {
+        self.meta(meta_key::CHAIN_ID)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()
+    }
+
+    /// The genesis (or start block) hash the index was built from.
+    pub fn genesis_hash(&self) -> Result<Option<B256>, StorageError> {
+        self.meta(meta_key::GENESIS_HASH)?
+            .map(|b| {
+                if b.len() == codec::HASH_LEN {
+                    Ok(B256::from_slice(&b))
+                } else {
+                    Err(StorageError::Corrupt {
+                        what: "genesis hash",
+                        len: b.len(),
+                    })
+                }
+            })
+            .transpose()
+    }
+
+    /// The first block the index covers (0 when it starts at genesis).
+    pub fn index_start(&self) -> Result<Option<u64>, StorageError> {
+        self.meta(meta_key::INDEX_START)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()
+    }
+
+    /// The last fully indexed block.
+    pub fn cursor(&self) -> Result<Option<Cursor>, StorageError> {
+        self.meta(meta_key::CURSOR)?
+            .map(|b| Cursor::decode(&b))
+            .transpose()
+    }
+
+    /// The latest indexed balance of `address`.
+    pub fn balance(&self, address: &Address) -> Result<Option<LatestBalance>, StorageError> {
+        self.db
+            .get_pinned_cf(self.cf(cf::BALANCE), address.as_slice())?
+            .map(|b| LatestBalance::decode(&b))
+            .transpose()
+    }
+
+    /// The balance of `address` after block `block`: the newest history row at
+    /// or below `block`. `None` if the index holds no row for it that early.
+    pub fn balance_at(&self, address: &Address, block: u64) -> Result<Option<U256>, StorageError> {
+        Ok(self
+            .history_at_or_before(address, block)?
+            .map(|(_, wei)| wei))
+    }
+
+    fn history_at_or_before(
+        &self,
+        address: &Address,
+        block: u64,
+    ) -> Result<Option<(u64, U256)>, StorageError> {
+        let mut read = ReadOptions::default();
+        read.set_prefix_same_as_start(true);
+        let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf::BALANCE_AT), read);
+        iter.seek_for_prev(balance_at_key(address, block));
+        if !iter.valid() {
+            iter.status()?;
+            return Ok(None);
+        }
+        let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+            return Ok(None);
+        };
+        let (found_address, found_block) = decode_balance_at_key(key)?;
+        if found_address != *address {
+            return Ok(None);
+        }
+        Ok(Some((found_block, codec::decode_wei(value)?)))
+    }
+
+    /// The stored record of block `number`.
+    pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, StorageError> {
+        self.db
+            .get_pinned_cf(self.cf(cf::BLOCK), encode_block_number(number))?
+            .map(|b| BlockRecord::decode(&b))
+            .transpose()
+    }
+
+    /// Every `(address, block, wei)` history row, in key order. For checks and tests.
+    pub fn history(&self) -> impl Iterator<Item = Result<(Address, u64, U256), StorageError>> + '_ {
+        self.db
+            .iterator_cf(
+                self.cf(cf::BALANCE_AT),
+                IteratorMode::From(&[], Direction::Forward),
+            )
+            .map(|item| {
+                let (key, value) = item?;
+                let (address, block) = decode_balance_at_key(&key)?;
+                Ok((address, block, codec::decode_wei(&value)?))
+            })
+    }
+
+    /// Starts an atomic batch of index writes.
+    pub fn index_batch(&self) -> IndexBatch {
+        IndexBatch {
+            store: self.clone(),
+            batch: WriteBatch::default(),
+        }
+    }
+
+    /// Flushes memtables and the WAL to disk; used on graceful shutdown.
+    pub fn flush(&self) -> Result<(), StorageError> {
+        for name in cf::ALL {
+            self.db.flush_cf(self.cf(name))?;
+        }
+        self.db.flush_wal(true)?;
+        Ok(())
+    }
+}
+
+fn probe_writable(path: &Path) -> Result<(), StorageError> {
+    let probe = path.join(".weiport-write-probe");
+    std::fs::write(&probe, b"ok")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|source| StorageError::DataDir {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// A set of index writes applied all together or not at all. Owns a handle
+/// to the store, so it can be committed on another thread.
+pub struct IndexBatch {
+    store: Store,
+    batch: WriteBatch,
+}
+
+impl IndexBatch {
+    /// Records that `address` holds `wei` after `block`: updates the latest
+    /// balance and appends a history row.
+    pub fn set_balance(&mut self, address: &Address, block: u64, wei: &U256) {
+        let latest = LatestBalance { wei: *wei, block };
+        self.batch.put_cf(
+            self.store.cf(cf::BALANCE),
+            address.as_slice(),
+            latest.encode(),
+        );
+        self.batch.put_cf(
+            self.store.cf(cf::BALANCE_AT),
+            balance_at_key(address, block),
+            encode_wei(wei),
+        );
+    }
+
+    /// Stores block `number`'s record.
+    pub fn put_block(&mut self, number: u64, record: &BlockRecord) {
+        self.batch.put_cf(
+            self.store.cf(cf::BLOCK),
+            encode_block_number(number),
+            record.encode(),
+        );
+    }
+
+    /// Removes block `number`'s record.
+    pub fn delete_block(&mut self, number: u64) {
+        self.batch
+            .delete_cf(self.store.cf(cf::BLOCK), encode_block_number(number));
+    }
+
+    /// Moves the indexer cursor.
+    pub fn set_cursor(&mut self, cursor: &Cursor) {
+        self.batch
+            .put_cf(self.store.cf(cf::META), meta_key::CURSOR, cursor.encode());
+    }
+
+    /// Records the chain the index belongs to and the block it starts at.
+    pub fn set_chain(&mut self, chain_id: u64, genesis_hash: &B256, start_block: u64) {
+        let meta = self.store.cf(cf::META);
+        self.batch
+            .put_cf(meta, meta_key::CHAIN_ID, encode_block_number(chain_id));
+        self.batch
+            .put_cf(meta, meta_key::GENESIS_HASH, genesis_hash.as_slice());
+        self.batch.put_cf(
+            meta,
+            meta_key::INDEX_START,
+            encode_block_number(start_block),
+        );
+    }
+
+    /// Undoes every change to `address` after block `keep_through`: deletes its
+    /// newer history rows and restores its latest balance from history. Reads
+    /// committed data, so call it before writing anything else for `address`
+    /// in this batch.
+    pub fn rewind_address(
+        &mut self,
+        address: &Address,
+        keep_through: u64,
+    ) -> Result<(), StorageError> {
+        let history = self.store.cf(cf::BALANCE_AT);
+        let mut read = ReadOptions::default();
+        read.set_prefix_same_as_start(true);
+        let mut iter = self.store.db.raw_iterator_cf_opt(history, read);
+        iter.seek(balance_at_key(address, keep_through.saturating_add(1)));
+        while iter.valid() {
+            let Some(key) = iter.key() else { break };
+            let (found, _) = decode_balance_at_key(key)?;
+            if found != *address {
+                break;
+            }
+            self.batch.delete_cf(history, key);
+            iter.next();
+        }
+        iter.status()?;
+        match self.store.history_at_or_before(address, keep_through)? {
+            Some((block, wei)) => self.batch.put_cf(
+                self.store.cf(cf::BALANCE),
+                address.as_slice(),
+                LatestBalance { wei, block }.encode(),
+            ),
+            None => self
+                .batch
+                .delete_cf(self.store.cf(cf::BALANCE), address.as_slice()),
+        }
+        Ok(())
+    }
+
+    /// Number of operations queued.
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Writes the batch atomically with the WAL synced, so a crash after this
+    /// returns cannot lose it.
+    pub fn commit(self) -> Result<(), StorageError> {
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.store.db.write_opt(self.batch, &opts)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &tempfile::TempDir) -> Store {
+        Store::open(dir.path(), &StoreOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn fresh_store_records_schema_version_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(open(&dir).schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(open(&dir).schema_version().unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn unknown_schema_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(&dir);
+            store
+                .db
+                .put_cf(
+                    store.cf(cf::META),
+                    meta_key::SCHEMA_VERSION,
+                    99u32.to_be_bytes(),
+                )
+                .unwrap();
+        }
+        let err = Store::open(dir.path(), &StoreOptions::default()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StorageError::UnknownSchema {
+                    found: 99,
+                    supported: SCHEMA_VERSION
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn balance_at_finds_the_newest_row_at_or_below_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let a = Address::repeat_byte(0xaa);
+        let neighbour_below = Address::repeat_byte(0xa9);
+        let neighbour_above = Address::repeat_byte(0xab);
+        let mut batch = store.index_batch();
+        batch.set_balance(&neighbour_below, 1, &U256::from(7u8));
+        batch.set_balance(&a, 5, &U256::from(100u8));
+        batch.set_balance(&a, 9, &U256::from(90u8));
+        batch.set_balance(&a, 300, &U256::from(80u8));
+        batch.set_balance(&neighbour_above, 2, &U256::from(3u8));
+        batch.commit().unwrap();
+
+        assert_eq!(
+            store.balance_at(&a, 4).unwrap(),
+            None,
+            "before the first change"
+        );
+        assert_eq!(store.balance_at(&a, 5).unwrap(), Some(U256::from(100u8)));
+        assert_eq!(store.balance_at(&a, 8).unwrap(), Some(U256::from(100u8)));
+        assert_eq!(store.balance_at(&a, 9).unwrap(), Some(U256::from(90u8)));
+        // 256..299 would sort before 9 if keys were little-endian or decimal text.
+        assert_eq!(store.balance_at(&a, 299).unwrap(), Some(U256::from(90u8)));
+        assert_eq!(
+            store.balance_at(&a, u64::MAX).unwrap(),
+            Some(U256::from(80u8))
+        );
+        assert_eq!(
+            store.balance(&a).unwrap(),
+            Some(LatestBalance {
+                wei: U256::from(80u8),
+                block: 300
+            })
+        );
+        assert_eq!(store.balance(&Address::ZERO).unwrap(), None);
+    }
+
+    #[test]
+    fn rewind_restores_the_latest_balance_from_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let a = Address::repeat_byte(1);
+        let b = Address::repeat_byte(2);
+        let mut batch = store.index_batch();
+        batch.set_balance(&a, 10, &U256::from(1u8));
+        batch.set_balance(&a, 11, &U256::from(2u8));
+        batch.set_balance(&a, 12, &U256::from(3u8));
+        batch.set_balance(&b, 12, &U256::from(4u8));
+        batch.commit().unwrap();
+
+        let mut batch = store.index_batch();
+        batch.rewind_address(&a, 10).unwrap();
+        batch.rewind_address(&b, 10).unwrap();
+        batch.commit().unwrap();
+
+        assert_eq!(
+            store.balance(&a).unwrap(),
+            Some(LatestBalance {
+                wei: U256::from(1u8),
+                block: 10
+            })
+        );
+        assert_eq!(
+            store.balance(&b).unwrap(),
+            None,
+            "b did not exist before block 12"
+        );
+        let rows: Vec<_> = store.history().map(Result::unwrap).collect();
+        assert_eq!(rows, vec![(a, 10, U256::from(1u8))]);
+    }
+
+    #[test]
+    fn a_batch_is_invisible_until_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let cursor = Cursor {
+            number: 3,
+            hash: B256::repeat_byte(3),
+        };
+        let mut batch = store.index_batch();
+        batch.set_balance(&Address::repeat_byte(5), 3, &U256::from(5u8));
+        batch.set_cursor(&cursor);
+        assert_eq!(store.cursor().unwrap(), None);
+        drop(batch);
+        assert_eq!(store.cursor().unwrap(), None);
+        assert_eq!(store.balance(&Address::repeat_byte(5)).unwrap(), None);
+
+        let mut batch = store.index_batch();
+        batch.set_cursor(&cursor);
+        batch.set_chain(31337, &B256::repeat_byte(0xee), 0);
+        batch.commit().unwrap();
+        drop(store);
+        let store = open(&dir);
+        assert_eq!(store.cursor().unwrap(), Some(cursor));
+        assert_eq!(store.chain_id().unwrap(), Some(31337));
+        assert_eq!(store.genesis_hash().unwrap(), Some(B256::repeat_byte(0xee)));
+        assert_eq!(store.index_start().unwrap(), Some(0));
+    }
+
+    #[test]
+    fn unwritable_data_dir_is_a_clear_error() {
+        let err =
+            Store::open("/proc/weiport-cannot-write-here", &StoreOptions::default()).unwrap_err();
+        assert!(matches!(err, StorageError::DataDir { .. }), "{err}");
+    }
+}

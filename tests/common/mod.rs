@@ -1,0 +1,195 @@
+//! Shared harness of the end-to-end tests: a real anvil node and the real
+//! `weiport` binary, both on loopback ports chosen by the OS.
+
+#![allow(dead_code)]
+
+pub mod chain;
+pub mod proxy;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Path of the anvil binary installed by `scripts/setup.sh`.
+pub fn anvil_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("WEIPORT_ANVIL") {
+        return path.into();
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
+}
+
+/// Reads a child's output lines on a thread (so the pipe never fills) and
+/// hands them over until `marker` is seen.
+fn watch_output(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                // Nobody listens any more: keep draining so the child never blocks.
+                continue;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_for_line(
+    rx: &mpsc::Receiver<String>,
+    marker: &str,
+    timeout: Duration,
+    seen: &mut Vec<String>,
+) -> Option<String> {
+    let deadline = std::time::Instant::now() + timeout;
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let found = line.contains(marker);
+                seen.push(line.clone());
+                if found {
+                    return Some(line);
+                }
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// A running anvil node, killed on drop.
+pub struct Anvil {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+}
+
+impl Anvil {
+    /// Starts anvil with `args` added to the defaults.
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(anvil_binary())
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start anvil at {}: {e} (run scripts/setup.sh)",
+                    anvil_binary().display()
+                )
+            });
+        let lines = watch_output(child.stdout.take().unwrap());
+        let mut seen = Vec::new();
+        let line = wait_for_line(&lines, "Listening on ", Duration::from_secs(30), &mut seen)
+            .unwrap_or_else(|| panic!("anvil did not start: {seen:?}"));
+        let address = line.trim().trim_start_matches("Listening on ").to_owned();
+        Self {
+            child,
+            url: format!("http://{address}"),
+        }
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running `weiport serve`, killed on drop unless stopped.
+pub struct Weiport {
+    pub child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    pub stderr: mpsc::Receiver<String>,
+    pub log: Vec<String>,
+}
+
+/// `weiport` with `env` added, and nothing inherited from a `WEIPORT_*` of the caller.
+pub fn weiport_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weiport"));
+    command.args(args);
+    for (name, _) in std::env::vars() {
+        if name.starts_with("WEIPORT_") {
+            command.env_remove(name);
+        }
+    }
+    command.env_remove("RUST_LOG");
+    command.envs(env.iter().copied());
+    command
+}
+
+impl Weiport {
+    /// Starts `weiport serve` on an OS-chosen port with `data_dir` and `env`.
+    pub fn serve(data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        let data_dir = data_dir.to_str().unwrap();
+        let mut full_env = vec![
+            ("WEIPORT_SERVER__LISTEN", "127.0.0.1:0"),
+            ("WEIPORT_DATA_DIR", data_dir),
+        ];
+        full_env.extend_from_slice(env);
+        let mut child = weiport_command(&["serve"], &full_env)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start weiport");
+        let stderr = watch_output(child.stderr.take().unwrap());
+        let mut log = Vec::new();
+        let line = wait_for_line(
+            &stderr,
+            "weiport serving",
+            Duration::from_secs(30),
+            &mut log,
+        )
+        .unwrap_or_else(|| panic!("weiport did not start: {log:#?}"));
+        let address = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("listen="))
+            .unwrap_or_else(|| panic!("no listen= in {line}"))
+            .to_owned();
+        Self {
+            child,
+            url: format!("http://{address}"),
+            stderr,
+            log,
+        }
+    }
+
+    /// Sends `signal` and waits for the exit, at most `timeout`.
+    pub fn stop(&mut self, signal: &str, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Log lines seen so far.
+    pub fn drain_log(&mut self) -> &[String] {
+        while let Ok(line) = self.stderr.try_recv() {
+            self.log.push(line);
+        }
+        &self.log
+    }
+}
+
+impl Drop for Weiport {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
