@@ -4,7 +4,7 @@
 # ROCKSDB_LIB_DIR, so a release build does not compile it a second time.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-cd "$WEIPORT_ROOT"
+cd "$REPO_ROOT"
 
 rocksdb_cache="$HOME/.cache/weiport/rocksdb-11.8.1"
 if [ ! -f "$rocksdb_cache/librocksdb.a" ]; then

@@ -4,20 +4,26 @@
 # ANVIL_PORT (default 8545).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-cd "$WEIPORT_ROOT"
+cd "$REPO_ROOT"
 
 cargo build -j2 --locked --bin weiport
 anvil_port="${ANVIL_PORT:-8545}"
-data_dir="${WEIPORT_DATA_DIR:-$WEIPORT_ROOT/data/weiport}"
-mkdir -p "$(dirname "$data_dir")"
+# The node is new on every run, so by default the index is too: a throw-away
+# data dir (set WEIPORT_DATA_DIR to keep one across runs of the same node).
+if [ -n "${WEIPORT_DATA_DIR:-}" ]; then
+  data_dir="$WEIPORT_DATA_DIR"
+else
+  data_dir="$(mktemp -d -t weiport-run.XXXXXX)"
+  cleanup_data="$data_dir"
+fi
 
 "$WEIPORT_ANVIL" --host 127.0.0.1 --port "$anvil_port" --silent &
 anvil_pid=$!
-trap 'kill $anvil_pid 2>/dev/null || true' EXIT
+trap 'kill $anvil_pid 2>/dev/null || true; [ -n "${cleanup_data:-}" ] && rm -rf "$cleanup_data"' EXIT
 for _ in $(seq 50); do
   curl -fsS -o /dev/null -X POST -H 'content-type: application/json' \
     --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-    "http://127.0.0.1:$anvil_port" && break
+    "http://127.0.0.1:$anvil_port" 2>/dev/null && break
   sleep 0.1
 done
 echo "anvil: http://127.0.0.1:$anvil_port (pid $anvil_pid)" >&2

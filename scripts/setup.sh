@@ -4,12 +4,12 @@
 # node from the npm registry, and cargo-nextest. Sourced by run.sh and test.sh.
 set -euo pipefail
 
-WEIPORT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export WEIPORT_ROOT
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export REPO_ROOT
 # One build directory outside the clone, shared by every checkout on this
 # machine: RocksDB's C++ (about 16 minutes on 2 cores) is compiled once.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/weiport/target}"
-export WEIPORT_ANVIL="${WEIPORT_ANVIL:-$WEIPORT_ROOT/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil}"
+export WEIPORT_ANVIL="${WEIPORT_ANVIL:-$REPO_ROOT/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil}"
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
@@ -32,10 +32,11 @@ apt_install() {
 
 apt_install libclang-dev
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+command -v curl >/dev/null 2>&1 || apt_install curl
 
 if [ ! -x "$WEIPORT_ANVIL" ]; then
   echo "setup: installing the pinned anvil node (tools/package-lock.json)" >&2
-  npm ci --prefix "$WEIPORT_ROOT/tools" --no-audit --no-fund --loglevel=error >&2
+  npm ci --prefix "$REPO_ROOT/tools" --no-audit --no-fund --loglevel=error >&2
 fi
 
 if ! cargo nextest --version >/dev/null 2>&1; then

@@ -3,7 +3,7 @@
 # test (real anvil node, real RocksDB, real sockets on 127.0.0.1).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-cd "$WEIPORT_ROOT"
+cd "$REPO_ROOT"
 
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
