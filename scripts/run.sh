@@ -30,4 +30,5 @@ echo "anvil: http://127.0.0.1:$anvil_port (pid $anvil_pid)" >&2
 
 export WEIPORT_NODE__URL="${WEIPORT_NODE__URL:-http://127.0.0.1:$anvil_port}"
 export WEIPORT_DATA_DIR="$data_dir"
+echo "data dir: $data_dir  (manage keys with: WEIPORT_DATA_DIR=$data_dir $CARGO_TARGET_DIR/debug/weiport keys --help)" >&2
 "$CARGO_TARGET_DIR/debug/weiport" serve "$@"

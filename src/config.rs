@@ -60,6 +60,12 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Public HTTP listener.
     pub server: ServerConfig,
+    /// Admin listener.
+    pub admin: AdminConfig,
+    /// Keys and rate limits.
+    pub access: AccessConfig,
+    /// The Etherscan-compatible API.
+    pub query: QuerySection,
     /// The Ethereum node.
     pub node: NodeConfig,
     /// The balance indexer.
@@ -80,6 +86,80 @@ pub struct ServerConfig {
     pub shutdown_grace_secs: u64,
     /// Largest request body in bytes.
     pub max_body_bytes: usize,
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Listener address.
+    pub listen: SocketAddr,
+    /// Bearer token; empty for a generated one.
+    pub token: String,
+}
+
+/// `[access]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    /// Trusted proxies.
+    pub trusted_proxies: Vec<String>,
+    /// Weight per IP per minute.
+    pub ip_weight_per_minute: u32,
+    /// Weight per key per minute.
+    pub key_weight_per_minute: u32,
+    /// Orders per account per 10 s.
+    pub orders_per_10s: u32,
+    /// Orders per account per day.
+    pub orders_per_day: u32,
+    /// 429s before a ban.
+    pub ban_after_rejections: u32,
+    /// First ban length.
+    pub ban_initial_secs: u64,
+    /// Longest ban.
+    pub ban_max_secs: u64,
+    /// Invalid keys tolerated per 30 s.
+    pub invalid_keys_per_30s: u32,
+    /// Block after too many invalid keys.
+    pub invalid_key_block_secs: u64,
+    /// Tier of new keys.
+    pub default_tier: String,
+    /// Calls per second by tier.
+    pub query_tiers: std::collections::BTreeMap<String, u32>,
+}
+
+impl AccessConfig {
+    /// The limiter's configuration.
+    pub fn limits(&self) -> weiport_access::LimitsConfig {
+        weiport_access::LimitsConfig {
+            ip_weight_per_minute: self.ip_weight_per_minute,
+            key_weight_per_minute: self.key_weight_per_minute,
+            orders_per_10s: self.orders_per_10s,
+            orders_per_day: self.orders_per_day,
+            query_tiers: self.query_tiers.clone().into_iter().collect(),
+            ban_after_rejections: self.ban_after_rejections,
+            ban_initial: Duration::from_secs(self.ban_initial_secs),
+            ban_max: Duration::from_secs(self.ban_max_secs),
+            invalid_keys_per_30s: self.invalid_keys_per_30s,
+            invalid_key_block: Duration::from_secs(self.invalid_key_block_secs),
+        }
+    }
+
+    /// The trusted proxies, parsed (validated at load).
+    pub fn trusted_proxies(&self) -> Vec<weiport_access::IpRule> {
+        self.trusted_proxies
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
+
+/// `[query]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuerySection {
+    /// HTTP 200 for every error.
+    pub http_200_errors: bool,
 }
 
 /// `[node]`.
@@ -304,6 +384,43 @@ impl Config {
         if !self.indexer.genesis_file.is_empty() && !Path::new(&self.indexer.genesis_file).is_file()
         {
             return invalid("indexer.genesis_file", "no such file");
+        }
+        for proxy in &self.access.trusted_proxies {
+            if proxy.parse::<weiport_access::IpRule>().is_err() {
+                return invalid(
+                    "access.trusted_proxies",
+                    &format!("{proxy:?} is not an address or CIDR block"),
+                );
+            }
+        }
+        for (name, limit) in [
+            (
+                "access.ip_weight_per_minute",
+                self.access.ip_weight_per_minute,
+            ),
+            (
+                "access.key_weight_per_minute",
+                self.access.key_weight_per_minute,
+            ),
+            ("access.orders_per_10s", self.access.orders_per_10s),
+            ("access.orders_per_day", self.access.orders_per_day),
+        ] {
+            if limit == 0 {
+                return invalid(name, "must be at least 1");
+            }
+        }
+        if self.access.query_tiers.values().any(|v| *v == 0) {
+            return invalid(
+                "access.query_tiers",
+                "every tier needs at least 1 call per second",
+            );
+        }
+        if !self
+            .access
+            .query_tiers
+            .contains_key(&self.access.default_tier)
+        {
+            return invalid("access.default_tier", "names no tier of access.query_tiers");
         }
         if self.storage.background_jobs < 1 {
             return invalid("storage.background_jobs", "must be at least 1");

@@ -1,5 +1,6 @@
 //! The `weiport` binary: command line, configuration and wiring of the crates.
 
+mod admin_cli;
 mod config;
 mod serve;
 mod telemetry;
@@ -34,6 +35,16 @@ enum Command {
     },
     /// Print the effective configuration (defaults, file and environment merged).
     Config,
+    /// Manage API keys (through the running server, or on the data dir).
+    Keys {
+        #[command(subcommand)]
+        command: admin_cli::KeysCommand,
+    },
+    /// Manage accounts (through the running server, or on the data dir).
+    Accounts {
+        #[command(subcommand)]
+        command: admin_cli::AccountsCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -50,6 +61,8 @@ fn main() -> ExitCode {
             }
             Err(e) => Err(anyhow::Error::from(e)),
         },
+        Command::Keys { command } => admin_cli::keys(&config, command),
+        Command::Accounts { command } => admin_cli::accounts(&config, command),
         Command::Serve => run_async(&config, serve::run(config.clone())),
         Command::Index { until } => run_async(&config, serve::index(config.clone(), until)),
     };

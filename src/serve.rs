@@ -39,6 +39,52 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
         .with_context(|| format!("cannot open data_dir {}", config.data_dir.display()))
 }
 
+/// Keys (secrets opened with the master key), the shared limiter, proxies.
+pub fn open_access(config: &Config, store: &Store) -> anyhow::Result<weiport_access::Access> {
+    let from_env = std::env::var("WEIPORT_MASTER_KEY").ok();
+    let master =
+        weiport_access::MasterKey::load(from_env.as_deref(), &config.data_dir.join("master.key"))
+            .context("loading the master key")?;
+    let limiter = weiport_access::Limiter::new(config.access.limits());
+    let keys = weiport_access::KeyStore::open(
+        store.clone(),
+        master,
+        limiter.tiers(),
+        config.access.default_tier.clone(),
+    )
+    .context("loading API keys")?;
+    Ok(weiport_access::Access::new(
+        keys,
+        limiter,
+        config.access.trusted_proxies(),
+        config.server.max_body_bytes,
+    ))
+}
+
+/// The admin bearer token: from configuration, or kept in `<data_dir>/admin.token`.
+pub fn admin_token(config: &Config) -> anyhow::Result<String> {
+    if !config.admin.token.is_empty() {
+        return Ok(config.admin.token.clone());
+    }
+    let path = config.data_dir.join("admin.token");
+    match std::fs::read_to_string(&path) {
+        Ok(token) if !token.trim().is_empty() => Ok(token.trim().to_owned()),
+        _ => {
+            let token = weiport_access::keys::random_token();
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            use std::io::Write;
+            options
+                .open(&path)
+                .and_then(|mut f| f.write_all(token.as_bytes()))
+                .with_context(|| format!("writing {}", path.display()))?;
+            Ok(token)
+        }
+    }
+}
+
 fn indexer(config: &Config, store: &Store, until: Option<u64>) -> anyhow::Result<Indexer> {
     let node = NodeClient::new(&config.node.url, config.node.options()).context("node.url")?;
     Ok(Indexer::new(
@@ -74,7 +120,7 @@ pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let metrics = telemetry::install_metrics()?;
     let store = open_store(&config)?;
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut indexer_job = None;
     let mut indexer_status = None;
     if config.indexer.enabled {
@@ -94,47 +140,74 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }));
         indexer_status = Some(status);
     }
+    let access = Arc::new(open_access(&config, &store)?);
+    access.spawn_housekeeping(Duration::from_secs(30));
+    let admin_token = admin_token(&config)?;
+
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("cannot listen on server.listen = {}", config.server.listen))?;
+    let admin_listener = TcpListener::bind(config.admin.listen)
+        .await
+        .with_context(|| format!("cannot listen on admin.listen = {}", config.admin.listen))?;
     let local = listener.local_addr()?;
-    tracing::info!(listen = %local, data_dir = %config.data_dir.display(), "weiport serving");
+    let admin_local = admin_listener.local_addr()?;
+    tracing::info!(listen = %local, admin = %admin_local, data_dir = %config.data_dir.display(), "weiport serving");
 
-    let app = router(
-        Ops {
-            store: store.clone(),
-            metrics,
-            indexer: indexer_status,
+    let ops = Ops {
+        store: store.clone(),
+        metrics,
+        indexer: indexer_status,
+    };
+    let query = weiport_query_api::router(
+        store.clone(),
+        access.clone(),
+        weiport_query_api::QueryConfig {
+            http_200_errors: config.query.http_200_errors,
         },
-        &config,
     );
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        let _ = stop_rx.changed().await;
-    });
-    let mut server = tokio::spawn(server.into_future());
+    let exchange = weiport_exchange_api::router(access.clone());
+    let app = router(ops, query.merge(exchange), &config);
+    let admin_app = weiport_access::admin::router(access.clone(), &admin_token);
+
+    let mut servers = tokio::task::JoinSet::new();
+    for (listener, app) in [(listener, app), (admin_listener, admin_app)] {
+        let mut stop = stop_rx.clone();
+        let server = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop.changed().await;
+        });
+        servers.spawn(server.into_future());
+    }
 
     tokio::select! {
         signal = shutdown_signal() => {
             tracing::info!(signal, "shutting down: finishing in-flight requests");
         }
-        finished = &mut server => {
+        Some(finished) = servers.join_next() => {
             finished.context("server task failed")?.context("server failed")?;
-            return Ok(());
+            anyhow::bail!("a listener stopped unexpectedly");
         }
     }
     let _ = stop_tx.send(true);
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
-    match tokio::time::timeout(grace, &mut server).await {
-        Ok(finished) => finished
-            .context("server task failed")?
-            .context("server failed")?,
+    let drained = tokio::time::timeout(grace, async {
+        while let Some(finished) = servers.join_next().await {
+            finished
+                .context("server task failed")?
+                .context("server failed")?;
+        }
+        anyhow::Ok(())
+    })
+    .await;
+    match drained {
+        Ok(result) => result?,
         Err(_) => {
             tracing::warn!(?grace, "grace period over: closing remaining connections");
-            server.abort();
+            servers.abort_all();
         }
     }
     if let Some(job) = indexer_job {
@@ -146,12 +219,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn router(ops: Ops, config: &Config) -> Router {
+/// The public listener's routes: operations, plus the API faces in `faces`.
+fn router(ops: Ops, faces: Router, config: &Config) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(ops)
+        .merge(faces)
         .layer(axum::middleware::from_fn(telemetry::track_http))
         .layer(axum::extract::DefaultBodyLimit::max(
             config.server.max_body_bytes,

@@ -1,6 +1,92 @@
 //! weiport's access control, shared by the query API and the exchange: API
-//! keys, request signatures, permissions, IP allow-lists and rate limits.
+//! keys, request signatures, permissions, IP allow-lists and one rate limiter.
 
+pub mod admin;
+pub mod auth;
+mod error;
+pub mod guard;
+pub mod keys;
+pub mod keystore;
+pub mod limits;
+pub mod sealing;
 pub mod signature;
 
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+
+pub use auth::Security;
+pub use error::AccessError;
+pub use guard::{Caller, Endpoint, Face, guarded};
+pub use keys::{IpRule, KeyKind, Permission, Permissions};
+pub use keystore::{ApiKey, CreatedKey, KeyInfo, KeyStore, KeyStoreError, NewKey};
+pub use limits::{Limiter, LimitsConfig, Usage};
+pub use sealing::{MasterKey, SealingError};
 pub use signature::{SignatureError, SignedPayload, sign_hmac_sha256};
+
+/// Keys, limiter and client-address rules, shared by every face.
+pub struct Access {
+    /// The key store.
+    pub keys: KeyStore,
+    /// The one rate limiter.
+    pub limiter: Limiter,
+    trusted_proxies: Vec<IpRule>,
+    max_body_bytes: usize,
+}
+
+impl Access {
+    /// Combines a key store and a limiter. `X-Forwarded-For` is believed only
+    /// from `trusted_proxies`.
+    pub fn new(
+        keys: KeyStore,
+        limiter: Limiter,
+        trusted_proxies: Vec<IpRule>,
+        max_body_bytes: usize,
+    ) -> Self {
+        Self {
+            keys,
+            limiter,
+            trusted_proxies,
+            max_body_bytes,
+        }
+    }
+
+    /// The client's address: the socket peer, or, behind a trusted proxy, the
+    /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
+    pub fn client_ip(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
+        let peer = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let trusted = |ip: IpAddr| self.trusted_proxies.iter().any(|rule| rule.contains(ip));
+        if !trusted(peer) {
+            return peer;
+        }
+        let forwarded = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|part| part.trim().parse::<IpAddr>().ok())
+            .collect::<Vec<_>>();
+        forwarded
+            .into_iter()
+            .rev()
+            .find(|ip| !trusted(*ip))
+            .unwrap_or(peer)
+    }
+
+    /// Prunes idle limiter state every `every` until the runtime stops.
+    pub fn spawn_housekeeping(self: &Arc<Self>, every: Duration) {
+        let access = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let Some(access) = access.upgrade() else {
+                    break;
+                };
+                access.limiter.housekeeping(keystore::now_ms());
+            }
+        });
+    }
+}

@@ -28,25 +28,36 @@ pub struct SignedPayload<'a> {
     pub signature: &'a str,
 }
 
-/// Finds the single `signature=` parameter in `params` and returns the
-/// parameters without it, plus its value.
+/// Finds the single `signature=` parameter in `params` and returns the raw
+/// bytes without it (and without one `&` joining it to its neighbours), plus
+/// its value. Everything else stays byte for byte as sent.
 fn take_signature(params: &[u8]) -> Result<(Vec<u8>, Option<&str>), SignatureError> {
-    let mut rest = Vec::with_capacity(params.len());
-    let mut signature = None;
+    let mut found: Option<(usize, usize)> = None;
+    let mut start = 0;
     for part in params.split(|b| *b == b'&') {
-        if let Some(value) = part.strip_prefix(b"signature=") {
-            if signature.is_some() {
+        let end = start + part.len();
+        if part.starts_with(b"signature=") {
+            if found.is_some() {
                 return Err(SignatureError::Duplicate);
             }
-            signature = Some(std::str::from_utf8(value).map_err(|_| SignatureError::Invalid)?);
-            continue;
+            found = Some((start, end));
         }
-        if !rest.is_empty() {
-            rest.push(b'&');
-        }
-        rest.extend_from_slice(part);
+        start = end + 1;
     }
-    Ok((rest, signature))
+    let Some((start, end)) = found else {
+        return Ok((params.to_vec(), None));
+    };
+    let value = std::str::from_utf8(&params[start + "signature=".len()..end])
+        .map_err(|_| SignatureError::Invalid)?;
+    let (cut_from, cut_to) = if start > 0 {
+        (start - 1, end)
+    } else if end < params.len() {
+        (start, end + 1)
+    } else {
+        (start, end)
+    };
+    let rest = [&params[..cut_from], &params[cut_to..]].concat();
+    Ok((rest, Some(value)))
 }
 
 impl<'a> SignedPayload<'a> {
@@ -73,6 +84,19 @@ impl<'a> SignedPayload<'a> {
         }
     }
 
+    /// Checks a base64 Ed25519 signature (percent-encoded on the wire).
+    pub fn verify_ed25519(&self, key: &ed25519_dalek::VerifyingKey) -> Result<(), SignatureError> {
+        use base64::Engine;
+        let text = percent_decode(self.signature).ok_or(SignatureError::Invalid)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map_err(|_| SignatureError::Invalid)?;
+        let signature =
+            ed25519_dalek::Signature::from_slice(&bytes).map_err(|_| SignatureError::Invalid)?;
+        key.verify_strict(&self.payload, &signature)
+            .map_err(|_| SignatureError::Invalid)
+    }
+
     /// Checks a hex HMAC-SHA256 signature (either letter case) in constant time.
     pub fn verify_hmac_sha256(&self, secret: &[u8]) -> Result<(), SignatureError> {
         let mut expected = [0u8; 32];
@@ -83,6 +107,24 @@ impl<'a> SignedPayload<'a> {
         mac.verify_slice(&expected)
             .map_err(|_| SignatureError::Invalid)
     }
+}
+
+/// Decodes `%XX` escapes; a literal `+` stays `+` (it is base64, not a space).
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn decode_hex(text: &[u8], out: &mut [u8; 32]) -> Result<(), SignatureError> {
@@ -178,6 +220,54 @@ mod tests {
         .unwrap()
         .verify_hmac_sha256(SECRET)
         .unwrap();
+    }
+
+    #[test]
+    fn ed25519_signatures_in_base64_percent_encoded() {
+        use base64::Engine;
+        use ed25519_dalek::Signer;
+        let signing = ed25519_dalek::SigningKey::from_bytes(&[42u8; 32]);
+        let signature = signing.sign(PARAMS.as_bytes()).to_bytes();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(signature);
+        let encoded = b64
+            .replace('+', "%2B")
+            .replace('/', "%2F")
+            .replace('=', "%3D");
+        let request = format!("{PARAMS}&signature={encoded}");
+        let signed = SignedPayload::from_request(&request, b"", true).unwrap();
+        signed.verify_ed25519(&signing.verifying_key()).unwrap();
+        let other = ed25519_dalek::SigningKey::from_bytes(&[43u8; 32]).verifying_key();
+        assert_eq!(signed.verify_ed25519(&other), Err(SignatureError::Invalid));
+        let garbage = SignedPayload::from_request("a=1&signature=%ZZ", b"", true).unwrap();
+        assert_eq!(garbage.verify_ed25519(&other), Err(SignatureError::Invalid));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_single_byte_change_breaks_the_signature(
+            query in "[a-zA-Z0-9=&%._-]{0,80}",
+            body in "[a-zA-Z0-9=&%._-]{0,80}",
+            in_body: bool,
+            position in 0usize..160,
+            replacement: u8,
+        ) {
+            let signature = sign_hmac_sha256(SECRET, format!("{query}{body}").as_bytes());
+            let signed_query = format!("{query}&signature={signature}");
+            let signed = |q: &[u8], b: &[u8]| {
+                let q = String::from_utf8_lossy(q);
+                SignedPayload::from_request(&q, b, false).and_then(|s| s.verify_hmac_sha256(SECRET))
+            };
+            proptest::prop_assert!(signed(signed_query.as_bytes(), body.as_bytes()).is_ok());
+            let mut q = query.clone().into_bytes();
+            let mut b = body.clone().into_bytes();
+            let target = if in_body { &mut b } else { &mut q };
+            proptest::prop_assume!(!target.is_empty());
+            let at = position % target.len();
+            proptest::prop_assume!(target[at] != replacement && replacement.is_ascii_graphic() && replacement != b'&');
+            target[at] = replacement;
+            let tampered_query = format!("{}&signature={signature}", String::from_utf8_lossy(&q));
+            proptest::prop_assert!(signed(tampered_query.as_bytes(), &b).is_err());
+        }
     }
 
     #[test]

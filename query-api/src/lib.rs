@@ -2,5 +2,7 @@
 //! `status`/`message`/`result` envelope, and the `/api` router.
 
 pub mod params;
+mod router;
 
 pub use params::{AddressError, BlockTag, parse_address, parse_block_tag};
+pub use router::{MAX_MULTI_ADDRESSES, QueryConfig, QueryError, router};

@@ -2,9 +2,11 @@
 //! reads and atomic write batches the other crates use. Every byte layout lives
 //! in [`codec`]; nothing outside this crate sees raw keys.
 
+pub mod access;
 pub mod codec;
 mod store;
 
+pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use store::{IndexBatch, Store, StoreOptions};
 
@@ -18,9 +20,13 @@ pub mod cf {
     pub const BALANCE_AT: &str = "balance_at";
     /// `number` → block hash, parent hash and touched addresses.
     pub const BLOCK: &str = "block";
+    /// `account id` → account record.
+    pub const ACCOUNT: &str = "account";
+    /// `key id` → API key record (secrets sealed).
+    pub const API_KEY: &str = "api_key";
 
     /// Every column family of the current schema.
-    pub const ALL: &[&str] = &[META, BALANCE, BALANCE_AT, BLOCK];
+    pub const ALL: &[&str] = &[META, BALANCE, BALANCE_AT, BLOCK, ACCOUNT, API_KEY];
 }
 
 /// The on-disk layout version this build reads and writes.

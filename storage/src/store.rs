@@ -10,7 +10,10 @@ use rocksdb::{
 use crate::codec::{
     self, ADDRESS_LEN, balance_at_key, decode_balance_at_key, encode_block_number, encode_wei,
 };
-use crate::{BlockRecord, Cursor, LatestBalance, SCHEMA_VERSION, StorageError, cf};
+use crate::{
+    AccountRecord, ApiKeyRecord, BlockRecord, Cursor, LatestBalance, SCHEMA_VERSION, StorageError,
+    cf,
+};
 
 mod meta_key {
     pub const SCHEMA_VERSION: &[u8] = b"schema_version";
@@ -18,6 +21,7 @@ mod meta_key {
     pub const GENESIS_HASH: &[u8] = b"genesis_hash";
     pub const CURSOR: &[u8] = b"index_cursor";
     pub const INDEX_START: &[u8] = b"index_start";
+    pub const NEXT_ACCOUNT: &[u8] = b"next_account_id";
 }
 
 /// Tuning knobs for [`Store::open`].
@@ -125,13 +129,11 @@ impl Store {
                 }
             }
             None => {
-                let mut opts = WriteOptions::default();
-                opts.set_sync(true);
                 self.db.put_cf_opt(
                     self.cf(cf::META),
                     meta_key::SCHEMA_VERSION,
                     SCHEMA_VERSION.to_be_bytes(),
-                    &opts,
+                    &Self::synced(),
                 )?;
             }
         }
@@ -268,6 +270,77 @@ impl Store {
         }
     }
 
+    fn synced() -> WriteOptions {
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        opts
+    }
+
+    /// Creates an account with the next free id, durably.
+    pub fn create_account(
+        &self,
+        label: &str,
+        created_ms: u64,
+    ) -> Result<AccountRecord, StorageError> {
+        // One writer allocates ids: account creation is rare and serialised here.
+        static ALLOCATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _guard = ALLOCATION.lock().unwrap_or_else(|e| e.into_inner());
+        let id = self
+            .meta(meta_key::NEXT_ACCOUNT)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()?
+            .unwrap_or(1);
+        let record = AccountRecord {
+            id,
+            label: label.to_owned(),
+            created_ms,
+        };
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(cf::ACCOUNT), id.to_be_bytes(), record.encode());
+        batch.put_cf(
+            self.cf(cf::META),
+            meta_key::NEXT_ACCOUNT,
+            (id + 1).to_be_bytes(),
+        );
+        self.db.write_opt(batch, &Self::synced())?;
+        Ok(record)
+    }
+
+    /// The account with `id`.
+    pub fn account(&self, id: u64) -> Result<Option<AccountRecord>, StorageError> {
+        self.db
+            .get_pinned_cf(self.cf(cf::ACCOUNT), id.to_be_bytes())?
+            .map(|b| AccountRecord::decode(&b))
+            .transpose()
+    }
+
+    /// Every account, by id.
+    pub fn accounts(&self) -> Result<Vec<AccountRecord>, StorageError> {
+        self.db
+            .iterator_cf(self.cf(cf::ACCOUNT), IteratorMode::Start)
+            .map(|item| AccountRecord::decode(&item?.1))
+            .collect()
+    }
+
+    /// Writes (creates or replaces) an API key record, durably.
+    pub fn put_api_key(&self, record: &ApiKeyRecord) -> Result<(), StorageError> {
+        self.db.put_cf_opt(
+            self.cf(cf::API_KEY),
+            record.id.as_bytes(),
+            record.encode(),
+            &Self::synced(),
+        )?;
+        Ok(())
+    }
+
+    /// Every API key record, revoked ones included.
+    pub fn api_keys(&self) -> Result<Vec<ApiKeyRecord>, StorageError> {
+        self.db
+            .iterator_cf(self.cf(cf::API_KEY), IteratorMode::Start)
+            .map(|item| ApiKeyRecord::decode(&item?.1))
+            .collect()
+    }
+
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.
     pub fn flush(&self) -> Result<(), StorageError> {
         for name in cf::ALL {
@@ -397,9 +470,7 @@ impl IndexBatch {
     /// Writes the batch atomically with the WAL synced, so a crash after this
     /// returns cannot lose it.
     pub fn commit(self) -> Result<(), StorageError> {
-        let mut opts = WriteOptions::default();
-        opts.set_sync(true);
-        self.store.db.write_opt(self.batch, &opts)?;
+        self.store.db.write_opt(self.batch, &Store::synced())?;
         Ok(())
     }
 }
@@ -545,6 +616,39 @@ mod tests {
         assert_eq!(store.chain_id().unwrap(), Some(31337));
         assert_eq!(store.genesis_hash().unwrap(), Some(B256::repeat_byte(0xee)));
         assert_eq!(store.index_start().unwrap(), Some(0));
+    }
+
+    #[test]
+    fn accounts_get_increasing_ids_and_keys_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let first = store.create_account("a", 1).unwrap();
+        let second = store.create_account("b", 2).unwrap();
+        assert_eq!((first.id, second.id), (1, 2));
+        let key = ApiKeyRecord {
+            id: "x".repeat(64),
+            account: second.id,
+            kind: 1,
+            material: vec![7; 32],
+            previous: None,
+            permissions: 1,
+            allowed_ips: vec![],
+            tier: "default".into(),
+            label: String::new(),
+            created_ms: 3,
+            revoked_ms: None,
+        };
+        store.put_api_key(&key).unwrap();
+        drop(store);
+        let store = open(&dir);
+        assert_eq!(store.accounts().unwrap(), vec![first, second.clone()]);
+        assert_eq!(store.account(2).unwrap(), Some(second));
+        assert_eq!(store.api_keys().unwrap(), vec![key]);
+        assert_eq!(
+            store.create_account("c", 4).unwrap().id,
+            3,
+            "the counter survives a reopen"
+        );
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub struct Weiport {
     pub child: Child,
     /// `http://127.0.0.1:<port>`.
     pub url: String,
+    /// The admin listener, `http://127.0.0.1:<port>`.
+    pub admin_url: String,
     pub stderr: mpsc::Receiver<String>,
     pub log: Vec<String>,
 }
@@ -129,6 +131,7 @@ impl Weiport {
         let data_dir = data_dir.to_str().unwrap();
         let mut full_env = vec![
             ("WEIPORT_SERVER__LISTEN", "127.0.0.1:0"),
+            ("WEIPORT_ADMIN__LISTEN", "127.0.0.1:0"),
             ("WEIPORT_DATA_DIR", data_dir),
         ];
         full_env.extend_from_slice(env);
@@ -146,14 +149,17 @@ impl Weiport {
             &mut log,
         )
         .unwrap_or_else(|| panic!("weiport did not start: {log:#?}"));
-        let address = line
-            .split_whitespace()
-            .find_map(|word| word.strip_prefix("listen="))
-            .unwrap_or_else(|| panic!("no listen= in {line}"))
-            .to_owned();
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|word| word.strip_prefix(name))
+                .unwrap_or_else(|| panic!("no {name} in {line}"))
+                .to_owned()
+        };
+        let (address, admin) = (field("listen="), field("admin="));
         Self {
             child,
             url: format!("http://{address}"),
+            admin_url: format!("http://{admin}"),
             stderr,
             log,
         }

@@ -1,0 +1,158 @@
+//! The admin API: accounts and keys, on its own (loopback) listener, behind
+//! a bearer token. JSON in, JSON out; errors are `{"error": "..."}`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use crate::{Access, KeyStoreError, NewKey};
+
+struct AdminError(StatusCode, String);
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<KeyStoreError> for AdminError {
+    fn from(error: KeyStoreError) -> Self {
+        let status = match error {
+            KeyStoreError::UnknownAccount(_) | KeyStoreError::UnknownKey => StatusCode::NOT_FOUND,
+            KeyStoreError::Storage(_) | KeyStoreError::Sealing(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            _ => StatusCode::BAD_REQUEST,
+        };
+        Self(status, error.to_string())
+    }
+}
+
+#[derive(Deserialize)]
+struct NewAccount {
+    #[serde(default)]
+    label: String,
+}
+
+#[derive(Deserialize)]
+struct ListKeys {
+    account: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+struct Rotate {
+    /// Seconds the old secret keeps working.
+    #[serde(default)]
+    grace_secs: u64,
+}
+
+async fn create_account(
+    State(access): State<Arc<Access>>,
+    Json(body): Json<NewAccount>,
+) -> Result<Response, AdminError> {
+    let account = access.keys.create_account(&body.label)?;
+    let body = serde_json::json!({ "id": account.id, "label": account.label, "created_ms": account.created_ms });
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+async fn list_accounts(State(access): State<Arc<Access>>) -> Result<Response, AdminError> {
+    let accounts: Vec<_> = access
+        .keys
+        .accounts()?
+        .into_iter()
+        .map(|a| serde_json::json!({ "id": a.id, "label": a.label, "created_ms": a.created_ms }))
+        .collect();
+    Ok(Json(accounts).into_response())
+}
+
+async fn create_key(
+    State(access): State<Arc<Access>>,
+    Json(body): Json<NewKey>,
+) -> Result<Response, AdminError> {
+    let created = access.keys.create_key(body)?;
+    tracing::info!(key = %created.info.id, account = created.info.account, "API key created");
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+async fn list_keys(State(access): State<Arc<Access>>, Query(query): Query<ListKeys>) -> Response {
+    Json(access.keys.list(query.account)).into_response()
+}
+
+async fn rotate_key(
+    State(access): State<Arc<Access>>,
+    Path(id): Path<String>,
+    body: Option<Json<Rotate>>,
+) -> Result<Response, AdminError> {
+    let grace = Duration::from_secs(body.map(|b| b.0).unwrap_or_default().grace_secs);
+    let rotated = access.keys.rotate(&id, grace)?;
+    tracing::info!(key = %id, ?grace, "API key rotated");
+    Ok(Json(rotated).into_response())
+}
+
+async fn revoke_key(
+    State(access): State<Arc<Access>>,
+    Path(id): Path<String>,
+) -> Result<Response, AdminError> {
+    let revoked = access.keys.revoke(&id)?;
+    tracing::info!(key = %id, "API key revoked");
+    Ok(Json(revoked).into_response())
+}
+
+async fn ledger_unavailable() -> AdminError {
+    AdminError(
+        StatusCode::NOT_IMPLEMENTED,
+        "the exchange ledger is not enabled in this server".into(),
+    )
+}
+
+async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let matches = presented.is_some_and(|p| {
+        use subtle_compare::constant_time_eq;
+        constant_time_eq(p.as_bytes(), token.as_bytes())
+    });
+    if !matches {
+        return AdminError(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token".into(),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+mod subtle_compare {
+    /// Equal-length inputs are compared without an early exit.
+    pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+/// The admin routes under `/admin`, guarded by `token`. The ledger routes
+/// (`/admin/accounts/{id}/credit|debit`) answer 501 until an exchange router
+/// that serves them is merged in front of these.
+pub fn router(access: Arc<Access>, token: &str) -> Router {
+    Router::new()
+        .route("/admin/accounts", post(create_account).get(list_accounts))
+        .route("/admin/keys", post(create_key).get(list_keys))
+        .route("/admin/keys/{id}/rotate", post(rotate_key))
+        .route("/admin/keys/{id}/revoke", post(revoke_key))
+        .route("/admin/accounts/{id}/credit", post(ledger_unavailable))
+        .route("/admin/accounts/{id}/debit", post(ledger_unavailable))
+        .with_state(access)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::<str>::from(token),
+            require_token,
+        ))
+}

@@ -1,0 +1,256 @@
+//! Request authentication exactly as Binance does it: `X-MBX-APIKEY`,
+//! `timestamp` + `recvWindow`, and a signature over the raw bytes as sent.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use crate::keys::{Permission, is_key_id_shaped};
+use crate::keystore::{ApiKey, KeyStore};
+use crate::{AccessError, SignatureError, SignedPayload};
+
+/// What an endpoint demands of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Security {
+    /// Anyone.
+    Public,
+    /// A valid key with this permission; no signature (Binance USER_STREAM, the query API).
+    Key(Permission),
+    /// A valid key with this permission and a signed, fresh request (Binance USER_DATA, TRADE).
+    Signed(Permission),
+}
+
+impl Security {
+    /// The permission required, if any.
+    pub fn permission(self) -> Option<Permission> {
+        match self {
+            Self::Public => None,
+            Self::Key(p) | Self::Signed(p) => Some(p),
+        }
+    }
+}
+
+/// The parts of a request that authentication reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials<'a> {
+    /// The key id sent (header or parameter, per API).
+    pub api_key: Option<&'a str>,
+    /// Raw query string, still percent-encoded.
+    pub query: &'a str,
+    /// Raw body.
+    pub body: &'a [u8],
+    /// Whether the body is `application/x-www-form-urlencoded` (its
+    /// parameters count); otherwise it is signed as opaque text (JSON).
+    pub body_is_form: bool,
+}
+
+/// Largest `recvWindow`, in milliseconds.
+pub const MAX_RECV_WINDOW_MS: u64 = 60_000;
+/// `recvWindow` when the request has none.
+pub const DEFAULT_RECV_WINDOW_MS: u64 = 5_000;
+
+/// Finds `name` among form-encoded parameters; duplicates are an error.
+fn find_param<'a>(
+    params: &'a [u8],
+    name: &str,
+    found: &mut Option<Cow<'a, str>>,
+) -> Result<(), AccessError> {
+    for (key, value) in form_urlencoded::parse(params) {
+        if key == name {
+            if found.is_some() {
+                return Err(AccessError::DuplicateParameter);
+            }
+            *found = Some(value);
+        }
+    }
+    Ok(())
+}
+
+fn param<'a>(
+    credentials: &Credentials<'a>,
+    name: &str,
+) -> Result<Option<Cow<'a, str>>, AccessError> {
+    let mut found = None;
+    find_param(credentials.query.as_bytes(), name, &mut found)?;
+    if credentials.body_is_form {
+        find_param(credentials.body, name, &mut found)?;
+    } else if !credentials.body.is_empty()
+        && let Ok(serde_json::Value::Object(fields)) =
+            serde_json::from_slice::<serde_json::Value>(credentials.body)
+        && let Some(value) = fields.get(name)
+    {
+        if found.is_some() {
+            return Err(AccessError::DuplicateParameter);
+        }
+        found = Some(Cow::Owned(match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }));
+    }
+    Ok(found.filter(|v| !v.is_empty()))
+}
+
+/// Parses a millisecond `recvWindow` with up to three decimals into microseconds.
+fn parse_recv_window_us(text: &str) -> Option<u64> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if whole.is_empty()
+        || fraction.len() > 3
+        || !whole
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: u64 = whole.parse().ok()?;
+    let fraction: u64 = if fraction.is_empty() {
+        0
+    } else {
+        format!("{fraction:0<3}").parse().ok()?
+    };
+    whole.checked_mul(1000)?.checked_add(fraction)
+}
+
+/// Checks `timestamp` and `recvWindow` against `now_us`.
+pub fn check_freshness(credentials: &Credentials<'_>, now_us: u64) -> Result<(), AccessError> {
+    let timestamp =
+        param(credentials, "timestamp")?.ok_or(AccessError::MissingParameter("timestamp"))?;
+    let timestamp: u64 = timestamp
+        .parse()
+        .map_err(|_| AccessError::MalformedParameter("timestamp"))?;
+    // Binance accepts milliseconds or microseconds; 16 digits are microseconds.
+    let timestamp_us = if timestamp >= 1_000_000_000_000_000 {
+        timestamp
+    } else {
+        timestamp.saturating_mul(1000)
+    };
+    let window_us = match param(credentials, "recvWindow")? {
+        Some(text) => {
+            parse_recv_window_us(&text).ok_or(AccessError::MalformedParameter("recvWindow"))?
+        }
+        None => DEFAULT_RECV_WINDOW_MS * 1000,
+    };
+    if window_us > MAX_RECV_WINDOW_MS * 1000 {
+        return Err(AccessError::RecvWindowTooLarge);
+    }
+    if timestamp_us >= now_us + 1_000_000 {
+        return Err(AccessError::TimestampAhead);
+    }
+    if now_us.saturating_sub(timestamp_us) > window_us {
+        return Err(AccessError::TimestampOutsideRecvWindow);
+    }
+    Ok(())
+}
+
+/// Authenticates a request for an endpoint of `security`. Returns the key
+/// used, or `None` on public endpoints.
+pub fn authenticate(
+    keys: &KeyStore,
+    security: Security,
+    credentials: &Credentials<'_>,
+    ip: IpAddr,
+    now_us: u64,
+) -> Result<Option<Arc<ApiKey>>, AccessError> {
+    let Some(permission) = security.permission() else {
+        return Ok(None);
+    };
+    let key_id = credentials
+        .api_key
+        .filter(|k| !k.is_empty())
+        .ok_or(AccessError::MissingApiKey)?;
+    if !is_key_id_shaped(key_id) {
+        return Err(AccessError::MalformedApiKey);
+    }
+    let key = keys
+        .get(key_id)
+        .filter(|k| k.revoked_ms.is_none())
+        .ok_or(AccessError::InvalidApiKey)?;
+    if let Security::Signed(_) = security {
+        let signed = SignedPayload::from_request(
+            credentials.query,
+            credentials.body,
+            credentials.body_is_form,
+        )
+        .map_err(|e| match e {
+            SignatureError::Missing => AccessError::MissingParameter("signature"),
+            SignatureError::Duplicate => AccessError::DuplicateParameter,
+            SignatureError::Invalid => AccessError::InvalidSignature,
+        })?;
+        check_freshness(credentials, now_us)?;
+        key.verify(&signed, now_us / 1000)
+            .map_err(|_| AccessError::InvalidSignature)?;
+    }
+    if !key.allows_ip(ip) {
+        return Err(AccessError::IpNotAllowed);
+    }
+    if !key.permissions.allows(permission) {
+        return Err(AccessError::PermissionDenied(permission));
+    }
+    Ok(Some(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn creds<'a>(query: &'a str, body: &'a str) -> Credentials<'a> {
+        Credentials {
+            api_key: None,
+            query,
+            body: body.as_bytes(),
+            body_is_form: true,
+        }
+    }
+
+    const NOW_MS: u64 = 1_700_000_000_000;
+
+    #[test]
+    fn freshness_follows_binance_rules() {
+        let now_us = NOW_MS * 1000;
+        let ok = |q: &str| check_freshness(&creds(q, ""), now_us);
+        ok(&format!("timestamp={NOW_MS}")).unwrap();
+        ok(&format!("timestamp={}", NOW_MS - 5_000)).unwrap();
+        assert_eq!(
+            ok(&format!("timestamp={}", NOW_MS - 5_001)),
+            Err(AccessError::TimestampOutsideRecvWindow)
+        );
+        ok(&format!("timestamp={}&recvWindow=60000", NOW_MS - 59_000)).unwrap();
+        ok(&format!("timestamp={}&recvWindow=6000.346", NOW_MS - 6_000)).unwrap();
+        assert_eq!(
+            ok(&format!("timestamp={NOW_MS}&recvWindow=60001")),
+            Err(AccessError::RecvWindowTooLarge)
+        );
+        ok(&format!("timestamp={}", NOW_MS + 999)).unwrap();
+        assert_eq!(
+            ok(&format!("timestamp={}", NOW_MS + 1_000)),
+            Err(AccessError::TimestampAhead)
+        );
+        ok(&format!("timestamp={}", NOW_MS * 1000 - 2)).unwrap();
+        assert_eq!(ok(""), Err(AccessError::MissingParameter("timestamp")));
+        assert_eq!(
+            ok("timestamp="),
+            Err(AccessError::MissingParameter("timestamp"))
+        );
+        assert_eq!(
+            ok("timestamp=abc"),
+            Err(AccessError::MalformedParameter("timestamp"))
+        );
+        assert_eq!(
+            ok(&format!("timestamp={NOW_MS}&recvWindow=1e3")),
+            Err(AccessError::MalformedParameter("recvWindow"))
+        );
+        assert_eq!(
+            ok(&format!("timestamp={NOW_MS}&timestamp={NOW_MS}")),
+            Err(AccessError::DuplicateParameter)
+        );
+        check_freshness(&creds("", &format!("timestamp={NOW_MS}")), now_us).unwrap();
+        let json = format!(r#"{{"symbol":"ETHUSDT","timestamp":{NOW_MS}}}"#);
+        let json_creds = Credentials {
+            api_key: None,
+            query: "",
+            body: json.as_bytes(),
+            body_is_form: false,
+        };
+        check_freshness(&json_creds, now_us).unwrap();
+    }
+}

@@ -1,0 +1,501 @@
+//! One rate limiter for every face: request weight per IP and per key,
+//! orders per account, query calls per key tier; GCRA (governor) enforces,
+//! fixed windows report usage the way Binance's headers do; clients that
+//! ignore 429 answers are banned for escalating periods.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use crate::AccessError;
+
+/// Limits, from configuration.
+#[derive(Debug, Clone)]
+pub struct LimitsConfig {
+    /// Request weight per IP per minute.
+    pub ip_weight_per_minute: u32,
+    /// Request weight per API key per minute.
+    pub key_weight_per_minute: u32,
+    /// New orders per account per 10 seconds.
+    pub orders_per_10s: u32,
+    /// New orders per account per day.
+    pub orders_per_day: u32,
+    /// Query-API calls per second, by key tier.
+    pub query_tiers: HashMap<String, u32>,
+    /// 429 answers within a minute after which an IP is banned.
+    pub ban_after_rejections: u32,
+    /// First ban length; each further ban doubles it.
+    pub ban_initial: Duration,
+    /// Longest ban.
+    pub ban_max: Duration,
+    /// Invalid keys from one IP tolerated per 30 s.
+    pub invalid_keys_per_30s: u32,
+    /// How long an IP over that budget is refused.
+    pub invalid_key_block: Duration,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            ip_weight_per_minute: 6000,
+            key_weight_per_minute: 6000,
+            orders_per_10s: 100,
+            orders_per_day: 200_000,
+            query_tiers: HashMap::from([("default".to_owned(), 5)]),
+            ban_after_rejections: 20,
+            ban_initial: Duration::from_secs(120),
+            ban_max: Duration::from_secs(3 * 24 * 3600),
+            invalid_keys_per_30s: 5,
+            invalid_key_block: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Usage figures for response headers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Weight used by the IP in the current minute (`X-MBX-USED-WEIGHT-1M`).
+    pub ip_weight_1m: u32,
+    /// Orders of the account in the current 10 s and day, when an order was counted.
+    pub orders: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Window {
+    start_ms: u64,
+    used: u32,
+}
+
+impl Window {
+    fn add(&mut self, now_ms: u64, length_ms: u64, amount: u32) -> u32 {
+        let start = now_ms - now_ms % length_ms;
+        if self.start_ms != start {
+            *self = Self {
+                start_ms: start,
+                used: 0,
+            };
+        }
+        self.used = self.used.saturating_add(amount);
+        self.used
+    }
+}
+
+#[derive(Debug, Default)]
+struct Offender {
+    rejections: u32,
+    last_rejection_ms: u64,
+    bans: u32,
+    banned_until_ms: u64,
+}
+
+#[derive(Debug, Default)]
+struct BadKeys {
+    window: Window,
+    blocked_until_ms: u64,
+}
+
+fn nonzero(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n.max(1)).expect("at least 1")
+}
+
+fn keyed<K: std::hash::Hash + Eq + Clone>(quota: Quota) -> DefaultKeyedRateLimiter<K> {
+    RateLimiter::keyed(quota)
+}
+
+/// The shared limiter.
+pub struct Limiter {
+    config: LimitsConfig,
+    clock: DefaultClock,
+    ip_weight: DefaultKeyedRateLimiter<IpAddr>,
+    key_weight: DefaultKeyedRateLimiter<u64>,
+    orders_10s: DefaultKeyedRateLimiter<u64>,
+    orders_day: DefaultKeyedRateLimiter<u64>,
+    query: HashMap<String, DefaultKeyedRateLimiter<u64>>,
+    ip_windows: DashMap<IpAddr, Window>,
+    order_windows: DashMap<u64, (Window, Window)>,
+    offenders: DashMap<IpAddr, Offender>,
+    bad_keys: DashMap<IpAddr, BadKeys>,
+}
+
+impl Limiter {
+    /// A limiter enforcing `config`.
+    pub fn new(config: LimitsConfig) -> Self {
+        let query = config
+            .query_tiers
+            .iter()
+            .map(|(tier, per_second)| {
+                (tier.clone(), keyed(Quota::per_second(nonzero(*per_second))))
+            })
+            .collect();
+        Self {
+            ip_weight: keyed(Quota::per_minute(nonzero(config.ip_weight_per_minute))),
+            key_weight: keyed(Quota::per_minute(nonzero(config.key_weight_per_minute))),
+            orders_10s: keyed(
+                Quota::with_period(Duration::from_secs(10) / config.orders_per_10s.max(1))
+                    .expect("non-zero period")
+                    .allow_burst(nonzero(config.orders_per_10s)),
+            ),
+            orders_day: keyed(
+                Quota::with_period(Duration::from_secs(86_400) / config.orders_per_day.max(1))
+                    .expect("non-zero period")
+                    .allow_burst(nonzero(config.orders_per_day)),
+            ),
+            query,
+            clock: DefaultClock::default(),
+            ip_windows: DashMap::new(),
+            order_windows: DashMap::new(),
+            offenders: DashMap::new(),
+            bad_keys: DashMap::new(),
+            config,
+        }
+    }
+
+    /// The configured limits.
+    pub fn config(&self) -> &LimitsConfig {
+        &self.config
+    }
+
+    /// Tier names known to the query limiter.
+    pub fn tiers(&self) -> Vec<String> {
+        let mut tiers: Vec<String> = self.query.keys().cloned().collect();
+        tiers.sort();
+        tiers
+    }
+
+    fn wait<K: std::hash::Hash + Eq + Clone>(
+        &self,
+        limiter: &DefaultKeyedRateLimiter<K>,
+        key: &K,
+        n: u32,
+    ) -> Option<Duration> {
+        if n == 0 {
+            return None;
+        }
+        match limiter.check_key_n(key, nonzero(n)) {
+            Ok(Ok(())) => None,
+            Ok(Err(not_until)) => Some(
+                not_until
+                    .wait_time_from(self.clock.now())
+                    .max(Duration::from_secs(1)),
+            ),
+            // More weight than the whole quota: it can never pass.
+            Err(_) => Some(Duration::from_secs(60)),
+        }
+    }
+
+    /// Refuses a banned or bad-key-blocked IP before any other work.
+    pub fn check_ip(&self, ip: IpAddr, now_ms: u64) -> Result<(), AccessError> {
+        if let Some(offender) = self.offenders.get(&ip)
+            && offender.banned_until_ms > now_ms
+        {
+            return Err(AccessError::Banned {
+                until_ms: offender.banned_until_ms,
+                retry_after: Duration::from_millis(offender.banned_until_ms - now_ms),
+            });
+        }
+        if let Some(bad) = self.bad_keys.get(&ip)
+            && bad.blocked_until_ms > now_ms
+        {
+            return Err(AccessError::TooManyInvalidKeys {
+                retry_after: Duration::from_millis(bad.blocked_until_ms - now_ms),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a request with an invalid key; blocks the IP past the budget.
+    pub fn record_invalid_key(&self, ip: IpAddr, now_ms: u64) {
+        let mut bad = self.bad_keys.entry(ip).or_default();
+        if bad.window.add(now_ms, 30_000, 1) > self.config.invalid_keys_per_30s {
+            bad.blocked_until_ms = now_ms + self.config.invalid_key_block.as_millis() as u64;
+        }
+    }
+
+    /// Charges `weight` to the IP and (if any) the key; returns the usage figures.
+    pub fn charge_weight(
+        &self,
+        ip: IpAddr,
+        key_slot: Option<u64>,
+        weight: u32,
+        now_ms: u64,
+    ) -> Result<Usage, AccessError> {
+        let used = self
+            .ip_windows
+            .entry(ip)
+            .or_default()
+            .add(now_ms, 60_000, weight);
+        let limit = self.config.ip_weight_per_minute;
+        if let Some(retry_after) = self.wait(&self.ip_weight, &ip, weight) {
+            return Err(self.rejected(
+                ip,
+                now_ms,
+                AccessError::TooMuchWeight { limit, retry_after },
+            ));
+        }
+        if let Some(slot) = key_slot
+            && let Some(retry_after) = self.wait(&self.key_weight, &slot, weight)
+        {
+            let limit = self.config.key_weight_per_minute;
+            return Err(self.rejected(
+                ip,
+                now_ms,
+                AccessError::TooMuchWeight { limit, retry_after },
+            ));
+        }
+        Ok(Usage {
+            ip_weight_1m: used,
+            orders: None,
+        })
+    }
+
+    /// Counts a new order of `account`.
+    pub fn charge_order(
+        &self,
+        ip: IpAddr,
+        account: u64,
+        now_ms: u64,
+    ) -> Result<(u32, u32), AccessError> {
+        if let Some(retry_after) = self.wait(&self.orders_10s, &account, 1) {
+            let limit = self.config.orders_per_10s;
+            return Err(self.rejected(
+                ip,
+                now_ms,
+                AccessError::TooManyOrders {
+                    limit,
+                    interval: "10 SECOND",
+                    retry_after,
+                },
+            ));
+        }
+        if let Some(retry_after) = self.wait(&self.orders_day, &account, 1) {
+            let limit = self.config.orders_per_day;
+            return Err(self.rejected(
+                ip,
+                now_ms,
+                AccessError::TooManyOrders {
+                    limit,
+                    interval: "1 DAY",
+                    retry_after,
+                },
+            ));
+        }
+        let mut windows = self.order_windows.entry(account).or_default();
+        let ten = windows.0.add(now_ms, 10_000, 1);
+        let day = windows.1.add(now_ms, 86_400_000, 1);
+        Ok((ten, day))
+    }
+
+    /// Charges one query-API call to the account's tier.
+    pub fn charge_query(
+        &self,
+        ip: IpAddr,
+        account: u64,
+        tier: &str,
+        now_ms: u64,
+    ) -> Result<(), AccessError> {
+        let Some(limiter) = self.query.get(tier).or_else(|| self.query.get("default")) else {
+            return Ok(());
+        };
+        if let Some(retry_after) = self.wait(limiter, &account, 1) {
+            let per_second = self.config.query_tiers.get(tier).copied().unwrap_or(0);
+            return Err(self.rejected(
+                ip,
+                now_ms,
+                AccessError::TooManyCalls {
+                    per_second,
+                    retry_after,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts a 429 against the IP; too many in a row turn into a ban.
+    fn rejected(&self, ip: IpAddr, now_ms: u64, error: AccessError) -> AccessError {
+        let mut offender = self.offenders.entry(ip).or_default();
+        if now_ms.saturating_sub(offender.last_rejection_ms) > 60_000 {
+            offender.rejections = 0;
+        }
+        offender.rejections += 1;
+        offender.last_rejection_ms = now_ms;
+        if offender.rejections > self.config.ban_after_rejections {
+            let length = self
+                .config
+                .ban_initial
+                .saturating_mul(1 << offender.bans.min(20))
+                .min(self.config.ban_max);
+            offender.bans += 1;
+            offender.rejections = 0;
+            offender.banned_until_ms = now_ms + length.as_millis() as u64;
+            tracing::warn!(%ip, ban_secs = length.as_secs(), "client kept sending after 429: banned");
+            return AccessError::Banned {
+                until_ms: offender.banned_until_ms,
+                retry_after: length,
+            };
+        }
+        error
+    }
+
+    /// Drops state of idle clients so memory stays bounded; call periodically.
+    pub fn housekeeping(&self, now_ms: u64) {
+        self.ip_weight.retain_recent();
+        self.key_weight.retain_recent();
+        self.orders_10s.retain_recent();
+        self.orders_day.retain_recent();
+        for limiter in self.query.values() {
+            limiter.retain_recent();
+        }
+        self.ip_windows
+            .retain(|_, w| now_ms.saturating_sub(w.start_ms) < 120_000);
+        self.order_windows
+            .retain(|_, (_, day)| now_ms.saturating_sub(day.start_ms) < 2 * 86_400_000);
+        self.offenders.retain(|_, o| {
+            o.banned_until_ms > now_ms || now_ms.saturating_sub(o.last_rejection_ms) < 3_600_000
+        });
+        self.bad_keys.retain(|_, b| {
+            b.blocked_until_ms > now_ms || now_ms.saturating_sub(b.window.start_ms) < 60_000
+        });
+    }
+
+    /// Clients tracked right now (for metrics and tests).
+    pub fn tracked(&self) -> usize {
+        self.ip_weight.len()
+            + self.key_weight.len()
+            + self.ip_windows.len()
+            + self.offenders.len()
+            + self.bad_keys.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(n: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, n])
+    }
+
+    fn small() -> LimitsConfig {
+        LimitsConfig {
+            ip_weight_per_minute: 10,
+            key_weight_per_minute: 1000,
+            orders_per_10s: 3,
+            orders_per_day: 1000,
+            query_tiers: HashMap::from([("default".into(), 2)]),
+            ban_after_rejections: 3,
+            ban_initial: Duration::from_secs(2),
+            ban_max: Duration::from_secs(5),
+            ..LimitsConfig::default()
+        }
+    }
+
+    #[test]
+    fn weight_over_the_limit_is_refused_and_reported() {
+        let limiter = Limiter::new(small());
+        let now = 60_000 * 1000;
+        assert_eq!(
+            limiter
+                .charge_weight(ip(1), None, 4, now)
+                .unwrap()
+                .ip_weight_1m,
+            4
+        );
+        assert_eq!(
+            limiter
+                .charge_weight(ip(1), None, 6, now)
+                .unwrap()
+                .ip_weight_1m,
+            10
+        );
+        let refused = limiter.charge_weight(ip(1), None, 1, now).unwrap_err();
+        assert!(
+            matches!(refused, AccessError::TooMuchWeight { limit: 10, .. }),
+            "{refused:?}"
+        );
+        assert!(refused.retry_after().unwrap() >= Duration::from_secs(1));
+        limiter.charge_weight(ip(2), None, 10, now).unwrap();
+    }
+
+    #[test]
+    fn hammering_after_429_bans_with_escalation() {
+        let limiter = Limiter::new(small());
+        let now = 1_000_000;
+        limiter.charge_weight(ip(3), None, 10, now).unwrap();
+        for _ in 0..3 {
+            assert!(matches!(
+                limiter.charge_weight(ip(3), None, 1, now),
+                Err(AccessError::TooMuchWeight { .. })
+            ));
+        }
+        assert!(matches!(
+            limiter.charge_weight(ip(3), None, 1, now),
+            Err(AccessError::Banned { .. })
+        ));
+        let Err(AccessError::Banned { until_ms, .. }) = limiter.check_ip(ip(3), now + 1) else {
+            panic!("banned")
+        };
+        assert_eq!(until_ms, now + 2_000);
+        limiter.check_ip(ip(3), now + 2_001).unwrap();
+        limiter.check_ip(ip(4), now).unwrap();
+    }
+
+    #[test]
+    fn orders_and_query_calls_are_limited_per_account() {
+        let limiter = Limiter::new(small());
+        let now = 10_000 * 7;
+        assert_eq!(limiter.charge_order(ip(1), 1, now).unwrap(), (1, 1));
+        limiter.charge_order(ip(1), 1, now).unwrap();
+        assert_eq!(limiter.charge_order(ip(1), 1, now).unwrap(), (3, 3));
+        assert!(matches!(
+            limiter.charge_order(ip(1), 1, now),
+            Err(AccessError::TooManyOrders {
+                interval: "10 SECOND",
+                ..
+            })
+        ));
+        limiter.charge_order(ip(1), 2, now).unwrap();
+        limiter.charge_query(ip(1), 1, "default", now).unwrap();
+        limiter.charge_query(ip(1), 1, "default", now).unwrap();
+        assert!(matches!(
+            limiter.charge_query(ip(1), 1, "default", now),
+            Err(AccessError::TooManyCalls { per_second: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_burst_of_invalid_keys_blocks_the_ip() {
+        let limiter = Limiter::new(small());
+        let now = 30_000 * 9;
+        for _ in 0..5 {
+            limiter.record_invalid_key(ip(5), now);
+        }
+        limiter.check_ip(ip(5), now).unwrap();
+        limiter.record_invalid_key(ip(5), now);
+        assert!(matches!(
+            limiter.check_ip(ip(5), now),
+            Err(AccessError::TooManyInvalidKeys { .. })
+        ));
+        limiter.check_ip(ip(5), now + 30_001).unwrap();
+    }
+
+    #[test]
+    fn housekeeping_bounds_memory() {
+        let limiter = Limiter::new(small());
+        for n in 0..200u8 {
+            limiter.charge_weight(ip(n), None, 1, 0).unwrap();
+        }
+        assert!(limiter.tracked() >= 200);
+        limiter.housekeeping(10 * 60_000);
+        assert!(
+            limiter.tracked() < 200 * 2,
+            "window maps pruned: {}",
+            limiter.tracked()
+        );
+        assert_eq!(limiter.ip_windows.len(), 0);
+    }
+}

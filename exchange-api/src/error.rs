@@ -1,0 +1,149 @@
+//! Binance's error shape, `{"code": -1121, "msg": "Invalid symbol."}`, with
+//! the HTTP statuses the service promises: 401 for authentication, 429 for
+//! limits, 418 for bans, 400 for bad requests.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use weiport_access::{AccessError, Face, Usage};
+
+/// A Binance-shaped refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinanceError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Binance error code.
+    pub code: i32,
+    /// Binance message.
+    pub msg: String,
+}
+
+impl BinanceError {
+    /// A refusal with `status`, `code` and `msg`.
+    pub fn new(status: StatusCode, code: i32, msg: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            msg: msg.into(),
+        }
+    }
+
+    /// HTTP 400 with `code` and `msg`.
+    pub fn bad(code: i32, msg: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, msg)
+    }
+
+    /// -1102 for a missing or malformed mandatory parameter.
+    pub fn mandatory(name: &str) -> Self {
+        Self::bad(
+            -1102,
+            format!("Mandatory parameter '{name}' was not sent, was empty/null, or malformed."),
+        )
+    }
+}
+
+impl From<&AccessError> for BinanceError {
+    fn from(error: &AccessError) -> Self {
+        use AccessError as E;
+        let unauthorized = StatusCode::UNAUTHORIZED;
+        match error {
+            E::MissingApiKey | E::MalformedApiKey => {
+                Self::new(unauthorized, -2014, "API-key format invalid.")
+            }
+            E::InvalidApiKey | E::IpNotAllowed | E::PermissionDenied(_) => Self::new(
+                unauthorized,
+                -2015,
+                "Invalid API-key, IP, or permissions for action.",
+            ),
+            E::InvalidSignature => Self::new(
+                unauthorized,
+                -1022,
+                "Signature for this request is not valid.",
+            ),
+            E::MissingParameter(name) | E::MalformedParameter(name) => Self::mandatory(name),
+            E::DuplicateParameter => Self::bad(-1101, "Duplicate values for a parameter detected."),
+            E::RecvWindowTooLarge => Self::bad(-1131, "recvWindow must be less than 60000"),
+            E::TimestampOutsideRecvWindow => Self::bad(
+                -1021,
+                "Timestamp for this request is outside of the recvWindow.",
+            ),
+            E::TimestampAhead => Self::bad(
+                -1021,
+                "Timestamp for this request was 1000ms ahead of the server's time.",
+            ),
+            E::TooMuchWeight { limit, .. } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                -1003,
+                format!(
+                    "Too much request weight used; current limit is {limit} request weight per 1 MINUTE. Please use WebSocket Streams for live updates to avoid polling the API."
+                ),
+            ),
+            E::TooManyOrders {
+                limit, interval, ..
+            } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                -1015,
+                format!("Too many new orders; current limit is {limit} orders per {interval}."),
+            ),
+            E::TooManyCalls { per_second, .. } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                -1003,
+                format!("Too many requests; current limit is {per_second} requests per 1 SECOND."),
+            ),
+            E::Banned { until_ms, .. } => Self::new(
+                StatusCode::IM_A_TEAPOT,
+                -1003,
+                format!(
+                    "Way too much request weight used; IP banned until {until_ms}. Please use WebSocket Streams for live updates to avoid bans."
+                ),
+            ),
+            E::TooManyInvalidKeys { .. } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                -1003,
+                "Too many requests with invalid API-keys; please try again later.",
+            ),
+        }
+    }
+}
+
+impl IntoResponse for BinanceError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "code": self.code, "msg": self.msg });
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+/// The guard's view of the exchange: `X-MBX-APIKEY`, Binance bodies and
+/// usage headers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BinanceFace;
+
+fn header_value(n: u32) -> HeaderValue {
+    HeaderValue::from(n)
+}
+
+impl Face for BinanceFace {
+    fn api_key(&self, headers: &HeaderMap, _query: &str, _body: &[u8]) -> Option<String> {
+        headers
+            .get("x-mbx-apikey")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_owned())
+    }
+
+    fn reject(&self, error: &AccessError) -> Response {
+        BinanceError::from(error).into_response()
+    }
+
+    fn usage_headers(&self, usage: &Usage, headers: &mut HeaderMap) {
+        headers.insert("x-mbx-used-weight-1m", header_value(usage.ip_weight_1m));
+        headers.insert("x-mbx-used-weight", header_value(usage.ip_weight_1m));
+        if let Some((ten_seconds, day)) = usage.orders {
+            headers.insert("x-mbx-order-count-10s", header_value(ten_seconds));
+            headers.insert("x-mbx-order-count-1d", header_value(day));
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! `/api` and `/v2/api`: Etherscan's account balance actions and the proxy
+//! module's block number and balance, answered from the index.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, U256};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guarded};
+use weiport_storage::Store;
+
+use crate::params::{BlockTag, parse_address, parse_block_tag};
+
+/// Query API settings.
+#[derive(Debug, Clone, Default)]
+pub struct QueryConfig {
+    /// Answer every error with HTTP 200, as Etherscan itself does.
+    pub http_200_errors: bool,
+}
+
+/// Most addresses in one `balancemulti`.
+pub const MAX_MULTI_ADDRESSES: usize = 20;
+
+const MSG_MISSING_KEY: &str = "Missing/Invalid API Key";
+const MSG_INVALID_KEY: &str = "Invalid API Key";
+const MSG_BAD_MODULE: &str = "Error! Missing Or invalid Module name";
+const MSG_BAD_ACTION: &str = "Error! Missing Or invalid Action name";
+const MSG_BAD_ADDRESS: &str = "Error! Invalid address format";
+const MSG_BAD_MULTI: &str = "Error! Invalid multi address format";
+const MSG_BAD_CHAIN: &str = "Missing or unsupported chainid parameter (required for v2 api), please see https://api.etherscan.io/v2/chainlist for the list of supported chainids";
+
+/// An Etherscan-shaped refusal: the reason travels in `result`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryError {
+    status: StatusCode,
+    result: String,
+}
+
+impl QueryError {
+    fn bad(result: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            result: result.into(),
+        }
+    }
+
+    fn unavailable(result: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            result: result.into(),
+        }
+    }
+
+    fn from_access(error: &AccessError) -> Self {
+        let (status, result) = match error {
+            AccessError::MissingApiKey => (StatusCode::UNAUTHORIZED, MSG_MISSING_KEY.to_owned()),
+            AccessError::TooManyCalls { per_second, .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Max calls per sec rate limit reached ({per_second}/sec)"),
+            ),
+            AccessError::TooManyInvalidKeys { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many invalid api key attempts, please try again later".to_owned(),
+            ),
+            AccessError::TooMuchWeight { .. }
+            | AccessError::TooManyOrders { .. }
+            | AccessError::Banned { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Max rate limit reached".to_owned(),
+            ),
+            _ => (StatusCode::UNAUTHORIZED, MSG_INVALID_KEY.to_owned()),
+        };
+        Self { status, result }
+    }
+
+    fn into_response(self, http_200: bool) -> Response {
+        let status = if http_200 {
+            StatusCode::OK
+        } else {
+            self.status
+        };
+        let body = serde_json::json!({ "status": "0", "message": "NOTOK", "result": self.result });
+        (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+/// The guard's view of the query API: `apikey` parameter, Etherscan bodies.
+#[derive(Clone)]
+struct EtherscanFace {
+    http_200_errors: bool,
+}
+
+fn form_value(params: &[u8], name: &str) -> Option<String> {
+    form_urlencoded::parse(params)
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+impl Face for EtherscanFace {
+    fn api_key(&self, _headers: &HeaderMap, query: &str, body: &[u8]) -> Option<String> {
+        form_value(query.as_bytes(), "apikey").or_else(|| form_value(body, "apikey"))
+    }
+
+    fn reject(&self, error: &AccessError) -> Response {
+        QueryError::from_access(error).into_response(self.http_200_errors)
+    }
+}
+
+#[derive(Clone)]
+struct QueryState {
+    store: Store,
+    config: QueryConfig,
+}
+
+/// Request parameters, from the query string and a form body alike.
+struct Params {
+    pairs: Vec<(String, String)>,
+}
+
+impl Params {
+    fn new(query: Option<&str>, body: &[u8]) -> Self {
+        let mut pairs: Vec<(String, String)> =
+            form_urlencoded::parse(query.unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
+        pairs.extend(form_urlencoded::parse(body).into_owned());
+        Self { pairs }
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn ok_string(result: &str) -> Response {
+    let body = format!(r#"{{"status":"1","message":"OK","result":"{result}"}}"#);
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The indexed range: from the first indexed block to the cursor.
+struct Indexed {
+    start: u64,
+    head: u64,
+}
+
+impl QueryState {
+    fn indexed(&self) -> Result<Indexed, QueryError> {
+        let storage = |e: weiport_storage::StorageError| {
+            QueryError::unavailable(format!("Error! Index unavailable: {e}"))
+        };
+        let head = self
+            .store
+            .cursor()
+            .map_err(storage)?
+            .ok_or_else(|| QueryError::unavailable("Error! The index is not ready yet"))?;
+        let start = self.store.index_start().map_err(storage)?.unwrap_or(0);
+        Ok(Indexed {
+            start,
+            head: head.number,
+        })
+    }
+
+    fn resolve(&self, tag: BlockTag, indexed: &Indexed) -> Result<u64, QueryError> {
+        let block = match tag {
+            BlockTag::Latest => indexed.head,
+            BlockTag::Earliest => indexed.start,
+            BlockTag::Safe | BlockTag::Finalized => {
+                return Err(QueryError::bad(
+                    "Error! The safe and finalized tags are not known to this index",
+                ));
+            }
+            BlockTag::Number(n) => n,
+        };
+        if block > indexed.head {
+            return Err(QueryError::bad(format!(
+                "Error! Block number {block} is above the indexed head {}",
+                indexed.head
+            )));
+        }
+        if block < indexed.start {
+            return Err(QueryError::bad(format!(
+                "Error! Block number {block} is below the first indexed block {}",
+                indexed.start
+            )));
+        }
+        Ok(block)
+    }
+
+    /// One point read for the head, one `seek_for_prev` for an older block.
+    fn balance(
+        &self,
+        address: &Address,
+        block: u64,
+        indexed: &Indexed,
+    ) -> Result<U256, QueryError> {
+        let storage = |e: weiport_storage::StorageError| {
+            QueryError::unavailable(format!("Error! Index unavailable: {e}"))
+        };
+        let found = if block == indexed.head {
+            self.store.balance(address).map_err(storage)?.map(|b| b.wei)
+        } else {
+            self.store.balance_at(address, block).map_err(storage)?
+        };
+        match found {
+            Some(wei) => Ok(wei),
+            // From genesis, an address the index never saw never held anything.
+            None if indexed.start == 0 => Ok(U256::ZERO),
+            None => Err(QueryError::bad(format!(
+                "Error! Balance unknown: the index starts at block {} and has not seen this address",
+                indexed.start
+            ))),
+        }
+    }
+}
+
+fn tag_param(params: &Params, name: &str) -> Result<BlockTag, QueryError> {
+    match params.get(name) {
+        None | Some("") if name == "tag" => Ok(BlockTag::Latest),
+        None | Some("") => Err(QueryError::bad(format!("Error! Missing or invalid {name}"))),
+        Some(text) => {
+            parse_block_tag(text).ok_or_else(|| QueryError::bad(format!("Error! Invalid {name}")))
+        }
+    }
+}
+
+fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response, QueryError> {
+    let indexed = state.indexed()?;
+    match action {
+        "balance" | "balancehistory" => {
+            let address = parse_address(params.get("address").unwrap_or(""))
+                .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+            let tag = if action == "balance" {
+                tag_param(params, "tag")?
+            } else {
+                tag_param(params, "blockno")?
+            };
+            let block = state.resolve(tag, &indexed)?;
+            Ok(ok_string(
+                &state.balance(&address, block, &indexed)?.to_string(),
+            ))
+        }
+        "balancemulti" => {
+            let list = params.get("address").unwrap_or("");
+            let addresses: Vec<&str> = list.split(',').map(str::trim).collect();
+            if list.is_empty() || addresses.len() > MAX_MULTI_ADDRESSES {
+                return Err(QueryError::bad(MSG_BAD_MULTI));
+            }
+            let block = state.resolve(tag_param(params, "tag")?, &indexed)?;
+            let mut entries = Vec::with_capacity(addresses.len());
+            for text in addresses {
+                let address = parse_address(text).map_err(|_| QueryError::bad(MSG_BAD_MULTI))?;
+                let wei = state.balance(&address, block, &indexed)?;
+                entries.push(serde_json::json!({ "account": text, "balance": wei.to_string() }));
+            }
+            let body = serde_json::json!({ "status": "1", "message": "OK", "result": entries });
+            Ok((
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response())
+        }
+        _ => Err(QueryError::bad(MSG_BAD_ACTION)),
+    }
+}
+
+/// The proxy module answers in JSON-RPC envelopes, as Etherscan does.
+fn proxy(state: &QueryState, params: &Params, action: &str) -> Result<Response, QueryError> {
+    let id: serde_json::Value = params
+        .get("id")
+        .and_then(|id| id.parse::<u64>().ok().map(Into::into))
+        .unwrap_or_else(|| 1.into());
+    let rpc_error = |message: String| {
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": message } });
+        (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    };
+    let indexed = state.indexed()?;
+    let result = match action {
+        "eth_blockNumber" => format!("{:#x}", indexed.head),
+        "eth_getBalance" => {
+            let Ok(address) = parse_address(params.get("address").unwrap_or("")) else {
+                return Ok(rpc_error("invalid address".into()));
+            };
+            let block = match tag_param(params, "tag").and_then(|tag| state.resolve(tag, &indexed))
+            {
+                Ok(block) => block,
+                Err(error) => return Ok(rpc_error(error.result)),
+            };
+            match state.balance(&address, block, &indexed) {
+                Ok(wei) => format!("{wei:#x}"),
+                Err(error) => return Ok(rpc_error(error.result)),
+            }
+        }
+        _ => return Err(QueryError::bad(MSG_BAD_ACTION)),
+    };
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response())
+}
+
+fn answer(state: &QueryState, params: &Params, v2: bool) -> Result<Response, QueryError> {
+    match params.get("chainid") {
+        None | Some("") if v2 => return Err(QueryError::bad(MSG_BAD_CHAIN)),
+        None | Some("") => {}
+        Some(chain) => {
+            let stored = state.store.chain_id().ok().flatten();
+            if chain.parse::<u64>().ok().is_none_or(|c| Some(c) != stored) {
+                return Err(QueryError::bad(MSG_BAD_CHAIN));
+            }
+        }
+    }
+    let action = params.get("action").unwrap_or("");
+    match params.get("module") {
+        Some("account") => account(state, params, action),
+        Some("proxy") => proxy(state, params, action),
+        _ => Err(QueryError::bad(MSG_BAD_MODULE)),
+    }
+}
+
+async fn api_v1(
+    State(state): State<Arc<QueryState>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let params = Params::new(query.as_deref(), &body);
+    answer(&state, &params, false).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
+}
+
+async fn api_v2(
+    State(state): State<Arc<QueryState>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let params = Params::new(query.as_deref(), &body);
+    answer(&state, &params, true).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
+}
+
+/// The Etherscan-compatible routes, every call checked by `access`.
+pub fn router(store: Store, access: Arc<Access>, config: QueryConfig) -> Router {
+    let face = EtherscanFace {
+        http_200_errors: config.http_200_errors,
+    };
+    let endpoint = Endpoint::new(Security::Key(Permission::Read)).query_call();
+    let state = Arc::new(QueryState { store, config });
+    Router::new()
+        .route(
+            "/api",
+            guarded(&access, &face, endpoint, get(api_v1).post(api_v1)),
+        )
+        .route(
+            "/v2/api",
+            guarded(&access, &face, endpoint, get(api_v2).post(api_v2)),
+        )
+        .with_state(state)
+}

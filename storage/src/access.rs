@@ -1,0 +1,267 @@
+//! Accounts and API keys: their records and byte layouts. Secrets arrive here
+//! already sealed by the access layer; this module never sees plaintext.
+
+use crate::StorageError;
+
+const RECORD_VERSION: u8 = 1;
+
+/// An account: the owner of API keys and exchange balances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountRecord {
+    /// Numeric id, allocated in increasing order.
+    pub id: u64,
+    /// Free-form label.
+    pub label: String,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: u64,
+}
+
+/// An API key as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    /// Public key id sent by clients (64 alphanumerics).
+    pub id: String,
+    /// Owning account.
+    pub account: u64,
+    /// 0 = HMAC-SHA256, 1 = Ed25519.
+    pub kind: u8,
+    /// HMAC: the sealed secret. Ed25519: the 32-byte public key.
+    pub material: Vec<u8>,
+    /// HMAC rotation: the previous sealed secret and when it stops working.
+    pub previous: Option<(Vec<u8>, u64)>,
+    /// Permission bits (read = 1, trade = 2, withdraw = 4).
+    pub permissions: u8,
+    /// IP allow-list entries as text (addresses or CIDRs); empty = any IP.
+    pub allowed_ips: Vec<String>,
+    /// Rate-limit tier name.
+    pub tier: String,
+    /// Free-form label.
+    pub label: String,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: u64,
+    /// Revocation time, if revoked.
+    pub revoked_ms: Option<u64>,
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        self.0.extend_from_slice(&(v.len() as u32).to_be_bytes());
+        self.0.extend_from_slice(v);
+    }
+    fn opt_u64(&mut self, v: Option<u64>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.u64(v);
+            }
+            None => self.u8(0),
+        }
+    }
+}
+
+struct Reader<'a> {
+    rest: &'a [u8],
+    what: &'static str,
+    len: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], what: &'static str) -> Result<Self, StorageError> {
+        let mut reader = Self {
+            rest: bytes,
+            what,
+            len: bytes.len(),
+        };
+        if reader.u8()? != RECORD_VERSION {
+            return Err(reader.corrupt());
+        }
+        Ok(reader)
+    }
+    fn corrupt(&self) -> StorageError {
+        StorageError::Corrupt {
+            what: self.what,
+            len: self.len,
+        }
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
+        if self.rest.len() < n {
+            return Err(self.corrupt());
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, StorageError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u64(&mut self) -> Result<u64, StorageError> {
+        Ok(u64::from_be_bytes(
+            self.take(8)?.try_into().expect("took 8 bytes"),
+        ))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, StorageError> {
+        let len = u32::from_be_bytes(self.take(4)?.try_into().expect("took 4 bytes")) as usize;
+        Ok(self.take(len)?.to_vec())
+    }
+    fn string(&mut self) -> Result<String, StorageError> {
+        String::from_utf8(self.bytes()?).map_err(|_| self.corrupt())
+    }
+    fn opt_u64(&mut self) -> Result<Option<u64>, StorageError> {
+        Ok(match self.u8()? {
+            0 => None,
+            _ => Some(self.u64()?),
+        })
+    }
+    fn finish(self) -> Result<(), StorageError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(self.corrupt())
+        }
+    }
+}
+
+impl AccountRecord {
+    /// `version ‖ id ‖ created ‖ label`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer(vec![RECORD_VERSION]);
+        w.u64(self.id);
+        w.u64(self.created_ms);
+        w.bytes(self.label.as_bytes());
+        w.0
+    }
+
+    /// Inverse of [`AccountRecord::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "account record")?;
+        let record = Self {
+            id: r.u64()?,
+            created_ms: r.u64()?,
+            label: r.string()?,
+        };
+        r.finish()?;
+        Ok(record)
+    }
+}
+
+impl ApiKeyRecord {
+    /// Length-prefixed fields behind a version byte.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer(vec![RECORD_VERSION]);
+        w.bytes(self.id.as_bytes());
+        w.u64(self.account);
+        w.u8(self.kind);
+        w.bytes(&self.material);
+        match &self.previous {
+            Some((material, until)) => {
+                w.u8(1);
+                w.bytes(material);
+                w.u64(*until);
+            }
+            None => w.u8(0),
+        }
+        w.u8(self.permissions);
+        w.u64(self.allowed_ips.len() as u64);
+        for ip in &self.allowed_ips {
+            w.bytes(ip.as_bytes());
+        }
+        w.bytes(self.tier.as_bytes());
+        w.bytes(self.label.as_bytes());
+        w.u64(self.created_ms);
+        w.opt_u64(self.revoked_ms);
+        w.0
+    }
+
+    /// Inverse of [`ApiKeyRecord::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "api key record")?;
+        let id = r.string()?;
+        let account = r.u64()?;
+        let kind = r.u8()?;
+        let material = r.bytes()?;
+        let previous = match r.u8()? {
+            0 => None,
+            _ => Some((r.bytes()?, r.u64()?)),
+        };
+        let permissions = r.u8()?;
+        let count = r.u64()?;
+        if count > 4096 {
+            return Err(r.corrupt());
+        }
+        let allowed_ips = (0..count).map(|_| r.string()).collect::<Result<_, _>>()?;
+        let record = Self {
+            id,
+            account,
+            kind,
+            material,
+            previous,
+            permissions,
+            allowed_ips,
+            tier: r.string()?,
+            label: r.string()?,
+            created_ms: r.u64()?,
+            revoked_ms: r.opt_u64()?,
+        };
+        r.finish()?;
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> ApiKeyRecord {
+        ApiKeyRecord {
+            id: "k".repeat(64),
+            account: 7,
+            kind: 0,
+            material: vec![1, 2, 3],
+            previous: Some((vec![9; 40], 1_700_000_000_000)),
+            permissions: 0b011,
+            allowed_ips: vec!["10.0.0.0/8".into(), "::1".into()],
+            tier: "default".into(),
+            label: "bot ☃".into(),
+            created_ms: 1,
+            revoked_ms: Some(2),
+        }
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let account = AccountRecord {
+            id: 3,
+            label: "desk".into(),
+            created_ms: 99,
+        };
+        assert_eq!(AccountRecord::decode(&account.encode()).unwrap(), account);
+        let mut record = key();
+        assert_eq!(ApiKeyRecord::decode(&record.encode()).unwrap(), record);
+        record.previous = None;
+        record.revoked_ms = None;
+        record.allowed_ips.clear();
+        assert_eq!(ApiKeyRecord::decode(&record.encode()).unwrap(), record);
+    }
+
+    #[test]
+    fn truncated_or_extended_records_are_corrupt() {
+        let bytes = key().encode();
+        for cut in 0..bytes.len() {
+            assert!(ApiKeyRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(ApiKeyRecord::decode(&longer).is_err());
+        let mut other_version = bytes;
+        other_version[0] = 2;
+        assert!(ApiKeyRecord::decode(&other_version).is_err());
+    }
+}

@@ -1,0 +1,452 @@
+//! The shared access layer over real HTTP: keys made through the admin API,
+//! Binance-signed and Etherscan-keyed requests, every refusal's exact status
+//! and body, rate limits with 429, Retry-After and 418 bans.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{Anvil, Weiport};
+use serde_json::{Value, json};
+use weiport_access::sign_hmac_sha256;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+struct Server {
+    weiport: Weiport,
+    http: reqwest::Client,
+    token: String,
+    _dir: tempfile::TempDir,
+    _anvil: Anvil,
+}
+
+struct Key {
+    id: String,
+    secret: String,
+}
+
+impl Server {
+    async fn start(env: &[(&str, &str)]) -> Self {
+        let anvil = Anvil::start(&["--accounts", "2"]);
+        let dir = tempfile::tempdir().unwrap();
+        let mut all = vec![
+            ("WEIPORT_NODE__URL", anvil.url.as_str()),
+            ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "20"),
+        ];
+        all.extend_from_slice(env);
+        let weiport = Weiport::serve(dir.path(), &all);
+        let token = std::fs::read_to_string(dir.path().join("admin.token")).unwrap();
+        let server = Self {
+            weiport,
+            http: reqwest::Client::new(),
+            token,
+            _dir: dir,
+            _anvil: anvil,
+        };
+        // The query API answers once the index has its genesis.
+        for _ in 0..200 {
+            if server.get("/readyz", &[]).await.0 == 200 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        server
+    }
+
+    async fn admin(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .request(method, format!("{}{path}", self.weiport.admin_url))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+
+    async fn key(&self, permissions: &[&str], ips: &[&str]) -> Key {
+        let (status, account) = self
+            .admin(
+                reqwest::Method::POST,
+                "/admin/accounts",
+                json!({ "label": "t" }),
+            )
+            .await;
+        assert_eq!(status, 201, "{account}");
+        let request =
+            json!({ "account": account["id"], "permissions": permissions, "allowed_ips": ips });
+        let (status, key) = self
+            .admin(reqwest::Method::POST, "/admin/keys", request)
+            .await;
+        assert_eq!(status, 201, "{key}");
+        Key {
+            id: key["id"].as_str().unwrap().into(),
+            secret: key["secret"].as_str().unwrap().into(),
+        }
+    }
+
+    async fn get(
+        &self,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, String) {
+        let mut request = self
+            .http
+            .get(format!("{}{path_and_query}", self.weiport.url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.unwrap())
+    }
+
+    /// A signed Binance GET of `path` with `params` (timestamp added unless present).
+    async fn signed(&self, path: &str, key: &Key, params: &str) -> (u16, Value) {
+        let query = if params.contains("timestamp=") {
+            params.to_owned()
+        } else {
+            format!("{params}timestamp={}", now_ms())
+        };
+        let signature = sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
+        let (status, _, body) = self
+            .get(
+                &format!("{path}?{query}&signature={signature}"),
+                &[("X-MBX-APIKEY", &key.id)],
+            )
+            .await;
+        (status, serde_json::from_str(&body).unwrap())
+    }
+}
+
+const RESTRICTIONS: &str = "/sapi/v1/account/apiRestrictions";
+
+fn binance(code: i64, msg: &str) -> Value {
+    json!({ "code": code, "msg": msg })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_binance_refusal_has_its_exact_status_and_body() {
+    let server = Server::start(&[]).await;
+    let reader = server.key(&["read"], &[]).await;
+    let (status, body) = server.signed(RESTRICTIONS, &reader, "").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["enableReading"].clone(), body["ipRestrict"].clone()),
+        (json!(true), json!(false))
+    );
+    assert_eq!(body["enableSpotAndMarginTrading"], json!(false));
+
+    let invalid_key = binance(-2015, "Invalid API-key, IP, or permissions for action.");
+    let format_invalid = binance(-2014, "API-key format invalid.");
+    let query = format!("timestamp={}", now_ms());
+    let signature = sign_hmac_sha256(reader.secret.as_bytes(), query.as_bytes());
+    // (query, headers, expected status, expected body)
+    type Case<'a> = (String, Vec<(&'a str, String)>, u16, Value);
+    let cases: Vec<Case> = vec![
+        (
+            format!("{query}&signature={signature}"),
+            vec![],
+            401,
+            format_invalid.clone(),
+        ),
+        (
+            format!("{query}&signature={signature}"),
+            vec![("X-MBX-APIKEY", "has spaces!".into())],
+            401,
+            format_invalid,
+        ),
+        (
+            format!("{query}&signature={signature}"),
+            vec![("X-MBX-APIKEY", "A".repeat(64))],
+            401,
+            invalid_key.clone(),
+        ),
+        (
+            query.clone(),
+            vec![("X-MBX-APIKEY", reader.id.clone())],
+            400,
+            binance(
+                -1102,
+                "Mandatory parameter 'signature' was not sent, was empty/null, or malformed.",
+            ),
+        ),
+        (
+            format!(
+                "signature={}",
+                sign_hmac_sha256(reader.secret.as_bytes(), b"")
+            ),
+            vec![("X-MBX-APIKEY", reader.id.clone())],
+            400,
+            binance(
+                -1102,
+                "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.",
+            ),
+        ),
+        (
+            format!("{query}&signature={}", "0".repeat(64)),
+            vec![("X-MBX-APIKEY", reader.id.clone())],
+            401,
+            binance(-1022, "Signature for this request is not valid."),
+        ),
+    ];
+    for (query, headers, status, body) in cases {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (got, _, text) = server
+            .get(&format!("{RESTRICTIONS}?{query}"), &headers)
+            .await;
+        assert_eq!(
+            (got, serde_json::from_str::<Value>(&text).unwrap()),
+            (status, body),
+            "{query} {headers:?}"
+        );
+    }
+
+    let stale = format!("timestamp={}", now_ms() - 6_000);
+    assert_eq!(
+        server.signed(RESTRICTIONS, &reader, &stale).await,
+        (
+            400,
+            binance(
+                -1021,
+                "Timestamp for this request is outside of the recvWindow."
+            )
+        )
+    );
+    let wide = format!("timestamp={}&recvWindow=10000", now_ms() - 6_000);
+    assert_eq!(server.signed(RESTRICTIONS, &reader, &wide).await.0, 200);
+    let ahead = format!("timestamp={}", now_ms() + 2_000);
+    assert_eq!(
+        server.signed(RESTRICTIONS, &reader, &ahead).await,
+        (
+            400,
+            binance(
+                -1021,
+                "Timestamp for this request was 1000ms ahead of the server's time."
+            )
+        )
+    );
+    assert_eq!(
+        server
+            .signed(RESTRICTIONS, &reader, "recvWindow=60001&")
+            .await,
+        (400, binance(-1131, "recvWindow must be less than 60000"))
+    );
+
+    let locked = server.key(&["read"], &["10.9.9.9"]).await;
+    assert_eq!(
+        server.signed(RESTRICTIONS, &locked, "").await,
+        (401, invalid_key.clone())
+    );
+    let local = server.key(&["read"], &["127.0.0.0/8"]).await;
+    let (status, body) = server.signed(RESTRICTIONS, &local, "").await;
+    assert_eq!((status, body["ipRestrict"].clone()), (200, json!(true)));
+    let trader = server.key(&["trade"], &[]).await;
+    assert_eq!(
+        server.signed(RESTRICTIONS, &trader, "").await,
+        (401, invalid_key.clone()),
+        "no read permission"
+    );
+
+    let (status, revoked) = server
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/keys/{}/revoke", reader.id),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert_eq!(
+        server.signed(RESTRICTIONS, &reader, "").await,
+        (401, invalid_key),
+        "refused on the very next request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etherscan_key_refusals_in_both_status_modes() {
+    for http_200 in ["false", "true"] {
+        let server = Server::start(&[("WEIPORT_QUERY__HTTP_200_ERRORS", http_200)]).await;
+        let key = server.key(&["read"], &[]).await;
+        let status = |s: u16| if http_200 == "true" { 200 } else { s };
+        let notok = |result: &str| json!({ "status": "0", "message": "NOTOK", "result": result });
+        let block_number = "/api?module=proxy&action=eth_blockNumber";
+        for (query, expected_status, expected) in [
+            (
+                block_number.to_owned(),
+                status(401),
+                notok("Missing/Invalid API Key"),
+            ),
+            (
+                format!("{block_number}&apikey={}", "B".repeat(64)),
+                status(401),
+                notok("Invalid API Key"),
+            ),
+            (
+                format!("/api?module=nope&apikey={}", key.id),
+                status(400),
+                notok("Error! Missing Or invalid Module name"),
+            ),
+            (
+                format!("{block_number}&apikey={}", key.id),
+                200,
+                json!({ "jsonrpc": "2.0", "id": 1, "result": "0x0" }),
+            ),
+        ] {
+            let (got, _, body) = server.get(&query, &[]).await;
+            assert_eq!(
+                (got, serde_json::from_str::<Value>(&body).unwrap()),
+                (expected_status, expected),
+                "{query}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_get_429_with_retry_after_then_recover_and_hammering_gets_418() {
+    let server = Server::start(&[
+        ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "30"),
+        ("WEIPORT_ACCESS__BAN_AFTER_REJECTIONS", "3"),
+        ("WEIPORT_ACCESS__BAN_INITIAL_SECS", "2"),
+    ])
+    .await;
+    let mut previous = 0;
+    for _ in 0..30 {
+        let (status, headers, _) = server.get("/api/v3/time", &[]).await;
+        assert_eq!(status, 200);
+        let used: u32 = headers["x-mbx-used-weight-1m"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Fixed one-minute windows, like Binance: +1 per call, or 1 after a rollover.
+        assert!(
+            used == previous + 1 || used == 1,
+            "used {used} after {previous}"
+        );
+        previous = used;
+    }
+    let (status, headers, body) = server.get("/api/v3/time", &[]).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["code"], -1003);
+    let wait: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(
+        (1..=3).contains(&wait),
+        "GCRA frees one weight unit every 2 s: {wait}"
+    );
+    tokio::time::sleep(Duration::from_secs(wait)).await;
+    assert_eq!(
+        server.get("/api/v3/time", &[]).await.0,
+        200,
+        "after Retry-After the client is served again"
+    );
+
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        let (status, headers, body) = server.get("/api/v3/time", &[]).await;
+        statuses.push(status);
+        if status == 418 {
+            let body: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(body["code"], -1003);
+            assert!(
+                body["msg"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("Way too much request weight used; IP banned until ")
+            );
+            assert!(headers.contains_key("retry-after"));
+        }
+    }
+    // The first 429 above counted too: the fourth within a minute turns into a ban.
+    assert_eq!(
+        statuses,
+        vec![429, 429, 418, 418, 418],
+        "kept hammering after 429"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_never_reach_the_logs() {
+    let mut server = Server::start(&[("WEIPORT_LOG__LEVEL", "debug")]).await;
+    let key = server.key(&["read"], &[]).await;
+    let (status, rotated) = server
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/keys/{}/rotate", key.id),
+            json!({ "grace_secs": 5 }),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let rotated_secret = rotated["secret"].as_str().unwrap().to_owned();
+    let (status, listed) = server
+        .admin(reqwest::Method::GET, "/admin/keys", json!({}))
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        !listed.to_string().contains(&key.secret) && !listed.to_string().contains(&rotated_secret)
+    );
+    assert_eq!(
+        server.signed(RESTRICTIONS, &key, "").await.0,
+        200,
+        "old secret inside its grace period"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = server.weiport.drain_log().join("\n");
+    assert!(
+        log.contains(&key.id),
+        "the key id is logged, so the log was captured"
+    );
+    assert!(
+        !log.contains(&key.secret) && !log.contains(&rotated_secret),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_manages_keys_through_the_server_or_directly_on_the_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let cli = |args: &[&str]| {
+        let output = common::weiport_command(
+            args,
+            &[
+                ("WEIPORT_DATA_DIR", data_dir),
+                ("WEIPORT_ADMIN__LISTEN", "127.0.0.1:1"),
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let account = cli(&["accounts", "create", "--label", "desk"]);
+    let created = cli(&[
+        "keys",
+        "create",
+        "--account",
+        &account["id"].to_string(),
+        "--permissions",
+        "read,trade",
+        "--ip",
+        "10.0.0.0/8",
+    ]);
+    assert_eq!(created["secret"].as_str().unwrap().len(), 64);
+    assert_eq!(created["permissions"], json!(["read", "trade"]));
+    let listed = cli(&["keys", "list"]);
+    assert_eq!(listed[0]["id"], created["id"]);
+    assert!(listed[0].get("secret").is_none());
+    let revoked = cli(&["keys", "revoke", created["id"].as_str().unwrap()]);
+    assert!(revoked["revoked_ms"].is_u64());
+}
