@@ -39,6 +39,17 @@ if [ ! -x "$WEIPORT_ANVIL" ]; then
   npm ci --prefix "$REPO_ROOT/tools" --no-audit --no-fund --loglevel=error >&2
 fi
 
+# Python clients of the APIs weiport is compatible with, in a private venv.
+export WEIPORT_PYTHON="${WEIPORT_PYTHON:-$HOME/.cache/weiport/venv/bin/python}"
+requirements="$REPO_ROOT/tools/requirements.txt"
+stamp="$HOME/.cache/weiport/venv/.requirements"
+if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
+  echo "setup: installing Python API clients (tools/requirements.txt)" >&2
+  python3 -m venv "$HOME/.cache/weiport/venv" >&2 || { apt_install python3-venv && python3 -m venv "$HOME/.cache/weiport/venv" >&2; }
+  "$HOME/.cache/weiport/venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
+  cp "$requirements" "$stamp"
+fi
+
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "setup: installing cargo-nextest" >&2
   cargo install cargo-nextest --locked >&2

@@ -13,7 +13,12 @@ pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 const ENV_PREFIX: &str = "WEIPORT_";
 
 /// Environment variables with the prefix that are not configuration keys.
-const ENV_NOT_CONFIG: &[&str] = &["WEIPORT_CONFIG", "WEIPORT_MASTER_KEY", "WEIPORT_ANVIL"];
+const ENV_NOT_CONFIG: &[&str] = &[
+    "WEIPORT_CONFIG",
+    "WEIPORT_MASTER_KEY",
+    "WEIPORT_ANVIL",
+    "WEIPORT_PYTHON",
+];
 
 /// A configuration that could not be loaded; the message names the key.
 #[derive(Debug, thiserror::Error)]

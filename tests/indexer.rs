@@ -66,6 +66,14 @@ impl Running {
     }
 }
 
+/// Who takes part in the random traffic.
+struct Traffic {
+    dev: Vec<Address>,
+    fresh: Vec<Address>,
+    forwarder: Address,
+    internal_only: Vec<Address>,
+}
+
 /// Mines `blocks` blocks of random traffic: transfers between dev accounts and
 /// fresh addresses, value forwarded by the contract to addresses that appear
 /// in no transaction, reverted calls that carry value, and out-of-gas calls.
@@ -74,11 +82,15 @@ async fn random_traffic(
     chain: &Chain,
     rng: &mut StdRng,
     blocks: usize,
-    dev: &[Address],
-    fresh: &[Address],
-    forwarder: Address,
-    internal_only: &[Address],
+    traffic: &Traffic,
 ) -> usize {
+    let Traffic {
+        dev,
+        fresh,
+        forwarder,
+        internal_only,
+    } = traffic;
+    let forwarder = *forwarder;
     chain.set_automine(false).await;
     let mut sent = Vec::new();
     for _ in 0..blocks {
@@ -171,32 +183,20 @@ async fn balances_equal_the_node_through_transfers_reverts_internal_calls_and_fe
         let funding = chain.transfer(dev[1], *address, ether(1)).await;
         chain.receipt(funding).await;
     }
-    let mut failed = random_traffic(
-        &chain,
-        &mut rng,
-        25,
-        &dev,
-        &fresh,
+    let traffic = Traffic {
+        dev: dev.clone(),
+        fresh: fresh.clone(),
         forwarder,
-        &internal_only,
-    )
-    .await;
+        internal_only: internal_only.clone(),
+    };
+    let mut failed = random_traffic(&chain, &mut rng, 25, &traffic).await;
 
     // Catch up on what exists, then follow while more is produced, with
     // tips going to a second coinbase.
     let running = start_indexer(&anvil.url, fast_config());
     let coinbase = Address::repeat_byte(0xcb);
     chain.rpc("anvil_setCoinbase", json!([coinbase])).await;
-    failed += random_traffic(
-        &chain,
-        &mut rng,
-        25,
-        &dev,
-        &fresh,
-        forwarder,
-        &internal_only,
-    )
-    .await;
+    failed += random_traffic(&chain, &mut rng, 25, &traffic).await;
     wait_until_indexed(&running.store, &chain, WAIT).await;
 
     let head = chain.head().await;

@@ -208,10 +208,19 @@ impl QueryState {
         let storage = |e: weiport_storage::StorageError| {
             QueryError::unavailable(format!("Error! Index unavailable: {e}"))
         };
-        let found = if block == indexed.head {
-            self.store.balance(address).map_err(storage)?.map(|b| b.wei)
+        // The latest row answers for the head unless a commit since the
+        // cursor was read moved it past the requested block.
+        let latest = if block == indexed.head {
+            self.store
+                .balance(address)
+                .map_err(storage)?
+                .filter(|b| b.block <= block)
         } else {
-            self.store.balance_at(address, block).map_err(storage)?
+            None
+        };
+        let found = match latest {
+            Some(latest) => Some(latest.wei),
+            None => self.store.balance_at(address, block).map_err(storage)?,
         };
         match found {
             Some(wei) => Ok(wei),
@@ -335,22 +344,10 @@ fn answer(state: &QueryState, params: &Params, v2: bool) -> Result<Response, Que
     }
 }
 
-async fn api_v1(
-    State(state): State<Arc<QueryState>>,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
+/// `/api` (`v2 = false`, `chainid` optional) and `/v2/api` (`chainid` required).
+async fn api(state: Arc<QueryState>, query: Option<String>, body: Bytes, v2: bool) -> Response {
     let params = Params::new(query.as_deref(), &body);
-    answer(&state, &params, false).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
-}
-
-async fn api_v2(
-    State(state): State<Arc<QueryState>>,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
-    let params = Params::new(query.as_deref(), &body);
-    answer(&state, &params, true).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
+    answer(&state, &params, v2).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
 }
 
 /// The Etherscan-compatible routes, every call checked by `access`.
@@ -360,6 +357,12 @@ pub fn router(store: Store, access: Arc<Access>, config: QueryConfig) -> Router 
     };
     let endpoint = Endpoint::new(Security::Key(Permission::Read)).query_call();
     let state = Arc::new(QueryState { store, config });
+    let api_v1 = |State(s): State<Arc<QueryState>>, RawQuery(q): RawQuery, body: Bytes| {
+        api(s, q, body, false)
+    };
+    let api_v2 = |State(s): State<Arc<QueryState>>, RawQuery(q): RawQuery, body: Bytes| {
+        api(s, q, body, true)
+    };
     Router::new()
         .route(
             "/api",
