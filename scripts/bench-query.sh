@@ -15,7 +15,7 @@ cargo build -j2 --locked --release --bin weiport --example baseline_server
 bin="$CARGO_TARGET_DIR/release"
 work="$(mktemp -d -t weiport-bench.XXXXXX)"
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
 "$WEIPORT_ANVIL" --host 127.0.0.1 --port 18545 --silent & pids+=($!)
 "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)

@@ -453,6 +453,8 @@ fn merge(
             format!("{prefix}.{key}")
         };
         match (base.get_mut(&key), value) {
+            // Tier names are the user's own: the table is replaced, not checked key by key.
+            (Some(slot), value) if path == "access.query_tiers" => *slot = value,
             (None, _) => {
                 return Err(ConfigError::UnknownKey {
                     key: path,
@@ -580,6 +582,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("WEIPORT_SERVR__LISTEN"), "{err}");
+    }
+
+    #[test]
+    fn query_tiers_are_named_freely_in_files() {
+        let config = with_file("[access.query_tiers]\ngold = 50\n[access]\ndefault_tier = \"gold\"\n").unwrap();
+        assert_eq!(config.access.query_tiers.get("gold"), Some(&50));
+        assert!(!config.access.query_tiers.contains_key("default"), "the table is replaced whole");
+        let err = with_file("[access.query_tiers]\ngold = 0\n").unwrap_err().to_string();
+        assert!(err.contains("access.query_tiers") || err.contains("access.default_tier"), "{err}");
     }
 
     #[test]

@@ -49,45 +49,50 @@ pub const MAX_RECV_WINDOW_MS: u64 = 60_000;
 /// `recvWindow` when the request has none.
 pub const DEFAULT_RECV_WINDOW_MS: u64 = 5_000;
 
-/// Finds `name` among form-encoded parameters; duplicates are an error.
-fn find_param<'a>(
+/// Finds each of `names` among form-encoded parameters in one pass;
+/// duplicates are an error.
+fn find_params<'a, const N: usize>(
     params: &'a [u8],
-    name: &str,
-    found: &mut Option<Cow<'a, str>>,
+    names: [&str; N],
+    found: &mut [Option<Cow<'a, str>>; N],
 ) -> Result<(), AccessError> {
     for (key, value) in form_urlencoded::parse(params) {
-        if key == name {
-            if found.is_some() {
+        if let Some(i) = names.iter().position(|name| key == *name) {
+            if found[i].is_some() {
                 return Err(AccessError::DuplicateParameter);
             }
-            *found = Some(value);
+            found[i] = Some(value);
         }
     }
     Ok(())
 }
 
-fn param<'a>(
+/// The values of `names` in the query, the form body, or a JSON body's top level.
+fn params<'a, const N: usize>(
     credentials: &Credentials<'a>,
-    name: &str,
-) -> Result<Option<Cow<'a, str>>, AccessError> {
-    let mut found = None;
-    find_param(credentials.query.as_bytes(), name, &mut found)?;
+    names: [&str; N],
+) -> Result<[Option<Cow<'a, str>>; N], AccessError> {
+    let mut found = [const { None }; N];
+    find_params(credentials.query.as_bytes(), names, &mut found)?;
     if credentials.body_is_form {
-        find_param(credentials.body, name, &mut found)?;
+        find_params(credentials.body, names, &mut found)?;
     } else if !credentials.body.is_empty()
         && let Ok(serde_json::Value::Object(fields)) =
             serde_json::from_slice::<serde_json::Value>(credentials.body)
-        && let Some(value) = fields.get(name)
     {
-        if found.is_some() {
-            return Err(AccessError::DuplicateParameter);
+        for (i, name) in names.iter().enumerate() {
+            if let Some(value) = fields.get(*name) {
+                if found[i].is_some() {
+                    return Err(AccessError::DuplicateParameter);
+                }
+                found[i] = Some(Cow::Owned(match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }));
+            }
         }
-        found = Some(Cow::Owned(match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }));
     }
-    Ok(found.filter(|v| !v.is_empty()))
+    Ok(found.map(|value| value.filter(|v| !v.is_empty())))
 }
 
 /// Parses a millisecond `recvWindow` with up to three decimals into microseconds.
@@ -113,8 +118,8 @@ fn parse_recv_window_us(text: &str) -> Option<u64> {
 
 /// Checks `timestamp` and `recvWindow` against `now_us`.
 pub fn check_freshness(credentials: &Credentials<'_>, now_us: u64) -> Result<(), AccessError> {
-    let timestamp =
-        param(credentials, "timestamp")?.ok_or(AccessError::MissingParameter("timestamp"))?;
+    let [timestamp, recv_window] = params(credentials, ["timestamp", "recvWindow"])?;
+    let timestamp = timestamp.ok_or(AccessError::MissingParameter("timestamp"))?;
     let timestamp: u64 = timestamp
         .parse()
         .map_err(|_| AccessError::MalformedParameter("timestamp"))?;
@@ -124,7 +129,7 @@ pub fn check_freshness(credentials: &Credentials<'_>, now_us: u64) -> Result<(),
     } else {
         timestamp.saturating_mul(1000)
     };
-    let window_us = match param(credentials, "recvWindow")? {
+    let window_us = match recv_window {
         Some(text) => {
             parse_recv_window_us(&text).ok_or(AccessError::MalformedParameter("recvWindow"))?
         }

@@ -12,6 +12,7 @@ use weiport_storage::{AccountRecord, ApiKeyRecord, StorageError, Store};
 
 use crate::keys::{BadIpRule, IpRule, KeyKind, Permission, Permissions, random_token};
 use crate::sealing::{MasterKey, SealingError};
+use crate::signature::HmacKey;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -22,7 +23,7 @@ pub fn now_ms() -> u64 {
 
 /// What a key proves possession of.
 enum Credential {
-    Hmac(Vec<u8>),
+    Hmac(HmacKey),
     Ed25519(VerifyingKey),
 }
 
@@ -35,7 +36,7 @@ pub struct ApiKey {
     /// Signature scheme.
     pub kind: KeyKind,
     credential: Credential,
-    previous_hmac: Option<(Vec<u8>, u64)>,
+    previous_hmac: Option<(HmacKey, u64)>,
     /// Granted permissions.
     pub permissions: Permissions,
     /// IP allow-list; empty means any address.
@@ -77,11 +78,9 @@ impl ApiKey {
         match &self.credential {
             Credential::Hmac(secret) => {
                 signed
-                    .verify_hmac_sha256(secret)
+                    .verify_hmac(secret)
                     .or_else(|error| match &self.previous_hmac {
-                        Some((previous, until)) if now_ms < *until => {
-                            signed.verify_hmac_sha256(previous)
-                        }
+                        Some((previous, until)) if now_ms < *until => signed.verify_hmac(previous),
                         _ => Err(error),
                     })
             }
@@ -234,26 +233,29 @@ impl KeyStore {
             what: "api key kind",
             len: 1,
         })?;
-        let credential = match kind {
-            KeyKind::Hmac => Credential::Hmac(master.open(&record.material, record.id.as_bytes())?),
-            KeyKind::Ed25519 => {
-                let bytes: [u8; 32] =
-                    record
-                        .material
-                        .as_slice()
-                        .try_into()
-                        .map_err(|_| StorageError::Corrupt {
+        let credential =
+            match kind {
+                KeyKind::Hmac => Credential::Hmac(HmacKey::new(
+                    &master.open(&record.material, record.id.as_bytes())?,
+                )),
+                KeyKind::Ed25519 => {
+                    let bytes: [u8; 32] = record.material.as_slice().try_into().map_err(|_| {
+                        StorageError::Corrupt {
                             what: "ed25519 key",
                             len: record.material.len(),
-                        })?;
-                Credential::Ed25519(
-                    VerifyingKey::from_bytes(&bytes)
-                        .map_err(|e| KeyStoreError::BadPublicKey(e.to_string()))?,
-                )
-            }
-        };
+                        }
+                    })?;
+                    Credential::Ed25519(
+                        VerifyingKey::from_bytes(&bytes)
+                            .map_err(|e| KeyStoreError::BadPublicKey(e.to_string()))?,
+                    )
+                }
+            };
         let previous_hmac = match &record.previous {
-            Some((sealed, until)) => Some((master.open(sealed, record.id.as_bytes())?, *until)),
+            Some((sealed, until)) => Some((
+                HmacKey::new(&master.open(sealed, record.id.as_bytes())?),
+                *until,
+            )),
             None => None,
         };
         Ok(ApiKey {
