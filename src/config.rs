@@ -586,11 +586,21 @@ mod tests {
 
     #[test]
     fn query_tiers_are_named_freely_in_files() {
-        let config = with_file("[access.query_tiers]\ngold = 50\n[access]\ndefault_tier = \"gold\"\n").unwrap();
+        let config =
+            with_file("[access.query_tiers]\ngold = 50\n[access]\ndefault_tier = \"gold\"\n")
+                .unwrap();
         assert_eq!(config.access.query_tiers.get("gold"), Some(&50));
-        assert!(!config.access.query_tiers.contains_key("default"), "the table is replaced whole");
-        let err = with_file("[access.query_tiers]\ngold = 0\n").unwrap_err().to_string();
-        assert!(err.contains("access.query_tiers") || err.contains("access.default_tier"), "{err}");
+        assert!(
+            !config.access.query_tiers.contains_key("default"),
+            "the table is replaced whole"
+        );
+        let err = with_file("[access.query_tiers]\ngold = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("access.query_tiers") || err.contains("access.default_tier"),
+            "{err}"
+        );
     }
 
     #[test]
