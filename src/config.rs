@@ -71,6 +71,8 @@ pub struct Config {
     pub access: AccessConfig,
     /// The Etherscan-compatible API.
     pub query: QuerySection,
+    /// Markets of the exchange.
+    pub exchange: weiport_exchange_api::ExchangeConfig,
     /// The Ethereum node.
     pub node: NodeConfig,
     /// The balance indexer.
@@ -426,6 +428,9 @@ impl Config {
             .contains_key(&self.access.default_tier)
         {
             return invalid("access.default_tier", "names no tier of access.query_tiers");
+        }
+        if let Err(e) = self.exchange.validate() {
+            return invalid("exchange.markets", &e.to_string());
         }
         if self.storage.background_jobs < 1 {
             return invalid("storage.background_jobs", "must be at least 1");

@@ -166,7 +166,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             http_200_errors: config.query.http_200_errors,
         },
     );
-    let exchange = weiport_exchange_api::router(access.clone());
+    let exchange = weiport_exchange_api::router(access.clone(), Arc::new(config.exchange.clone()));
     let app = router(ops, query.merge(exchange), &config);
     let admin_app = weiport_access::admin::router(access.clone(), &admin_token);
 

@@ -450,3 +450,125 @@ async fn the_cli_manages_keys_through_the_server_or_directly_on_the_data_dir() {
     let revoked = cli(&["keys", "revoke", created["id"].as_str().unwrap()]);
     assert!(revoked["revoked_ms"].is_u64());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_key_reads_but_cannot_trade_and_json_bodies_are_signed_raw() {
+    let server = Server::start(&[]).await;
+    let reader = server.key(&["read"], &[]).await;
+    let trader = server.key(&["read", "trade"], &[]).await;
+    let order = "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.5&price=3000";
+    let post = |key: &Key, query: String, body: Option<String>| {
+        let signed = match &body {
+            Some(body) => format!("{query}{body}"),
+            None => query.clone(),
+        };
+        let signature = sign_hmac_sha256(key.secret.as_bytes(), signed.as_bytes());
+        let mut request = server
+            .http
+            .post(format!(
+                "{}/api/v3/order/test?{query}&signature={signature}",
+                server.weiport.url
+            ))
+            .header("X-MBX-APIKEY", &key.id);
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let query = || format!("{order}&timestamp={}", now_ms());
+
+    assert_eq!(
+        server.signed(RESTRICTIONS, &reader, "").await.0,
+        200,
+        "the read-only key reads"
+    );
+    assert_eq!(
+        post(&reader, query(), None).await,
+        (
+            401,
+            binance(-2015, "Invalid API-key, IP, or permissions for action.")
+        ),
+        "but cannot trade"
+    );
+    assert_eq!(post(&trader, query(), None).await, (200, json!({})));
+    let rates = post(
+        &trader,
+        format!("{}&computeCommissionRates=true", query()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        rates.1["standardCommissionForOrder"],
+        json!({ "maker": "0.00100000", "taker": "0.00100000" })
+    );
+
+    // A JSON body is signed as its raw text, with the signature in the query.
+    let body = r#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT","timeInForce":"GTC","quantity":"0.01","price":"3100.50"}"#;
+    assert_eq!(
+        post(
+            &trader,
+            format!("timestamp={}", now_ms()),
+            Some(body.to_owned())
+        )
+        .await,
+        (200, json!({}))
+    );
+    let tampered = post(
+        &trader,
+        format!("timestamp={}", now_ms()),
+        Some(body.replace("0.01", "0.02")),
+    )
+    .await;
+    assert_eq!(
+        tampered.0, 200,
+        "signed over the tampered body itself, so valid"
+    );
+    let signature = sign_hmac_sha256(
+        trader.secret.as_bytes(),
+        format!("timestamp=1{body}").as_bytes(),
+    );
+    let response = server
+        .http
+        .post(format!(
+            "{}/api/v3/order/test?timestamp={}&signature={signature}",
+            server.weiport.url,
+            now_ms()
+        ))
+        .header("X-MBX-APIKEY", &trader.id)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        401,
+        "a signature over other bytes is refused"
+    );
+
+    // Order validation answers with Binance's codes after authentication.
+    let bad_symbol = format!(
+        "symbol=NOPE&side=BUY&type=MARKET&quantity=1&timestamp={}",
+        now_ms()
+    );
+    assert_eq!(
+        post(&trader, bad_symbol, None).await,
+        (400, binance(-1121, "Invalid symbol."))
+    );
+    let lot = format!(
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.00001&price=3000&timestamp={}",
+        now_ms()
+    );
+    assert_eq!(
+        post(&trader, lot, None).await,
+        (400, binance(-1013, "Filter failure: LOT_SIZE"))
+    );
+}

@@ -130,7 +130,13 @@ async fn a_third_party_etherscan_client_reads_the_nodes_balances() {
         "multi": setup.addresses.iter().map(|a| text(a).to_lowercase()).collect::<Vec<_>>(),
         "history": history.iter().map(|(a, b)| json!([text(a), b])).collect::<Vec<_>>(),
     });
-    let python = std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| "python3".into());
+    // scripts/setup.sh installs the client into this venv and exports its path.
+    let python = std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/weiport/venv/bin/python",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/clients/etherscan_balances.py"

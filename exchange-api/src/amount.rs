@@ -40,6 +40,11 @@ impl Amount {
         self.0
     }
 
+    /// Whether this is zero.
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+
     /// Sum, or `None` on overflow.
     pub fn checked_add(self, other: Self) -> Option<Self> {
         self.0.checked_add(other.0).map(Self)
@@ -89,6 +94,20 @@ impl FromStr for Amount {
             .and_then(|w| w.checked_add(units))
             .map(Self)
             .ok_or(AmountError::Overflow)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Amount {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse()
+            .map_err(|e| serde::de::Error::custom(format!("{text:?}: {e}")))
+    }
+}
+
+impl serde::Serialize for Amount {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 

@@ -3,8 +3,11 @@
 
 pub mod amount;
 pub mod error;
+pub mod market;
+pub mod order;
 mod routes;
 
 pub use amount::{Amount, AmountError};
 pub use error::{BinanceError, BinanceFace};
+pub use market::{ExchangeConfig, Market, StpMode};
 pub use routes::router;

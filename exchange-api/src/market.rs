@@ -1,0 +1,267 @@
+//! Markets from configuration and the Binance filters every order must pass.
+
+use serde::Deserialize;
+
+use crate::amount::Amount;
+use crate::error::BinanceError;
+
+/// Self-trade prevention modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StpMode {
+    /// Trade with yourself.
+    None,
+    /// Expire the incoming order.
+    ExpireTaker,
+    /// Expire the resting order.
+    ExpireMaker,
+    /// Expire both.
+    ExpireBoth,
+}
+
+impl StpMode {
+    /// From Binance's parameter text.
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_value(serde_json::Value::String(text.to_owned())).ok()
+    }
+}
+
+/// One market, as configured (`[[exchange.markets]]`).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Market {
+    /// e.g. `ETHUSDT`.
+    pub symbol: String,
+    /// Base asset, e.g. `ETH`.
+    pub base: String,
+    /// Quote asset, e.g. `USDT`.
+    pub quote: String,
+    /// PRICE_FILTER tickSize.
+    pub tick_size: Amount,
+    /// PRICE_FILTER minPrice.
+    pub min_price: Amount,
+    /// PRICE_FILTER maxPrice.
+    pub max_price: Amount,
+    /// LOT_SIZE stepSize.
+    pub step_size: Amount,
+    /// LOT_SIZE minQty.
+    pub min_qty: Amount,
+    /// LOT_SIZE maxQty.
+    pub max_qty: Amount,
+    /// MARKET_LOT_SIZE maxQty (stepSize and minQty as LOT_SIZE).
+    pub market_max_qty: Amount,
+    /// NOTIONAL minNotional.
+    pub min_notional: Amount,
+    /// MAX_NUM_ORDERS.
+    pub max_num_orders: u32,
+    /// Maker fee rate, e.g. `0.001`.
+    pub maker_fee: Amount,
+    /// Taker fee rate.
+    pub taker_fee: Amount,
+    /// STP mode when the order names none.
+    pub default_stp: StpMode,
+    /// STP modes orders may name.
+    pub allowed_stp: Vec<StpMode>,
+}
+
+/// Why a market definition is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("market {symbol}: {problem}")]
+pub struct MarketError {
+    /// The market.
+    pub symbol: String,
+    /// What is wrong.
+    pub problem: &'static str,
+}
+
+impl Market {
+    /// Checks the definition's own consistency.
+    pub fn validate(&self) -> Result<(), MarketError> {
+        let fail = |problem| {
+            Err(MarketError {
+                symbol: self.symbol.clone(),
+                problem,
+            })
+        };
+        if self.symbol.is_empty()
+            || !self
+                .symbol
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        {
+            return fail("symbol must be upper-case letters and digits");
+        }
+        if self.base == self.quote {
+            return fail("base and quote must differ");
+        }
+        if self.tick_size.is_zero() || self.step_size.is_zero() {
+            return fail("tick_size and step_size must be positive");
+        }
+        if self.min_price > self.max_price || self.min_qty > self.max_qty || self.min_qty.is_zero()
+        {
+            return fail("min must be positive and not above max");
+        }
+        if !self.allowed_stp.contains(&self.default_stp) {
+            return fail("default_stp must be among allowed_stp");
+        }
+        Ok(())
+    }
+
+    /// PRICE_FILTER.
+    pub fn check_price(&self, price: Amount) -> Result<(), BinanceError> {
+        let on_tick = price
+            .checked_sub(self.min_price)
+            .is_some_and(|d| d.units() % self.tick_size.units() == 0);
+        if price < self.min_price || price > self.max_price || !on_tick {
+            return Err(filter_failure("PRICE_FILTER"));
+        }
+        Ok(())
+    }
+
+    /// LOT_SIZE, or MARKET_LOT_SIZE for market orders.
+    pub fn check_quantity(&self, quantity: Amount, market_order: bool) -> Result<(), BinanceError> {
+        let (max, filter) = if market_order {
+            (self.market_max_qty, "MARKET_LOT_SIZE")
+        } else {
+            (self.max_qty, "LOT_SIZE")
+        };
+        let on_step = quantity
+            .checked_sub(self.min_qty)
+            .is_some_and(|d| d.units() % self.step_size.units() == 0);
+        if quantity < self.min_qty || quantity > max || !on_step {
+            return Err(filter_failure(filter));
+        }
+        Ok(())
+    }
+
+    /// NOTIONAL: price × quantity at least the minimum.
+    pub fn check_notional(&self, price: Amount, quantity: Amount) -> Result<(), BinanceError> {
+        match price.checked_mul(quantity) {
+            Some(notional) if notional >= self.min_notional => Ok(()),
+            _ => Err(filter_failure("NOTIONAL")),
+        }
+    }
+}
+
+fn filter_failure(filter: &str) -> BinanceError {
+    BinanceError::bad(-1013, format!("Filter failure: {filter}"))
+}
+
+/// `[exchange]` configuration.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeConfig {
+    /// The markets.
+    pub markets: Vec<Market>,
+}
+
+impl ExchangeConfig {
+    /// Checks every market and that symbols are unique.
+    pub fn validate(&self) -> Result<(), MarketError> {
+        for (i, market) in self.markets.iter().enumerate() {
+            market.validate()?;
+            if self.markets[..i].iter().any(|m| m.symbol == market.symbol) {
+                return Err(MarketError {
+                    symbol: market.symbol.clone(),
+                    problem: "defined twice",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The market named `symbol`.
+    pub fn market(&self, symbol: &str) -> Option<&Market> {
+        self.markets.iter().find(|m| m.symbol == symbol)
+    }
+}
+
+/// A realistic market for tests of this crate.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    pub(crate) fn eth_usdt() -> Market {
+        let a = |t: &str| t.parse::<Amount>().unwrap();
+        Market {
+            symbol: "ETHUSDT".into(),
+            base: "ETH".into(),
+            quote: "USDT".into(),
+            tick_size: a("0.01"),
+            min_price: a("0.01"),
+            max_price: a("1000000"),
+            step_size: a("0.0001"),
+            min_qty: a("0.0001"),
+            max_qty: a("9000"),
+            market_max_qty: a("1000"),
+            min_notional: a("5"),
+            max_num_orders: 200,
+            maker_fee: a("0.001"),
+            taker_fee: a("0.001"),
+            default_stp: StpMode::ExpireMaker,
+            allowed_stp: vec![
+                StpMode::None,
+                StpMode::ExpireTaker,
+                StpMode::ExpireMaker,
+                StpMode::ExpireBoth,
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::eth_usdt;
+    use super::*;
+
+    #[test]
+    fn filters_follow_binance_rules() {
+        let m = eth_usdt();
+        let a = |t: &str| t.parse::<Amount>().unwrap();
+        m.check_price(a("3000.01")).unwrap();
+        assert_eq!(
+            m.check_price(a("3000.015")).unwrap_err().msg,
+            "Filter failure: PRICE_FILTER"
+        );
+        assert!(m.check_price(a("0")).is_err());
+        assert!(m.check_price(a("1000000.01")).is_err());
+        m.check_quantity(a("1.2345"), false).unwrap();
+        assert_eq!(
+            m.check_quantity(a("1.23455"), false).unwrap_err().msg,
+            "Filter failure: LOT_SIZE"
+        );
+        assert_eq!(
+            m.check_quantity(a("9000.0001"), false).unwrap_err().msg,
+            "Filter failure: LOT_SIZE"
+        );
+        assert_eq!(
+            m.check_quantity(a("1000.0001"), true).unwrap_err().msg,
+            "Filter failure: MARKET_LOT_SIZE"
+        );
+        m.check_notional(a("2500"), a("0.002")).unwrap();
+        assert_eq!(
+            m.check_notional(a("2500"), a("0.0019")).unwrap_err().msg,
+            "Filter failure: NOTIONAL"
+        );
+        assert_eq!(
+            m.check_notional(a("2500"), a("0.0019")).unwrap_err().code,
+            -1013
+        );
+    }
+
+    #[test]
+    fn inconsistent_markets_are_refused() {
+        let mut m = eth_usdt();
+        m.validate().unwrap();
+        m.default_stp = StpMode::None;
+        m.allowed_stp = vec![StpMode::ExpireMaker];
+        assert!(m.validate().is_err());
+        let mut m = eth_usdt();
+        m.step_size = Amount::ZERO;
+        assert!(m.validate().is_err());
+        let config = ExchangeConfig {
+            markets: vec![eth_usdt(), eth_usdt()],
+        };
+        assert_eq!(config.validate().unwrap_err().problem, "defined twice");
+    }
+}

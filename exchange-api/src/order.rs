@@ -1,0 +1,465 @@
+//! New-order parameters as Binance clients send them (query, form or JSON
+//! body), checked against the market's filters with Binance's exact errors.
+
+use std::collections::HashMap;
+
+use crate::amount::{Amount, AmountError};
+use crate::error::BinanceError;
+use crate::market::{ExchangeConfig, Market, StpMode};
+
+/// BUY or SELL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Buy base with quote.
+    Buy,
+    /// Sell base for quote.
+    Sell,
+}
+
+/// Supported order types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderType {
+    /// Limit order.
+    Limit,
+    /// Market order.
+    Market,
+    /// Post-only limit order.
+    LimitMaker,
+}
+
+/// Time in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeInForce {
+    /// Good till canceled.
+    Gtc,
+    /// Immediate or cancel.
+    Ioc,
+    /// Fill or kill.
+    Fok,
+}
+
+/// How much of the order result is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseType {
+    /// Ids only.
+    Ack,
+    /// Plus status and amounts.
+    Result,
+    /// Plus fills.
+    Full,
+}
+
+/// A validated new order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewOrder {
+    /// Market symbol.
+    pub symbol: String,
+    /// Side.
+    pub side: Side,
+    /// Type.
+    pub order_type: OrderType,
+    /// Time in force (GTC for market orders, as Binance reports).
+    pub time_in_force: TimeInForce,
+    /// Base quantity, unless a quote quantity was given.
+    pub quantity: Option<Amount>,
+    /// MARKET only: quote amount to spend or receive.
+    pub quote_quantity: Option<Amount>,
+    /// Limit price.
+    pub price: Option<Amount>,
+    /// Client order id, if given.
+    pub client_order_id: Option<String>,
+    /// Response detail.
+    pub response_type: ResponseType,
+    /// Self-trade prevention.
+    pub stp: StpMode,
+}
+
+/// Request parameters by name, from the query string and the body.
+pub struct OrderParams {
+    values: HashMap<String, String>,
+}
+
+impl OrderParams {
+    /// Collects parameters from a raw query and a form or JSON body. A
+    /// parameter sent twice is refused (-1101).
+    pub fn parse(query: &str, body: &[u8], body_is_json: bool) -> Result<Self, BinanceError> {
+        let mut values = HashMap::new();
+        let mut insert = |key: String, value: String| {
+            if key == "signature" {
+                return Ok(());
+            }
+            match values.insert(key, value) {
+                None => Ok(()),
+                Some(_) => Err(BinanceError::bad(
+                    -1101,
+                    "Duplicate values for a parameter detected.",
+                )),
+            }
+        };
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            insert(k.into_owned(), v.into_owned())?;
+        }
+        if body_is_json && !body.is_empty() {
+            let serde_json::Value::Object(fields) = serde_json::from_slice(body).map_err(|_| {
+                BinanceError::bad(-1135, "JSON sent for parameter 'body' is not valid")
+            })?
+            else {
+                return Err(BinanceError::bad(
+                    -1135,
+                    "JSON sent for parameter 'body' is not valid",
+                ));
+            };
+            for (k, v) in fields {
+                let text = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                insert(k, text)?;
+            }
+        } else {
+            for (k, v) in form_urlencoded::parse(body) {
+                insert(k.into_owned(), v.into_owned())?;
+            }
+        }
+        Ok(Self { values })
+    }
+
+    /// A parameter's value; empty counts as absent.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    fn required(&self, name: &str) -> Result<&str, BinanceError> {
+        self.get(name).ok_or_else(|| BinanceError::mandatory(name))
+    }
+
+    fn amount(&self, name: &str) -> Result<Option<Amount>, BinanceError> {
+        let Some(text) = self.get(name) else {
+            return Ok(None);
+        };
+        text.parse().map(Some).map_err(|e| match e {
+            AmountError::TooPrecise => BinanceError::bad(-1111, format!("Parameter '{name}' has too much precision.")),
+            AmountError::Overflow => BinanceError::bad(-1108, format!("Parameter '{name}' overflowed.")),
+            AmountError::Syntax => BinanceError::bad(
+                -1100,
+                format!("Illegal characters found in parameter '{name}'; legal range is '^([0-9]{{1,20}})(\\.[0-9]{{1,20}})?$'."),
+            ),
+        })
+    }
+
+    fn not_required(&self, name: &str) -> Result<(), BinanceError> {
+        match self.get(name) {
+            Some(_) => Err(BinanceError::bad(
+                -1106,
+                format!("Parameter '{name}' sent when not required."),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Validates a new order against `exchange`'s markets and filters.
+    pub fn new_order(&self, exchange: &ExchangeConfig) -> Result<NewOrder, BinanceError> {
+        let symbol = self.required("symbol")?;
+        let market = exchange
+            .market(symbol)
+            .ok_or_else(|| BinanceError::bad(-1121, "Invalid symbol."))?;
+        let side = match self.required("side")? {
+            "BUY" => Side::Buy,
+            "SELL" => Side::Sell,
+            _ => return Err(BinanceError::bad(-1117, "Invalid side.")),
+        };
+        let order_type = match self.required("type")? {
+            "LIMIT" => OrderType::Limit,
+            "MARKET" => OrderType::Market,
+            "LIMIT_MAKER" => OrderType::LimitMaker,
+            "STOP_LOSS" => {
+                return Err(BinanceError::bad(
+                    -2010,
+                    "Stop loss orders are not supported for this symbol.",
+                ));
+            }
+            "STOP_LOSS_LIMIT" => {
+                return Err(BinanceError::bad(
+                    -2010,
+                    "Stop loss limit orders are not supported for this symbol.",
+                ));
+            }
+            "TAKE_PROFIT" => {
+                return Err(BinanceError::bad(
+                    -2010,
+                    "Take profit orders are not supported for this symbol.",
+                ));
+            }
+            "TAKE_PROFIT_LIMIT" => {
+                return Err(BinanceError::bad(
+                    -2010,
+                    "Take profit limit orders are not supported for this symbol.",
+                ));
+            }
+            _ => return Err(BinanceError::bad(-1116, "Invalid orderType.")),
+        };
+        let time_in_force = match (order_type, self.get("timeInForce")) {
+            (OrderType::Limit, None) => return Err(BinanceError::mandatory("timeInForce")),
+            (OrderType::Limit, Some(tif)) => match tif {
+                "GTC" => TimeInForce::Gtc,
+                "IOC" => TimeInForce::Ioc,
+                "FOK" => TimeInForce::Fok,
+                _ => return Err(BinanceError::bad(-1115, "Invalid timeInForce.")),
+            },
+            (_, Some(_)) => {
+                return Err(BinanceError::bad(
+                    -1114,
+                    "TimeInForce parameter sent when not required.",
+                ));
+            }
+            (_, None) => TimeInForce::Gtc,
+        };
+        let quantity = self.amount("quantity")?;
+        let quote_quantity = self.amount("quoteOrderQty")?;
+        let price = self.amount("price")?;
+        match order_type {
+            OrderType::Market => {
+                self.not_required("price")?;
+                match (quantity, quote_quantity) {
+                    (None, None) => {
+                        return Err(BinanceError::bad(
+                            -1102,
+                            "Param 'quantity' or 'quoteOrderQty' must be sent, but both were empty/null!",
+                        ));
+                    }
+                    (Some(_), Some(_)) => {
+                        return Err(BinanceError::bad(
+                            -1106,
+                            "Parameter 'quoteOrderQty' sent when not required.",
+                        ));
+                    }
+                    (Some(q), None) => market.check_quantity(q, true)?,
+                    (None, Some(quote)) => {
+                        if quote.is_zero() {
+                            return Err(BinanceError::bad(-1013, "Filter failure: NOTIONAL"));
+                        }
+                    }
+                }
+            }
+            OrderType::Limit | OrderType::LimitMaker => {
+                self.not_required("quoteOrderQty")?;
+                let quantity = quantity.ok_or_else(|| BinanceError::mandatory("quantity"))?;
+                let price = price.ok_or_else(|| BinanceError::mandatory("price"))?;
+                market.check_price(price)?;
+                market.check_quantity(quantity, false)?;
+                market.check_notional(price, quantity)?;
+            }
+        }
+        let response_type = match self.get("newOrderRespType") {
+            None if order_type == OrderType::LimitMaker => ResponseType::Ack,
+            None => ResponseType::Full,
+            Some("ACK") => ResponseType::Ack,
+            Some("RESULT") => ResponseType::Result,
+            Some("FULL") => ResponseType::Full,
+            Some(_) => {
+                return Err(BinanceError::bad(
+                    -1130,
+                    "Data sent for parameter 'newOrderRespType' is not valid.",
+                ));
+            }
+        };
+        let stp = stp(market, self.get("selfTradePreventionMode"))?;
+        let client_order_id = match self.get("newClientOrderId") {
+            Some(id)
+                if id.len() > 36
+                    || !id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
+            {
+                return Err(BinanceError::bad(
+                    -1100,
+                    "Illegal characters found in parameter 'newClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.",
+                ));
+            }
+            id => id.map(str::to_owned),
+        };
+        Ok(NewOrder {
+            symbol: market.symbol.clone(),
+            side,
+            order_type,
+            time_in_force,
+            quantity,
+            quote_quantity,
+            price,
+            client_order_id,
+            response_type,
+            stp,
+        })
+    }
+}
+
+fn stp(market: &Market, requested: Option<&str>) -> Result<StpMode, BinanceError> {
+    let Some(text) = requested else {
+        return Ok(market.default_stp);
+    };
+    let mode = StpMode::parse(text).ok_or_else(|| {
+        BinanceError::bad(
+            -1130,
+            "Data sent for parameter 'selfTradePreventionMode' is not valid.",
+        )
+    })?;
+    if !market.allowed_stp.contains(&mode) {
+        return Err(BinanceError::bad(
+            -1013,
+            "This symbol does not allow the specified self-trade prevention mode.",
+        ));
+    }
+    Ok(mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange() -> ExchangeConfig {
+        ExchangeConfig {
+            markets: vec![crate::market::tests_support::eth_usdt()],
+        }
+    }
+
+    fn order(query: &str) -> Result<NewOrder, (i32, String)> {
+        OrderParams::parse(query, b"", false)
+            .and_then(|p| p.new_order(&exchange()))
+            .map_err(|e| (e.code, e.msg))
+    }
+
+    #[test]
+    fn valid_orders_in_query_form_and_json() {
+        let limit =
+            order("symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.5&price=3000")
+                .unwrap();
+        assert_eq!(
+            (limit.side, limit.order_type, limit.response_type),
+            (Side::Buy, OrderType::Limit, ResponseType::Full)
+        );
+        assert_eq!(limit.stp, StpMode::ExpireMaker);
+        let market = order("symbol=ETHUSDT&side=SELL&type=MARKET&quantity=1").unwrap();
+        assert_eq!(
+            (market.time_in_force, market.price),
+            (TimeInForce::Gtc, None)
+        );
+        order("symbol=ETHUSDT&side=BUY&type=MARKET&quoteOrderQty=100").unwrap();
+        let json = br#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT_MAKER","quantity":"0.01","price":"3100.5"}"#;
+        let maker = OrderParams::parse("timestamp=1", json, true)
+            .unwrap()
+            .new_order(&exchange())
+            .unwrap();
+        assert_eq!(
+            (maker.order_type, maker.response_type),
+            (OrderType::LimitMaker, ResponseType::Ack)
+        );
+    }
+
+    #[test]
+    fn refusals_carry_binance_codes() {
+        let cases = [
+            (
+                "side=BUY",
+                -1102,
+                "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.",
+            ),
+            (
+                "symbol=BTCUSDT&side=BUY&type=LIMIT",
+                -1121,
+                "Invalid symbol.",
+            ),
+            ("symbol=ETHUSDT&side=UP&type=LIMIT", -1117, "Invalid side."),
+            (
+                "symbol=ETHUSDT&side=BUY&type=ICEBERG",
+                -1116,
+                "Invalid orderType.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&quantity=1&price=3000",
+                -1102,
+                "Mandatory parameter 'timeInForce' was not sent, was empty/null, or malformed.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=DAY&quantity=1&price=3000",
+                -1115,
+                "Invalid timeInForce.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&price=3000",
+                -1102,
+                "Mandatory parameter 'quantity' was not sent, was empty/null, or malformed.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1",
+                -1102,
+                "Mandatory parameter 'price' was not sent, was empty/null, or malformed.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=MARKET",
+                -1102,
+                "Param 'quantity' or 'quoteOrderQty' must be sent, but both were empty/null!",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&price=3",
+                -1106,
+                "Parameter 'price' sent when not required.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&timeInForce=GTC",
+                -1114,
+                "TimeInForce parameter sent when not required.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3000.001",
+                -1013,
+                "Filter failure: PRICE_FILTER",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.00005&price=3000",
+                -1013,
+                "Filter failure: LOT_SIZE",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.001&price=3000",
+                -1013,
+                "Filter failure: NOTIONAL",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=2000",
+                -1013,
+                "Filter failure: MARKET_LOT_SIZE",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1.000000001&price=3000",
+                -1111,
+                "Parameter 'quantity' has too much precision.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1e3&price=3000",
+                -1100,
+                "Illegal characters found in parameter 'quantity'; legal range is '^([0-9]{1,20})(\\.[0-9]{1,20})?$'.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=STOP_LOSS&quantity=1",
+                -2010,
+                "Stop loss orders are not supported for this symbol.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&selfTradePreventionMode=DECREMENT",
+                -1130,
+                "Data sent for parameter 'selfTradePreventionMode' is not valid.",
+            ),
+            (
+                "symbol=ETHUSDT&symbol=ETHUSDT&side=BUY",
+                -1101,
+                "Duplicate values for a parameter detected.",
+            ),
+        ];
+        for (query, code, msg) in cases {
+            assert_eq!(order(query), Err((code, msg.to_owned())), "{query}");
+        }
+    }
+}
