@@ -20,7 +20,6 @@ fn now_ms() -> u64 {
 struct Server {
     weiport: Weiport,
     http: reqwest::Client,
-    token: String,
     _dir: tempfile::TempDir,
     _anvil: Anvil,
 }
@@ -40,51 +39,25 @@ impl Server {
         ];
         all.extend_from_slice(env);
         let weiport = Weiport::serve(dir.path(), &all);
-        let token = std::fs::read_to_string(dir.path().join("admin.token")).unwrap();
-        let server = Self {
+        // The query API answers once the index has its genesis.
+        weiport.wait_indexed(0).await;
+        Self {
             weiport,
             http: reqwest::Client::new(),
-            token,
             _dir: dir,
             _anvil: anvil,
-        };
-        // The query API answers once the index has its genesis.
-        for _ in 0..200 {
-            if server.get("/readyz", &[]).await.0 == 200 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        server
     }
 
     async fn admin(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
-        let response = self
-            .http
-            .request(method, format!("{}{path}", self.weiport.admin_url))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), response.json().await.unwrap())
+        self.weiport.admin(method, path, body).await
     }
 
     async fn key(&self, permissions: &[&str], ips: &[&str]) -> Key {
-        let (status, account) = self
-            .admin(
-                reqwest::Method::POST,
-                "/admin/accounts",
-                json!({ "label": "t" }),
-            )
+        let key = self
+            .weiport
+            .create_key(json!({ "permissions": permissions, "allowed_ips": ips }))
             .await;
-        assert_eq!(status, 201, "{account}");
-        let request =
-            json!({ "account": account["id"], "permissions": permissions, "allowed_ips": ips });
-        let (status, key) = self
-            .admin(reqwest::Method::POST, "/admin/keys", request)
-            .await;
-        assert_eq!(status, 201, "{key}");
         Key {
             id: key["id"].as_str().unwrap().into(),
             secret: key["secret"].as_str().unwrap().into(),

@@ -6,7 +6,6 @@ mod common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
@@ -42,44 +41,9 @@ async fn setup(env: &[(&str, &str)]) -> Setup {
     ];
     all.extend_from_slice(env);
     let server = Weiport::serve(dir.path(), &all);
+    let key = server.create_key(json!({ "tier": "professional" })).await;
+    server.wait_indexed(chain.head().await).await;
     let http = reqwest::Client::new();
-    let token = std::fs::read_to_string(dir.path().join("admin.token")).unwrap();
-    let admin = |path: &str, body: Value| {
-        http.post(format!("{}{path}", server.admin_url))
-            .bearer_auth(&token)
-            .json(&body)
-            .send()
-    };
-    let account: Value = admin("/admin/accounts", json!({}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let key: Value = admin(
-        "/admin/keys",
-        json!({ "account": account["id"], "tier": "professional" }),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let head = chain.head().await;
-    for _ in 0..400 {
-        let ready: Value = http
-            .get(format!("{}/readyz", server.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if ready["indexed"] == head {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
     let mut addresses: Vec<Address> = dev.into_iter().chain(fresh).collect();
     addresses.push(Address::repeat_byte(0xee)); // never touched: 0
     Setup {
@@ -374,18 +338,7 @@ async fn every_refusal_in_both_status_modes() {
 async fn the_calls_per_second_limit_answers_like_etherscan() {
     let setup = setup(&[]).await;
     // A default-tier key: 5 calls per second.
-    let token = std::fs::read_to_string(setup._dir.path().join("admin.token")).unwrap();
-    let key: Value = setup
-        .http
-        .post(format!("{}/admin/keys", setup.server.admin_url))
-        .bearer_auth(token)
-        .json(&json!({ "account": 1 }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let key = setup.server.create_key(json!({})).await;
     let query = format!(
         "/api?module=proxy&action=eth_blockNumber&apikey={}",
         key["id"].as_str().unwrap()

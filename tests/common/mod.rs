@@ -107,6 +107,8 @@ pub struct Weiport {
     pub url: String,
     /// The admin listener, `http://127.0.0.1:<port>`.
     pub admin_url: String,
+    /// The admin API's bearer token (generated into the data dir).
+    pub admin_token: String,
     pub stderr: mpsc::Receiver<String>,
     pub log: Vec<String>,
 }
@@ -156,13 +158,65 @@ impl Weiport {
                 .to_owned()
         };
         let (address, admin) = (field("listen="), field("admin="));
+        let admin_token =
+            std::fs::read_to_string(Path::new(data_dir).join("admin.token")).unwrap_or_default();
         Self {
             child,
             url: format!("http://{address}"),
             admin_url: format!("http://{admin}"),
+            admin_token,
             stderr,
             log,
         }
+    }
+
+    /// Calls the admin API; returns the status and the JSON answer.
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let response = reqwest::Client::new()
+            .request(method, format!("{}{path}", self.admin_url))
+            .bearer_auth(&self.admin_token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+
+    /// Creates an account and a key on it; returns the key as created (with its secret).
+    pub async fn create_key(&self, key: serde_json::Value) -> serde_json::Value {
+        let (status, account) = self
+            .admin(
+                reqwest::Method::POST,
+                "/admin/accounts",
+                serde_json::json!({}),
+            )
+            .await;
+        assert_eq!(status, 201, "{account}");
+        let mut request = key;
+        request["account"] = account["id"].clone();
+        let (status, created) = self
+            .admin(reqwest::Method::POST, "/admin/keys", request)
+            .await;
+        assert_eq!(status, 201, "{created}");
+        created
+    }
+
+    /// Waits until `/readyz` reports `block` indexed.
+    pub async fn wait_indexed(&self, block: u64) {
+        for _ in 0..400 {
+            let response = reqwest::get(format!("{}/readyz", self.url)).await.unwrap();
+            let ready: serde_json::Value = response.json().await.unwrap();
+            if ready["indexed"] == block && ready["status"] == "ready" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("block {block} was not indexed in time");
     }
 
     /// Sends `signal` and waits for the exit, at most `timeout`.
