@@ -335,28 +335,28 @@ async fn every_refusal_in_both_status_modes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_calls_per_second_limit_answers_like_etherscan() {
-    let setup = setup(&[]).await;
-    // A default-tier key: 5 calls per second.
-    let key = setup.server.create_key(json!({})).await;
-    let query = format!(
-        "/api?module=proxy&action=eth_blockNumber&apikey={}",
-        key["id"].as_str().unwrap()
-    );
-    let mut statuses = Vec::new();
-    let mut last = Value::Null;
-    // A burst of 5 passes; the limiter refills one call per 200 ms, so a
-    // slow machine may pass a sixth: keep going until the first refusal.
-    while statuses.last() != Some(&429) && statuses.len() < 50 {
-        let (status, body) = setup.get(&query).await;
-        statuses.push(status);
-        last = body;
+async fn the_calls_per_second_limit_answers_like_etherscan_in_both_status_modes() {
+    for http_200 in [false, true] {
+        let mode = if http_200 { "true" } else { "false" };
+        let setup = setup(&[("WEIPORT_QUERY__HTTP_200_ERRORS", mode)]).await;
+        // A default-tier key: 5 calls per second.
+        let key = setup.server.create_key(json!({})).await;
+        let query = format!(
+            "/api?module=proxy&action=eth_blockNumber&apikey={}",
+            key["id"].as_str().unwrap()
+        );
+        let limited = json!({ "status": "0", "message": "NOTOK", "result": "Max calls per sec rate limit reached (5/sec)" });
+        let mut answers = Vec::new();
+        // A burst of 5 passes; the limiter refills one call per 200 ms, so a
+        // slow machine may pass a sixth: keep going until the first refusal.
+        while answers.last().is_none_or(|(_, body)| *body != limited) && answers.len() < 50 {
+            answers.push(setup.get(&query).await);
+        }
+        assert!(
+            answers[..5].iter().all(|(status, _)| *status == 200),
+            "{answers:?}"
+        );
+        let expected_status = if http_200 { 200 } else { 429 };
+        assert_eq!(answers.last().unwrap(), &(expected_status, limited));
     }
-    assert_eq!(
-        (*statuses.last().unwrap(), last),
-        (
-            429,
-            json!({ "status": "0", "message": "NOTOK", "result": "Max calls per sec rate limit reached (5/sec)" })
-        )
-    );
 }

@@ -520,6 +520,50 @@ mod tests {
     }
 
     #[test]
+    fn ed25519_keys_are_registered_from_pem_and_verify_base64_signatures() {
+        use base64::Engine;
+        use ed25519_dalek::Signer;
+        use ed25519_dalek::pkcs8::EncodePublicKey;
+        let dir = tempfile::tempdir().unwrap();
+        let keys = keystore(&dir);
+        let account = keys.create_account("").unwrap().id;
+        let signing = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+        let pem = signing
+            .verifying_key()
+            .to_public_key_pem(Default::default())
+            .unwrap();
+        let request = NewKey {
+            account,
+            kind: Some(KeyKind::Ed25519),
+            public_key: Some(pem),
+            ..NewKey::default()
+        };
+        let created = keys.create_key(request).unwrap();
+        assert!(created.secret.is_none(), "the client holds the private key");
+        let signature =
+            base64::engine::general_purpose::STANDARD.encode(signing.sign(b"a=1").to_bytes());
+        let encoded = signature
+            .replace('+', "%2B")
+            .replace('/', "%2F")
+            .replace('=', "%3D");
+        let key = keys.get(&created.info.id).unwrap();
+        let signed = crate::SignedPayload {
+            payload: b"a=1".to_vec(),
+            signature: &encoded,
+        };
+        key.verify(&signed, now_ms()).unwrap();
+        let forged = crate::SignedPayload {
+            payload: b"a=2".to_vec(),
+            signature: &encoded,
+        };
+        assert!(key.verify(&forged, now_ms()).is_err());
+        assert!(matches!(
+            keys.rotate(&created.info.id, Duration::ZERO),
+            Err(KeyStoreError::NotRotatable)
+        ));
+    }
+
+    #[test]
     fn refusals() {
         let dir = tempfile::tempdir().unwrap();
         let keys = keystore(&dir);

@@ -56,23 +56,7 @@ impl Access {
     /// The client's address: the socket peer, or, behind a trusted proxy, the
     /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
     pub fn client_ip(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
-        let peer = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        let trusted = |ip: IpAddr| self.trusted_proxies.iter().any(|rule| rule.contains(ip));
-        if !trusted(peer) {
-            return peer;
-        }
-        let forwarded = headers
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|part| part.trim().parse::<IpAddr>().ok())
-            .collect::<Vec<_>>();
-        forwarded
-            .into_iter()
-            .rev()
-            .find(|ip| !trusted(*ip))
-            .unwrap_or(peer)
+        client_ip(&self.trusted_proxies, peer, headers)
     }
 
     /// Prunes idle limiter state every `every` until the runtime stops.
@@ -88,5 +72,52 @@ impl Access {
                 access.limiter.housekeeping(keystore::now_ms());
             }
         });
+    }
+}
+
+/// See [`Access::client_ip`].
+fn client_ip(trusted_proxies: &[IpRule], peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
+    let peer = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let trusted = |ip: IpAddr| trusted_proxies.iter().any(|rule| rule.contains(ip));
+    if !trusted(peer) {
+        return peer;
+    }
+    let forwarded: Vec<IpAddr> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|part| part.trim().parse().ok())
+        .collect();
+    forwarded
+        .into_iter()
+        .rev()
+        .find(|ip| !trusted(*ip))
+        .unwrap_or(peer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let proxies: Vec<IpRule> = vec!["10.0.0.0/8".parse().unwrap()];
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            "203.0.113.9, 198.51.100.7, 10.0.0.3".parse().unwrap(),
+        );
+        let proxy = IpAddr::from([10, 0, 0, 2]);
+        let stranger = IpAddr::from([192, 0, 2, 1]);
+        // The right-most address not itself a trusted proxy is the client.
+        assert_eq!(
+            client_ip(&proxies, Some(proxy), &headers),
+            IpAddr::from([198, 51, 100, 7])
+        );
+        // Anyone else's header is ignored: it could say anything.
+        assert_eq!(client_ip(&proxies, Some(stranger), &headers), stranger);
+        assert_eq!(client_ip(&[], Some(proxy), &headers), proxy);
+        assert_eq!(client_ip(&proxies, Some(proxy), &HeaderMap::new()), proxy);
     }
 }
