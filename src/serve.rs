@@ -96,6 +96,7 @@ fn indexer(config: &Config, store: &Store, until: Option<u64>) -> anyhow::Result
 
 /// `weiport index`: indexes in the foreground until `until`, or until SIGINT/SIGTERM.
 pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
+    let mut signals = ShutdownSignals::install()?;
     telemetry::install_metrics()?;
     let store = open_store(&config)?;
     let indexer = indexer(&config, &store, until)?;
@@ -103,7 +104,7 @@ pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
     let mut job = tokio::spawn(indexer.run(stop_rx));
     let result = tokio::select! {
         finished = &mut job => finished,
-        signal = shutdown_signal() => {
+        signal = signals.recv() => {
             tracing::info!(signal, "stopping the indexer");
             let _ = stop_tx.send(true);
             job.await
@@ -118,6 +119,7 @@ pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
 
 /// Runs the server until SIGINT or SIGTERM, then drains and closes the store.
 pub async fn run(config: Config) -> anyhow::Result<()> {
+    let mut signals = ShutdownSignals::install()?;
     let metrics = telemetry::install_metrics()?;
     let store = open_store(&config)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -184,7 +186,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
 
     tokio::select! {
-        signal = shutdown_signal() => {
+        signal = signals.recv() => {
             tracing::info!(signal, "shutting down: finishing in-flight requests");
         }
         Some(finished) = servers.join_next() => {
@@ -287,26 +289,27 @@ async fn metrics(State(ops): State<Ops>) -> Response {
         .into_response()
 }
 
-/// Resolves with the signal's name on SIGINT or SIGTERM.
-async fn shutdown_signal() -> &'static str {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-        "SIGINT"
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut stream) => {
-                stream.recv().await;
-                "SIGTERM"
-            }
-            Err(_) => std::future::pending().await,
+/// SIGINT and SIGTERM handlers, installed before the process reports itself
+/// ready, so a signal that arrives early is caught rather than fatal.
+struct ShutdownSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+            terminate: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+        })
+    }
+
+    /// Resolves with the signal's name on SIGINT or SIGTERM.
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<&'static str>();
-    tokio::select! {
-        name = interrupt => name,
-        name = terminate => name,
     }
 }
