@@ -299,11 +299,7 @@ impl KeyStore {
     }
 
     fn record_of(&self, id: &str) -> Result<ApiKeyRecord, KeyStoreError> {
-        self.store
-            .api_keys()?
-            .into_iter()
-            .find(|r| r.id == id)
-            .ok_or(KeyStoreError::UnknownKey)
+        self.store.api_key(id)?.ok_or(KeyStoreError::UnknownKey)
     }
 
     /// Creates an account.

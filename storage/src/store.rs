@@ -333,6 +333,14 @@ impl Store {
         Ok(())
     }
 
+    /// The API key record with `id`.
+    pub fn api_key(&self, id: &str) -> Result<Option<ApiKeyRecord>, StorageError> {
+        self.db
+            .get_pinned_cf(self.cf(cf::API_KEY), id.as_bytes())?
+            .map(|b| ApiKeyRecord::decode(&b))
+            .transpose()
+    }
+
     /// Every API key record, revoked ones included.
     pub fn api_keys(&self) -> Result<Vec<ApiKeyRecord>, StorageError> {
         self.db
@@ -643,6 +651,8 @@ mod tests {
         let store = open(&dir);
         assert_eq!(store.accounts().unwrap(), vec![first, second.clone()]);
         assert_eq!(store.account(2).unwrap(), Some(second));
+        assert_eq!(store.api_key(&key.id).unwrap(), Some(key.clone()));
+        assert_eq!(store.api_key("absent").unwrap(), None);
         assert_eq!(store.api_keys().unwrap(), vec![key]);
         assert_eq!(
             store.create_account("c", 4).unwrap().id,
