@@ -24,7 +24,8 @@ pub fn init_logging(config: &LogConfig) {
     };
 }
 
-/// Installs the global metrics recorder and returns the handle that renders it.
+/// Installs the global metrics recorder and returns the handle that renders it;
+/// must run inside the Tokio runtime (it spawns the recorder's upkeep task).
 pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(
