@@ -545,3 +545,58 @@ async fn a_read_only_key_reads_but_cannot_trade_and_json_bodies_are_signed_raw()
         (400, binance(-1013, "Filter failure: LOT_SIZE"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ed25519_key_registered_by_pem_signs_requests_in_base64() {
+    use base64::Engine;
+    use ed25519_dalek::Signer;
+    use ed25519_dalek::pkcs8::EncodePublicKey;
+
+    let server = Server::start(&[]).await;
+    let signing = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+    let pem = signing
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .unwrap();
+    let key = server
+        .weiport
+        .create_key(
+            json!({ "kind": "ed25519", "public_key": pem, "permissions": ["read", "trade"] }),
+        )
+        .await;
+    assert!(
+        key["secret"].is_null(),
+        "nothing secret is shown: the client holds the private key"
+    );
+    let id = key["id"].as_str().unwrap();
+    let sign = |payload: &str| {
+        let signature = base64::engine::general_purpose::STANDARD
+            .encode(signing.sign(payload.as_bytes()).to_bytes());
+        signature
+            .replace('+', "%2B")
+            .replace('/', "%2F")
+            .replace('=', "%3D")
+    };
+    let query = format!("timestamp={}", now_ms());
+    let (status, _, body) = server
+        .get(
+            &format!("{RESTRICTIONS}?{query}&signature={}", sign(&query)),
+            &[("X-MBX-APIKEY", id)],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let other = format!("timestamp={}&recvWindow=6000", now_ms());
+    let (status, _, body) = server
+        .get(
+            &format!("{RESTRICTIONS}?{other}&signature={}", sign(&query)),
+            &[("X-MBX-APIKEY", id)],
+        )
+        .await;
+    assert_eq!(
+        (status, serde_json::from_str::<Value>(&body).unwrap()),
+        (
+            401,
+            binance(-1022, "Signature for this request is not valid.")
+        )
+    );
+}
