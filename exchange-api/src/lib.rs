@@ -2,6 +2,7 @@
 //! and the Binance Spot-compatible API around them.
 
 pub mod amount;
+pub mod engine;
 pub mod error;
 pub mod market;
 pub mod order;
