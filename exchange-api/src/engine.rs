@@ -362,15 +362,17 @@ impl Engine {
         Ok(())
     }
 
-    /// Simulates a taker against the book: the base it would fill and the
-    /// quote it would pay, ignoring its own resting orders' STP outcome.
-    fn reachable(
-        book: &Book,
-        side: Side,
-        limit: Option<Amount>,
-        want_base: Option<Amount>,
-        want_quote: Option<Amount>,
-    ) -> (Amount, Amount) {
+    /// Simulates a taker of `account` against the book: the base it would fill
+    /// and the quote it would pay, with self-trade prevention applied the way
+    /// matching will (own orders are skipped under EXPIRE_MAKER and end the
+    /// taker under EXPIRE_TAKER / EXPIRE_BOTH).
+    fn reachable(book: &Book, account: AccountId, order: &NewOrder) -> (Amount, Amount) {
+        let (side, limit, want_base, want_quote) = (
+            order.side,
+            order.price,
+            order.quantity,
+            order.quote_quantity,
+        );
         let (mut base, mut quote) = (Amount::ZERO, Amount::ZERO);
         let levels: Box<dyn Iterator<Item = (&Amount, &VecDeque<u64>)>> = match side {
             Side::Buy => Box::new(book.asks.iter()),
@@ -387,7 +389,15 @@ impl Engine {
                 break;
             }
             for id in ids {
-                let available = book.orders[id].remaining;
+                let resting = &book.orders[id];
+                if resting.account == account {
+                    match order.stp {
+                        StpMode::None => {}
+                        StpMode::ExpireMaker => continue,
+                        StpMode::ExpireTaker | StpMode::ExpireBoth => return (base, quote),
+                    }
+                }
+                let available = resting.remaining;
                 let mut take = available;
                 if let Some(want) = want_base {
                     take = take.min(want.checked_sub(base).unwrap_or_default());
@@ -454,13 +464,7 @@ impl Engine {
                 return Err(Reject::WouldTake);
             }
         }
-        let (reach_base, reach_quote) = Self::reachable(
-            book,
-            order.side,
-            limit,
-            order.quantity,
-            order.quote_quantity,
-        );
+        let (reach_base, reach_quote) = Self::reachable(book, account, &order);
         if order.time_in_force == TimeInForce::Fok && Some(reach_base) != order.quantity {
             // Fill-or-kill that cannot fill completely: expires untouched.
             let order_id = self.next_order_id(&order.symbol);
@@ -1240,6 +1244,37 @@ mod tests {
             };
             assert_eq!(maker_state, maker, "{mode:?} maker");
             assert_eq!(trades(&events).len(), fills, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn fill_or_kill_counts_only_liquidity_that_self_trade_prevention_leaves() {
+        for (mode, expected) in [
+            (StpMode::ExpireMaker, OrderStatus::Expired),
+            (StpMode::ExpireTaker, OrderStatus::Expired),
+            (StpMode::None, OrderStatus::Filled),
+        ] {
+            let mut engine = engine();
+            place(&mut engine, 2, limit(Side::Sell, "1", "3000"));
+            place(&mut engine, 1, limit(Side::Sell, "1", "3000"));
+            place(&mut engine, 2, limit(Side::Sell, "1", "3001"));
+            let mut fok = order(
+                Side::Buy,
+                OrderType::Limit,
+                TimeInForce::Fok,
+                "3",
+                Some("3001"),
+            );
+            fok.stp = mode;
+            let events = place(&mut engine, 1, fok);
+            assert_eq!(status(&events, 4), expected, "{mode:?}");
+            let filled = trades(&events)
+                .iter()
+                .fold(Amount::ZERO, |sum, t| sum.checked_add(t.quantity).unwrap());
+            assert!(
+                filled.is_zero() || filled == a("3"),
+                "{mode:?}: a fill-or-kill never fills in part ({filled})"
+            );
         }
     }
 
