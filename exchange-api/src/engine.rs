@@ -855,6 +855,48 @@ impl Engine {
         self.remove_resting(symbol, order_id, OrderStatus::Canceled, events)
     }
 
+    /// A canonical description of the whole state (balances, resting orders
+    /// in book order, id counters), for comparing two engines.
+    pub fn snapshot(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .balances
+            .iter()
+            .filter(|(_, b)| !b.free.is_zero() || !b.locked.is_zero())
+            .map(|((account, asset), b)| {
+                format!("balance {account} {asset} {} {}", b.free, b.locked)
+            })
+            .collect();
+        lines.sort();
+        let mut symbols: Vec<&String> = self.books.keys().collect();
+        symbols.sort();
+        for symbol in symbols {
+            let book = &self.books[symbol];
+            lines.push(format!(
+                "book {symbol} next order {} next trade {}",
+                book.next_order_id, book.next_trade_id
+            ));
+            for (side, levels) in [("bid", &book.bids), ("ask", &book.asks)] {
+                for (price, ids) in levels {
+                    for id in ids {
+                        let o = &book.orders[id];
+                        lines.push(format!(
+                            "{side} {price} #{id} account {} remaining {} executed {} quote {} locked {} {:?} {:?}",
+                            o.account, o.remaining, o.executed, o.cumulative_quote, o.locked, o.stp, o.client_order_id
+                        ));
+                    }
+                }
+            }
+        }
+        let mut supply: Vec<String> = self
+            .supply
+            .iter()
+            .map(|(asset, amount)| format!("supply {asset} {amount}"))
+            .collect();
+        supply.sort();
+        lines.extend(supply);
+        lines
+    }
+
     /// Checks the ledger and books: no crossed book, locked funds equal open
     /// orders' reservations, and per asset the holdings equal credits minus debits.
     pub fn check_invariants(&self) -> Result<(), String> {

@@ -7,6 +7,7 @@ pub mod error;
 pub mod market;
 pub mod order;
 mod routes;
+pub mod sequencer;
 
 pub use amount::{Amount, AmountError};
 pub use error::{BinanceError, BinanceFace};

@@ -2,8 +2,7 @@
 //! already sealed by the access layer; this module never sees plaintext.
 
 use crate::StorageError;
-
-const RECORD_VERSION: u8 = 1;
+use crate::record::{Reader, Writer};
 
 /// An account: the owner of API keys and exchange balances.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,96 +42,10 @@ pub struct ApiKeyRecord {
     pub revoked_ms: Option<u64>,
 }
 
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_be_bytes());
-    }
-    fn bytes(&mut self, v: &[u8]) {
-        self.0.extend_from_slice(&(v.len() as u32).to_be_bytes());
-        self.0.extend_from_slice(v);
-    }
-    fn opt_u64(&mut self, v: Option<u64>) {
-        match v {
-            Some(v) => {
-                self.u8(1);
-                self.u64(v);
-            }
-            None => self.u8(0),
-        }
-    }
-}
-
-struct Reader<'a> {
-    rest: &'a [u8],
-    what: &'static str,
-    len: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8], what: &'static str) -> Result<Self, StorageError> {
-        let mut reader = Self {
-            rest: bytes,
-            what,
-            len: bytes.len(),
-        };
-        if reader.u8()? != RECORD_VERSION {
-            return Err(reader.corrupt());
-        }
-        Ok(reader)
-    }
-    fn corrupt(&self) -> StorageError {
-        StorageError::Corrupt {
-            what: self.what,
-            len: self.len,
-        }
-    }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
-        if self.rest.len() < n {
-            return Err(self.corrupt());
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8, StorageError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u64(&mut self) -> Result<u64, StorageError> {
-        Ok(u64::from_be_bytes(
-            self.take(8)?.try_into().expect("took 8 bytes"),
-        ))
-    }
-    fn bytes(&mut self) -> Result<Vec<u8>, StorageError> {
-        let len = u32::from_be_bytes(self.take(4)?.try_into().expect("took 4 bytes")) as usize;
-        Ok(self.take(len)?.to_vec())
-    }
-    fn string(&mut self) -> Result<String, StorageError> {
-        String::from_utf8(self.bytes()?).map_err(|_| self.corrupt())
-    }
-    fn opt_u64(&mut self) -> Result<Option<u64>, StorageError> {
-        Ok(match self.u8()? {
-            0 => None,
-            _ => Some(self.u64()?),
-        })
-    }
-    fn finish(self) -> Result<(), StorageError> {
-        if self.rest.is_empty() {
-            Ok(())
-        } else {
-            Err(self.corrupt())
-        }
-    }
-}
-
 impl AccountRecord {
     /// `version ‖ id ‖ created ‖ label`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer(vec![RECORD_VERSION]);
+        let mut w = Writer::new();
         w.u64(self.id);
         w.u64(self.created_ms);
         w.bytes(self.label.as_bytes());
@@ -155,7 +68,7 @@ impl AccountRecord {
 impl ApiKeyRecord {
     /// Length-prefixed fields behind a version byte.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer(vec![RECORD_VERSION]);
+        let mut w = Writer::new();
         w.bytes(self.id.as_bytes());
         w.u64(self.account);
         w.u8(self.kind);

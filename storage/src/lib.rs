@@ -4,10 +4,13 @@
 
 pub mod access;
 pub mod codec;
+pub mod exchange;
+mod record;
 mod store;
 
 pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
+pub use exchange::{CommandRecord, OrderRecord};
 pub use store::{IndexBatch, Store, StoreOptions};
 
 /// Column families, in the order they are opened.
@@ -24,9 +27,19 @@ pub mod cf {
     pub const ACCOUNT: &str = "account";
     /// `key id` → API key record (secrets sealed).
     pub const API_KEY: &str = "api_key";
+    /// `sequence` → exchange command, in the order the engine applied them.
+    pub const COMMAND_LOG: &str = "command_log";
 
     /// Every column family of the current schema.
-    pub const ALL: &[&str] = &[META, BALANCE, BALANCE_AT, BLOCK, ACCOUNT, API_KEY];
+    pub const ALL: &[&str] = &[
+        META,
+        BALANCE,
+        BALANCE_AT,
+        BLOCK,
+        ACCOUNT,
+        API_KEY,
+        COMMAND_LOG,
+    ];
 }
 
 /// The on-disk layout version this build reads and writes.

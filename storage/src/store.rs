@@ -11,8 +11,8 @@ use crate::codec::{
     self, ADDRESS_LEN, balance_at_key, decode_balance_at_key, encode_block_number, encode_wei,
 };
 use crate::{
-    AccountRecord, ApiKeyRecord, BlockRecord, Cursor, LatestBalance, SCHEMA_VERSION, StorageError,
-    cf,
+    AccountRecord, ApiKeyRecord, BlockRecord, CommandRecord, Cursor, LatestBalance, SCHEMA_VERSION,
+    StorageError, cf,
 };
 
 mod meta_key {
@@ -347,6 +347,41 @@ impl Store {
             .iterator_cf(self.cf(cf::API_KEY), IteratorMode::Start)
             .map(|item| ApiKeyRecord::decode(&item?.1))
             .collect()
+    }
+
+    /// Appends commands to the exchange's log under consecutive sequence
+    /// numbers starting at `first`, atomically and durably (WAL synced).
+    pub fn append_commands(
+        &self,
+        first: u64,
+        commands: &[CommandRecord],
+    ) -> Result<(), StorageError> {
+        let mut batch = WriteBatch::default();
+        let log = self.cf(cf::COMMAND_LOG);
+        for (offset, command) in commands.iter().enumerate() {
+            batch.put_cf(
+                log,
+                encode_block_number(first + offset as u64),
+                command.encode(),
+            );
+        }
+        self.db.write_opt(batch, &Self::synced())?;
+        Ok(())
+    }
+
+    /// The exchange's command log in sequence order: `(sequence, command)`.
+    pub fn commands(
+        &self,
+    ) -> impl Iterator<Item = Result<(u64, CommandRecord), StorageError>> + '_ {
+        self.db
+            .iterator_cf(self.cf(cf::COMMAND_LOG), IteratorMode::Start)
+            .map(|item| {
+                let (key, value) = item?;
+                Ok((
+                    codec::decode_block_number(&key)?,
+                    CommandRecord::decode(&value)?,
+                ))
+            })
     }
 
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.

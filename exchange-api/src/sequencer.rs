@@ -1,0 +1,380 @@
+//! The sequencer: one thread owns the engine; callers send commands over a
+//! bounded channel and await the outcome. Each batch is applied, written to
+//! the command log as one synced RocksDB batch (group commit), and only then
+//! acknowledged and published. On start the log is replayed, which rebuilds
+//! books, balances and id counters exactly.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::thread::JoinHandle;
+
+use tokio::sync::{broadcast, oneshot};
+use weiport_storage::{CommandRecord, OrderRecord, StorageError, Store};
+
+use crate::amount::Amount;
+use crate::engine::{Command, Engine, Event};
+use crate::market::{Market, StpMode};
+use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+
+/// Most commands written in one group commit.
+const MAX_BATCH: usize = 1024;
+
+/// Why a command could not be sequenced.
+#[derive(Debug, thiserror::Error)]
+pub enum SequencerError {
+    /// The log could not be read or written.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The log holds something this build cannot replay.
+    #[error("command log entry {sequence} cannot be replayed: {reason}")]
+    Corrupt {
+        /// Its sequence number.
+        sequence: u64,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The engine thread stopped (after a failed write); nothing more is accepted.
+    #[error("the exchange engine has stopped")]
+    Stopped,
+}
+
+struct Request {
+    command: Command,
+    reply: oneshot::Sender<Arc<Vec<Event>>>,
+}
+
+/// Handle to the engine thread.
+pub struct Sequencer {
+    requests: Option<SyncSender<Request>>,
+    events: broadcast::Sender<Arc<Vec<Event>>>,
+    thread: Option<JoinHandle<Engine>>,
+}
+
+fn tag<T: PartialEq + Copy>(value: T, all: &[T]) -> u8 {
+    all.iter()
+        .position(|v| *v == value)
+        .expect("every variant is listed") as u8
+}
+
+fn untag<T: Copy>(tag: u8, all: &[T], sequence: u64) -> Result<T, SequencerError> {
+    all.get(tag as usize)
+        .copied()
+        .ok_or(SequencerError::Corrupt {
+            sequence,
+            reason: "unknown enum tag",
+        })
+}
+
+const SIDES: [Side; 2] = [Side::Buy, Side::Sell];
+const TYPES: [OrderType; 3] = [OrderType::Limit, OrderType::Market, OrderType::LimitMaker];
+const TIFS: [TimeInForce; 3] = [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok];
+const RESPONSES: [ResponseType; 3] = [ResponseType::Ack, ResponseType::Result, ResponseType::Full];
+const STPS: [StpMode; 4] = [
+    StpMode::None,
+    StpMode::ExpireTaker,
+    StpMode::ExpireMaker,
+    StpMode::ExpireBoth,
+];
+
+/// The log's form of a command.
+fn to_record(command: &Command) -> CommandRecord {
+    match command {
+        Command::Credit {
+            account,
+            asset,
+            amount,
+        } => CommandRecord::Credit {
+            account: *account,
+            asset: asset.clone(),
+            amount: amount.units(),
+        },
+        Command::Debit {
+            account,
+            asset,
+            amount,
+        } => CommandRecord::Debit {
+            account: *account,
+            asset: asset.clone(),
+            amount: amount.units(),
+        },
+        Command::Place {
+            account,
+            order,
+            time_ms,
+        } => CommandRecord::Place {
+            account: *account,
+            time_ms: *time_ms,
+            order: OrderRecord {
+                symbol: order.symbol.clone(),
+                side: tag(order.side, &SIDES),
+                order_type: tag(order.order_type, &TYPES),
+                time_in_force: tag(order.time_in_force, &TIFS),
+                quantity: order.quantity.map(Amount::units),
+                quote_quantity: order.quote_quantity.map(Amount::units),
+                price: order.price.map(Amount::units),
+                client_order_id: order.client_order_id.clone(),
+                response_type: tag(order.response_type, &RESPONSES),
+                stp: tag(order.stp, &STPS),
+            },
+        },
+        Command::Cancel {
+            account,
+            symbol,
+            order_id,
+        } => CommandRecord::Cancel {
+            account: *account,
+            symbol: symbol.clone(),
+            order_id: *order_id,
+        },
+    }
+}
+
+/// The engine's form of a logged command.
+fn from_record(sequence: u64, record: CommandRecord) -> Result<Command, SequencerError> {
+    Ok(match record {
+        CommandRecord::Credit {
+            account,
+            asset,
+            amount,
+        } => Command::Credit {
+            account,
+            asset,
+            amount: Amount::from_units(amount),
+        },
+        CommandRecord::Debit {
+            account,
+            asset,
+            amount,
+        } => Command::Debit {
+            account,
+            asset,
+            amount: Amount::from_units(amount),
+        },
+        CommandRecord::Place {
+            account,
+            time_ms,
+            order,
+        } => Command::Place {
+            account,
+            time_ms,
+            order: NewOrder {
+                symbol: order.symbol,
+                side: untag(order.side, &SIDES, sequence)?,
+                order_type: untag(order.order_type, &TYPES, sequence)?,
+                time_in_force: untag(order.time_in_force, &TIFS, sequence)?,
+                quantity: order.quantity.map(Amount::from_units),
+                quote_quantity: order.quote_quantity.map(Amount::from_units),
+                price: order.price.map(Amount::from_units),
+                client_order_id: order.client_order_id,
+                response_type: untag(order.response_type, &RESPONSES, sequence)?,
+                stp: untag(order.stp, &STPS, sequence)?,
+            },
+        },
+        CommandRecord::Cancel {
+            account,
+            symbol,
+            order_id,
+        } => Command::Cancel {
+            account,
+            symbol,
+            order_id,
+        },
+    })
+}
+
+impl Sequencer {
+    /// Replays the command log of `store` into a new engine over `markets`
+    /// and starts the engine thread with a queue of `capacity` commands.
+    pub fn start(
+        store: Store,
+        markets: Vec<Market>,
+        fee_account: u64,
+        capacity: usize,
+    ) -> Result<Self, SequencerError> {
+        let mut engine = Engine::new(markets, fee_account);
+        let mut next = 1;
+        for item in store.commands() {
+            let (sequence, record) = item?;
+            engine.apply(from_record(sequence, record)?);
+            next = sequence + 1;
+        }
+        let (requests, receiver) = sync_channel(capacity.max(1));
+        let (events, _) = broadcast::channel(4096);
+        let publisher = events.clone();
+        let thread = std::thread::Builder::new()
+            .name("weiport-engine".into())
+            .spawn(move || run(engine, store, next, receiver, publisher))
+            .expect("spawning the engine thread");
+        Ok(Self {
+            requests: Some(requests),
+            events,
+            thread: Some(thread),
+        })
+    }
+
+    /// Applies `command` and returns its events once they are durable.
+    pub async fn submit(&self, command: Command) -> Result<Arc<Vec<Event>>, SequencerError> {
+        let (reply, answer) = oneshot::channel();
+        let requests = self
+            .requests
+            .as_ref()
+            .ok_or(SequencerError::Stopped)?
+            .clone();
+        match requests.try_send(Request { command, reply }) {
+            Ok(()) => {}
+            // The queue is bounded: when it is full the caller waits here, on
+            // a blocking thread, instead of memory growing.
+            Err(TrySendError::Full(request)) => {
+                tokio::task::spawn_blocking(move || requests.send(request).map_err(drop))
+                    .await
+                    .map_err(|_| SequencerError::Stopped)?
+                    .map_err(|()| SequencerError::Stopped)?;
+            }
+            Err(TrySendError::Disconnected(_)) => return Err(SequencerError::Stopped),
+        }
+        answer.await.map_err(|_| SequencerError::Stopped)
+    }
+
+    /// Every acknowledged command's events, in sequence order.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Vec<Event>>> {
+        self.events.subscribe()
+    }
+
+    /// Stops accepting commands, finishes the queued ones and returns the engine.
+    pub fn shutdown(mut self) -> Option<Engine> {
+        self.requests = None;
+        self.thread.take()?.join().ok()
+    }
+}
+
+impl Drop for Sequencer {
+    fn drop(&mut self) {
+        self.requests = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(
+    mut engine: Engine,
+    store: Store,
+    mut next: u64,
+    receiver: Receiver<Request>,
+    publisher: broadcast::Sender<Arc<Vec<Event>>>,
+) -> Engine {
+    while let Ok(first) = receiver.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(request) => batch.push(request),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        let mut records = Vec::with_capacity(batch.len());
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for request in &batch {
+            let events = engine.apply(request.command.clone());
+            // Refused commands change nothing, so the log skips them.
+            if !matches!(events.first(), Some(Event::Rejected(_))) {
+                records.push(to_record(&request.command));
+            }
+            outcomes.push(Arc::new(events));
+        }
+        if let Err(error) = store.append_commands(next, &records) {
+            // Memory is now ahead of disk: acknowledge nothing and stop; a
+            // restart replays what is durable.
+            tracing::error!(%error, "writing the command log failed; the exchange engine stops");
+            return engine;
+        }
+        next += records.len() as u64;
+        for (request, events) in batch.into_iter().zip(outcomes) {
+            let _ = publisher.send(events.clone());
+            let _ = request.reply.send(events);
+        }
+    }
+    engine
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::tests_support::eth_usdt;
+
+    fn amount(text: &str) -> Amount {
+        text.parse().unwrap()
+    }
+
+    fn place(account: u64, side: Side, quantity: &str, price: &str) -> Command {
+        Command::Place {
+            account,
+            time_ms: 1,
+            order: NewOrder {
+                symbol: "ETHUSDT".into(),
+                side,
+                order_type: OrderType::Limit,
+                time_in_force: TimeInForce::Gtc,
+                quantity: Some(amount(quantity)),
+                quote_quantity: None,
+                price: Some(amount(price)),
+                client_order_id: None,
+                response_type: ResponseType::Full,
+                stp: StpMode::None,
+            },
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_restart_replays_the_log_into_an_identical_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        let sequencer = Sequencer::start(store.clone(), vec![eth_usdt()], 99, 64).unwrap();
+        let mut published = sequencer.subscribe();
+        for account in [1, 2] {
+            for asset in ["USDT", "ETH"] {
+                sequencer
+                    .submit(Command::Credit {
+                        account,
+                        asset: asset.into(),
+                        amount: amount("10000"),
+                    })
+                    .await
+                    .unwrap();
+            }
+        }
+        let mut submissions = Vec::new();
+        for i in 0..40u64 {
+            let side = if i % 2 == 0 { Side::Buy } else { Side::Sell };
+            let price = format!("{}", 2990 + (i * 7) % 20);
+            submissions.push(place(1 + i % 2, side, "0.5", &price));
+        }
+        submissions.push(Command::Cancel {
+            account: 1,
+            symbol: "ETHUSDT".into(),
+            order_id: 1,
+        });
+        submissions.push(place(1, Side::Buy, "100000", "3000")); // refused: not logged
+        // Concurrent submitters share group commits.
+        let sequencer = Arc::new(sequencer);
+        let handles: Vec<_> = submissions
+            .into_iter()
+            .map(|command| {
+                let sequencer = sequencer.clone();
+                tokio::spawn(async move { sequencer.submit(command).await.unwrap() })
+            })
+            .collect();
+        for handle in handles {
+            handle.await.unwrap();
+        }
+        assert!(published.recv().await.is_ok(), "events are published");
+        let before = Arc::into_inner(sequencer).unwrap().shutdown().unwrap();
+        before.check_invariants().unwrap();
+
+        let after = Sequencer::start(store, vec![eth_usdt()], 99, 64)
+            .unwrap()
+            .shutdown()
+            .unwrap();
+        assert_eq!(before.snapshot(), after.snapshot());
+        assert!(!before.snapshot().is_empty());
+    }
+}
