@@ -948,7 +948,7 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::market::tests_support::eth_usdt;
     use crate::order::ResponseType;
@@ -1343,34 +1343,138 @@ mod tests {
         assert_eq!(engine.balance(1, "USDT"), (a("97000"), a("3000")));
     }
 
+    /// A random but always well-formed command over two markets and three accounts.
+    pub(crate) fn command_strategy() -> impl proptest::strategy::Strategy<Value = Command> {
+        use proptest::prelude::*;
+        (
+            0u8..8,
+            1u64..4,
+            any::<bool>(),
+            1u64..40,
+            0u64..20,
+            0u8..4,
+            any::<bool>(),
+        )
+            .prop_map(
+                |(kind, account, buy, quantity, tick, extra, second_market)| {
+                    let (symbol, price, quote) = if second_market {
+                        (
+                            "ETHBTC",
+                            Amount::from_units(5_000_000 + tick * 1_000),
+                            "BTC",
+                        )
+                    } else {
+                        (
+                            "ETHUSDT",
+                            Amount::from_units((2990 + tick) * 100_000_000),
+                            "USDT",
+                        )
+                    };
+                    let quantity = Amount::from_units(quantity * 1_000_000);
+                    let side = if buy { Side::Buy } else { Side::Sell };
+                    let stp = [
+                        StpMode::None,
+                        StpMode::ExpireTaker,
+                        StpMode::ExpireMaker,
+                        StpMode::ExpireBoth,
+                    ][extra as usize];
+                    let mut new = order(side, OrderType::Limit, TimeInForce::Gtc, "1", None);
+                    new.symbol = symbol.into();
+                    new.quantity = Some(quantity);
+                    new.price = Some(price);
+                    new.stp = stp;
+                    let asset = [quote, "ETH"][extra as usize % 2].to_owned();
+                    match kind {
+                        0 => Command::Credit {
+                            account,
+                            asset,
+                            amount: Amount::from_units(quantity.units() * 5_000),
+                        },
+                        1 => Command::Debit {
+                            account,
+                            asset,
+                            amount: quantity,
+                        },
+                        2 | 3 => {
+                            new.time_in_force =
+                                [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok]
+                                    [extra as usize % 3];
+                            Command::Place {
+                                account,
+                                order: new,
+                                time_ms: 0,
+                            }
+                        }
+                        4 => {
+                            new.order_type = OrderType::Market;
+                            new.price = None;
+                            Command::Place {
+                                account,
+                                order: new,
+                                time_ms: 0,
+                            }
+                        }
+                        5 => {
+                            new.order_type = OrderType::LimitMaker;
+                            Command::Place {
+                                account,
+                                order: new,
+                                time_ms: 0,
+                            }
+                        }
+                        6 => Command::Cancel {
+                            account,
+                            symbol: symbol.into(),
+                            order_id: quantity.units() / 1_000_000,
+                        },
+                        _ => {
+                            new.order_type = OrderType::Market;
+                            new.price = None;
+                            new.quantity = None;
+                            new.quote_quantity = Some(Amount::from_units(quantity.units() / 2));
+                            Command::Place {
+                                account,
+                                order: new,
+                                time_ms: 0,
+                            }
+                        }
+                    }
+                },
+            )
+    }
+
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
         #[test]
-        fn random_commands_keep_every_invariant(
-            commands in proptest::collection::vec((0u8..7, 1u64..4, 0u8..2, 1u64..40, 2990u64..3010, 0u8..4), 1..120)
-        ) {
-            let mut engine = Engine::new(vec![eth_usdt()], FEES);
-            for (kind, account, side, quantity, price, extra) in commands {
-                let side = if side == 0 { Side::Buy } else { Side::Sell };
-                let quantity = Amount::from_units(quantity * 1_000_000);
-                let price = Amount::from_units(price * 100_000_000);
-                let stp = [StpMode::None, StpMode::ExpireTaker, StpMode::ExpireMaker, StpMode::ExpireBoth][extra as usize];
-                let mut new = order(side, OrderType::Limit, TimeInForce::Gtc, "1", None);
-                new.quantity = Some(quantity);
-                new.price = Some(price);
-                new.stp = stp;
-                let command = match kind {
-                    0 => Command::Credit { account, asset: if extra % 2 == 0 { "USDT" } else { "ETH" }.into(), amount: Amount::from_units(quantity.units() * 5_000) },
-                    1 => Command::Debit { account, asset: "USDT".into(), amount: quantity },
-                    2 => { new.time_in_force = [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok][extra as usize % 3]; Command::Place { account, order: new, time_ms: 0 } }
-                    3 => { new.order_type = OrderType::Market; new.price = None; Command::Place { account, order: new, time_ms: 0 } }
-                    4 => { new.order_type = OrderType::LimitMaker; Command::Place { account, order: new, time_ms: 0 } }
-                    5 => Command::Cancel { account, symbol: "ETHUSDT".into(), order_id: quantity.units() / 1_000_000 },
-                    _ => { new.order_type = OrderType::Market; new.price = None; new.quantity = None; new.quote_quantity = Some(Amount::from_units(quantity.units() * 3000)); Command::Place { account, order: new, time_ms: 0 } }
-                };
+        fn random_commands_keep_every_invariant(commands in proptest::collection::vec(command_strategy(), 1..100)) {
+            let mut engine = Engine::new(vec![eth_usdt(), crate::market::tests_support::eth_btc()], FEES);
+            for command in commands {
                 engine.apply(command);
                 proptest::prop_assert_eq!(engine.check_invariants(), Ok(()));
             }
         }
+    }
+
+    fn trades_in(events: &[Event]) -> usize {
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::Trade(_)))
+            .count()
+    }
+
+    #[test]
+    fn the_random_command_generator_produces_trades() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut engine = Engine::new(
+            vec![eth_usdt(), crate::market::tests_support::eth_btc()],
+            FEES,
+        );
+        let mut trades = 0;
+        for _ in 0..3000 {
+            let command = command_strategy().new_tree(&mut runner).unwrap().current();
+            trades += trades_in(&engine.apply(command));
+        }
+        assert!(trades > 50, "only {trades} trades in 3000 random commands");
     }
 }

@@ -181,6 +181,22 @@ impl ExchangeConfig {
 pub(crate) mod tests_support {
     use super::*;
 
+    /// A second market sharing the ETH asset with ETHUSDT, with fees of 0.2 %/0.05 %.
+    pub(crate) fn eth_btc() -> Market {
+        let a = |t: &str| t.parse::<Amount>().unwrap();
+        Market {
+            symbol: "ETHBTC".into(),
+            quote: "BTC".into(),
+            tick_size: a("0.00001"),
+            min_price: a("0.00001"),
+            max_price: a("1000"),
+            min_notional: a("0.0001"),
+            maker_fee: a("0.0005"),
+            taker_fee: a("0.002"),
+            ..eth_usdt()
+        }
+    }
+
     pub(crate) fn eth_usdt() -> Market {
         let a = |t: &str| t.parse::<Amount>().unwrap();
         Market {

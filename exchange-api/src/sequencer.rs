@@ -377,4 +377,26 @@ mod tests {
         assert_eq!(before.snapshot(), after.snapshot());
         assert!(!before.snapshot().is_empty());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(8))]
+        #[test]
+        fn replaying_the_log_rebuilds_the_same_engine(
+            commands in proptest::collection::vec(crate::engine::tests::command_strategy(), 1..120)
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), &Default::default()).unwrap();
+            let markets = || vec![eth_usdt(), crate::market::tests_support::eth_btc()];
+            let sequencer = Sequencer::start(store.clone(), markets(), 99, 16).unwrap();
+            runtime.block_on(async {
+                for command in commands {
+                    sequencer.submit(command).await.unwrap();
+                }
+            });
+            let before = sequencer.shutdown().unwrap().snapshot();
+            let after = Sequencer::start(store, markets(), 99, 16).unwrap().shutdown().unwrap().snapshot();
+            proptest::prop_assert_eq!(before, after);
+        }
+    }
 }
