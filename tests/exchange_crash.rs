@@ -1,0 +1,183 @@
+//! Durability of the exchange: a process placing orders through the
+//! sequencer is killed with SIGKILL at random points, again and again; after
+//! each restart every acknowledged command is in the log, the replayed engine
+//! keeps its invariants, and no group commit is ever half there.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command as Process, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use weiport_exchange_api::Amount;
+use weiport_exchange_api::engine::Command;
+use weiport_exchange_api::market::Market;
+use weiport_exchange_api::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange_api::sequencer::Sequencer;
+use weiport_storage::{CommandRecord, Store, StoreOptions};
+
+/// Set in the child process: the data dir the driver works on.
+const DRIVER_DIR: &str = "EXCHANGE_CRASH_DRIVER_DIR";
+
+fn market() -> Market {
+    serde_json::from_value(serde_json::json!({
+        "symbol": "ETHUSDT", "base": "ETH", "quote": "USDT",
+        "tick_size": "0.01", "min_price": "0.01", "max_price": "1000000",
+        "step_size": "0.0001", "min_qty": "0.0001", "max_qty": "9000", "market_max_qty": "1000",
+        "min_notional": "5", "max_num_orders": 100000, "maker_fee": "0.001", "taker_fee": "0.001",
+        "default_stp": "NONE", "allowed_stp": ["NONE"],
+    }))
+    .unwrap()
+}
+
+/// The child: credits two accounts, then places crossing orders forever,
+/// printing each acknowledged client order id. Run only by the test below.
+#[test]
+#[ignore = "the child process of sigkill_never_loses_an_acknowledged_command"]
+fn sequencer_driver() {
+    let Ok(dir) = std::env::var(DRIVER_DIR) else {
+        return;
+    };
+    let run: u64 = std::env::var("EXCHANGE_CRASH_RUN")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let store = Store::open(&dir, &StoreOptions::default()).unwrap();
+    let sequencer = Sequencer::start(store, vec![market()], 99, 64).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(run);
+    let mut out = std::io::stdout().lock();
+    runtime.block_on(async {
+        for account in [1, 2] {
+            for asset in ["USDT", "ETH"] {
+                let amount: Amount = "1000000".parse().unwrap();
+                sequencer
+                    .submit(Command::Credit {
+                        account,
+                        asset: asset.into(),
+                        amount,
+                    })
+                    .await
+                    .unwrap();
+            }
+        }
+        for n in 0.. {
+            let client_order_id = format!("r{run}n{n}");
+            let order = NewOrder {
+                symbol: "ETHUSDT".into(),
+                side: if rng.random_bool(0.5) {
+                    Side::Buy
+                } else {
+                    Side::Sell
+                },
+                order_type: OrderType::Limit,
+                time_in_force: TimeInForce::Gtc,
+                quantity: Some(Amount::from_units(rng.random_range(1..100) * 1_000_000)),
+                quote_quantity: None,
+                price: Some(Amount::from_units(
+                    rng.random_range(2990..3010) * 100_000_000,
+                )),
+                client_order_id: Some(client_order_id.clone()),
+                response_type: ResponseType::Full,
+                stp: weiport_exchange_api::StpMode::None,
+            };
+            let account = 1 + n % 2;
+            sequencer
+                .submit(Command::Place {
+                    account,
+                    order,
+                    time_ms: n,
+                })
+                .await
+                .unwrap();
+            writeln!(out, "ACK {client_order_id}").unwrap();
+            out.flush().unwrap();
+        }
+    });
+}
+
+#[test]
+fn sigkill_never_loses_an_acknowledged_command() {
+    if std::env::var(DRIVER_DIR).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut acknowledged = HashSet::new();
+    let mut kills_mid_stream = 0;
+    for run in 0..12u64 {
+        let mut child = Process::new(&exe)
+            .args([
+                "--exact",
+                "sequencer_driver",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(DRIVER_DIR, dir.path())
+            .env("EXCHANGE_CRASH_RUN", run.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // The first one follows libtest's "test sequencer_driver ... ".
+                if let Some(at) = line.find("ACK ") {
+                    let _ = tx.send(line[at + 4..].to_owned());
+                }
+            }
+        });
+        // Wait for the first acknowledgement, then kill at a random moment.
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the driver acknowledges orders");
+        acknowledged.insert(first);
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..300)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        reader.join().unwrap();
+        let before = acknowledged.len();
+        acknowledged.extend(rx.try_iter());
+        if acknowledged.len() > before {
+            kills_mid_stream += 1;
+        }
+    }
+    assert!(
+        kills_mid_stream >= 10,
+        "only {kills_mid_stream} kills landed while orders were flowing"
+    );
+
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    let mut logged = HashSet::new();
+    let mut previous = 0;
+    for item in store.commands() {
+        let (sequence, record) = item.unwrap();
+        assert_eq!(sequence, previous + 1, "the log has no holes");
+        previous = sequence;
+        if let CommandRecord::Place { order, .. } = record {
+            logged.insert(order.client_order_id.unwrap());
+        }
+    }
+    let lost: Vec<_> = acknowledged.difference(&logged).collect();
+    assert!(lost.is_empty(), "acknowledged but not durable: {lost:?}");
+    // Replaying the log rebuilds an engine whose ledger balances.
+    let engine = Sequencer::start(store, vec![market()], 99, 8)
+        .unwrap()
+        .shutdown()
+        .unwrap();
+    engine.check_invariants().unwrap();
+    assert!(
+        acknowledged.len() > 100,
+        "{} orders acknowledged",
+        acknowledged.len()
+    );
+}
