@@ -178,12 +178,43 @@ struct Resting {
     client_order_id: Option<String>,
 }
 
+/// One price level: order ids in time order. Removed orders stay in the
+/// queue as stale ids until they reach the front (lazy deletion keeps a
+/// cancel O(1)); `live` counts the ones still resting.
+#[derive(Default)]
+struct Level {
+    queue: VecDeque<u64>,
+    live: usize,
+}
+
+impl Level {
+    /// The oldest order still resting, dropping stale ids on the way.
+    fn front(&mut self, orders: &HashMap<u64, Resting>) -> Option<u64> {
+        while let Some(id) = self.queue.front() {
+            if orders.contains_key(id) {
+                return Some(*id);
+            }
+            self.queue.pop_front();
+        }
+        None
+    }
+
+    /// Resting order ids in time order.
+    fn ids<'a>(&'a self, orders: &'a HashMap<u64, Resting>) -> impl Iterator<Item = &'a u64> + 'a {
+        self.queue.iter().filter(|id| orders.contains_key(id))
+    }
+}
+
 struct Book {
     market: Market,
-    /// Price → order ids in time order. Bids are read from the back.
-    bids: BTreeMap<Amount, VecDeque<u64>>,
-    asks: BTreeMap<Amount, VecDeque<u64>>,
+    /// Price → level. Bids are read from the back.
+    bids: BTreeMap<Amount, Level>,
+    asks: BTreeMap<Amount, Level>,
     orders: HashMap<u64, Resting>,
+    /// Open orders per account (MAX_NUM_ORDERS).
+    open_by_account: HashMap<AccountId, usize>,
+    /// Client order ids of open orders.
+    client_ids: HashMap<(AccountId, String), u64>,
     next_order_id: u64,
     next_trade_id: u64,
 }
@@ -213,6 +244,8 @@ impl Engine {
                     bids: BTreeMap::new(),
                     asks: BTreeMap::new(),
                     orders: HashMap::new(),
+                    open_by_account: HashMap::new(),
+                    client_ids: HashMap::new(),
                     next_order_id: 1,
                     next_trade_id: 1,
                 };
@@ -374,7 +407,7 @@ impl Engine {
             order.quote_quantity,
         );
         let (mut base, mut quote) = (Amount::ZERO, Amount::ZERO);
-        let levels: Box<dyn Iterator<Item = (&Amount, &VecDeque<u64>)>> = match side {
+        let levels: Box<dyn Iterator<Item = (&Amount, &Level)>> = match side {
             Side::Buy => Box::new(book.asks.iter()),
             Side::Sell => Box::new(book.bids.iter().rev()),
         };
@@ -388,7 +421,7 @@ impl Engine {
             }) {
                 break;
             }
-            for id in ids {
+            for id in ids.ids(&book.orders) {
                 let resting = &book.orders[id];
                 if resting.account == account {
                     match order.stp {
@@ -431,18 +464,11 @@ impl Engine {
         let book = self.books.get(&order.symbol).ok_or(Reject::UnknownSymbol)?;
         let (base, quote) = (book.market.base.clone(), book.market.quote.clone());
         if let Some(id) = &order.client_order_id
-            && book
-                .orders
-                .values()
-                .any(|o| o.account == account && o.client_order_id.as_deref() == Some(id))
+            && book.client_ids.contains_key(&(account, id.clone()))
         {
             return Err(Reject::DuplicateClientOrderId);
         }
-        let open = book
-            .orders
-            .values()
-            .filter(|o| o.account == account)
-            .count();
+        let open = book.open_by_account.get(&account).copied().unwrap_or(0);
         if order.order_type != OrderType::Market && open >= book.market.max_num_orders as usize {
             return Err(Reject::TooManyOrders);
         }
@@ -543,7 +569,13 @@ impl Engine {
             } else {
                 &mut book.asks
             };
-            levels.entry(taker.price).or_default().push_back(order_id);
+            let level = levels.entry(taker.price).or_default();
+            level.queue.push_back(order_id);
+            level.live += 1;
+            *book.open_by_account.entry(account).or_default() += 1;
+            if let Some(id) = &taker.client_order_id {
+                book.client_ids.insert((account, id.clone()), order_id);
+            }
             book.orders.insert(order_id, taker.clone());
         } else if !taker.locked.is_zero() {
             self.shift(account, &lock_asset, taker.locked, false)?;
@@ -583,10 +615,12 @@ impl Engine {
                 return Ok(false);
             }
             let book = self.books.get_mut(&symbol).expect("known symbol");
+            let orders = &book.orders;
             let best = match order.side {
-                Side::Buy => book.asks.iter().next().map(|(p, ids)| (*p, ids[0])),
-                Side::Sell => book.bids.iter().next_back().map(|(p, ids)| (*p, ids[0])),
-            };
+                Side::Buy => book.asks.iter_mut().next(),
+                Side::Sell => book.bids.iter_mut().next_back(),
+            }
+            .and_then(|(price, level)| Some((*price, level.front(orders)?)));
             let Some((price, maker_id)) = best else {
                 return Ok(false);
             };
@@ -811,11 +845,20 @@ impl Engine {
         } else {
             &mut book.asks
         };
-        if let Some(ids) = levels.get_mut(&order.price) {
-            ids.retain(|id| *id != order_id);
-            if ids.is_empty() {
+        if let Some(level) = levels.get_mut(&order.price) {
+            level.live -= 1;
+            if level.live == 0 {
                 levels.remove(&order.price);
             }
+        }
+        if let Some(open) = book.open_by_account.get_mut(&order.account) {
+            *open -= 1;
+            if *open == 0 {
+                book.open_by_account.remove(&order.account);
+            }
+        }
+        if let Some(id) = &order.client_order_id {
+            book.client_ids.remove(&(order.account, id.clone()));
         }
         let asset = if order.side == Side::Buy {
             book.market.quote.clone()
@@ -876,8 +919,8 @@ impl Engine {
                 book.next_order_id, book.next_trade_id
             ));
             for (side, levels) in [("bid", &book.bids), ("ask", &book.asks)] {
-                for (price, ids) in levels {
-                    for id in ids {
+                for (price, level) in levels {
+                    for id in level.ids(&book.orders) {
                         let o = &book.orders[id];
                         lines.push(format!(
                             "{side} {price} #{id} account {} remaining {} executed {} quote {} locked {} {:?} {:?}",
@@ -906,6 +949,23 @@ impl Engine {
                 && bid >= ask
             {
                 return Err(format!("{symbol}: book crossed, bid {bid} ≥ ask {ask}"));
+            }
+            let mut open: HashMap<AccountId, usize> = HashMap::new();
+            for order in book.orders.values() {
+                *open.entry(order.account).or_default() += 1;
+            }
+            if open != book.open_by_account {
+                return Err(format!(
+                    "{symbol}: open-order counts disagree with the book"
+                ));
+            }
+            for (price, level) in book.bids.iter().chain(&book.asks) {
+                if level.live == 0 || level.ids(&book.orders).count() != level.live {
+                    return Err(format!(
+                        "{symbol}: level {price} counts {} live orders wrongly",
+                        level.live
+                    ));
+                }
             }
             for order in book.orders.values() {
                 let asset = if order.side == Side::Buy {
