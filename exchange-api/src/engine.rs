@@ -7,6 +7,7 @@
 //! itself is ever reserved.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use crate::amount::Amount;
 use crate::market::{Market, StpMode};
@@ -98,7 +99,7 @@ pub enum Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trade {
     /// Market.
-    pub symbol: String,
+    pub symbol: Arc<str>,
     /// Per-market trade id.
     pub trade_id: u64,
     /// Maker's price.
@@ -123,7 +124,7 @@ pub struct Trade {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderState {
     /// Market.
-    pub symbol: String,
+    pub symbol: Arc<str>,
     /// Per-market order id.
     pub order_id: u64,
     /// Owner.
@@ -150,7 +151,7 @@ pub enum Event {
         /// Account.
         account: AccountId,
         /// Asset.
-        asset: String,
+        asset: Arc<str>,
         /// Free amount after.
         free: Amount,
         /// Locked amount after.
@@ -207,6 +208,10 @@ impl Level {
 
 struct Book {
     market: Market,
+    /// Shared names, so events carry them without allocating.
+    symbol: Arc<str>,
+    base: Arc<str>,
+    quote: Arc<str>,
     /// Price → level. Bids are read from the back.
     bids: BTreeMap<Amount, Level>,
     asks: BTreeMap<Amount, Level>,
@@ -222,9 +227,9 @@ struct Book {
 /// The whole exchange state.
 pub struct Engine {
     books: HashMap<String, Book>,
-    balances: HashMap<(AccountId, String), Balance>,
+    balances: HashMap<AccountId, HashMap<Arc<str>, Balance>>,
     /// Credits minus debits per asset: what the ledger must hold in total.
-    supply: HashMap<String, Amount>,
+    supply: HashMap<Arc<str>, Amount>,
     fee_account: AccountId,
 }
 
@@ -240,6 +245,9 @@ impl Engine {
             .map(|market| {
                 let symbol = market.symbol.clone();
                 let book = Book {
+                    symbol: Arc::from(market.symbol.as_str()),
+                    base: Arc::from(market.base.as_str()),
+                    quote: Arc::from(market.quote.as_str()),
                     market,
                     bids: BTreeMap::new(),
                     asks: BTreeMap::new(),
@@ -264,7 +272,8 @@ impl Engine {
     pub fn balance(&self, account: AccountId, asset: &str) -> (Amount, Amount) {
         let b = self
             .balances
-            .get(&(account, asset.to_owned()))
+            .get(&account)
+            .and_then(|assets| assets.get(asset))
             .copied()
             .unwrap_or_default();
         (b.free, b.locked)
@@ -303,20 +312,30 @@ impl Engine {
         events
     }
 
-    fn entry(&mut self, account: AccountId, asset: &str) -> &mut Balance {
+    fn entry(&mut self, account: AccountId, asset: &Arc<str>) -> &mut Balance {
         self.balances
-            .entry((account, asset.to_owned()))
+            .entry(account)
+            .or_default()
+            .entry(asset.clone())
             .or_default()
     }
 
-    fn emit_balance(&self, account: AccountId, asset: &str, events: &mut Vec<Event>) {
+    fn emit_balance(&self, account: AccountId, asset: &Arc<str>, events: &mut Vec<Event>) {
         let (free, locked) = self.balance(account, asset);
         events.push(Event::Balance {
             account,
-            asset: asset.to_owned(),
+            asset: asset.clone(),
             free,
             locked,
         });
+    }
+
+    /// The shared name of `asset`, allocated once per asset.
+    fn asset_name(&self, asset: &str) -> Arc<str> {
+        match self.supply.get_key_value(asset) {
+            Some((name, _)) => name.clone(),
+            None => Arc::from(asset),
+        }
     }
 
     fn credit(
@@ -338,9 +357,10 @@ impl Engine {
             .0
             .checked_add(amount)
             .ok_or(Reject::Overflow)?;
-        self.supply.insert(asset.to_owned(), supply);
-        self.entry(account, asset).free = free;
-        self.emit_balance(account, asset, events);
+        let asset = self.asset_name(asset);
+        self.supply.insert(asset.clone(), supply);
+        self.entry(account, &asset).free = free;
+        self.emit_balance(account, &asset, events);
         Ok(())
     }
 
@@ -363,9 +383,10 @@ impl Engine {
             .unwrap_or_default()
             .checked_sub(amount)
             .ok_or(Reject::Overflow)?;
-        self.supply.insert(asset.to_owned(), supply);
-        self.entry(account, asset).free = free;
-        self.emit_balance(account, asset, events);
+        let asset = self.asset_name(asset);
+        self.supply.insert(asset.clone(), supply);
+        self.entry(account, &asset).free = free;
+        self.emit_balance(account, &asset, events);
         Ok(())
     }
 
@@ -373,7 +394,7 @@ impl Engine {
     fn shift(
         &mut self,
         account: AccountId,
-        asset: &str,
+        asset: &Arc<str>,
         amount: Amount,
         lock: bool,
     ) -> Result<(), Reject> {
@@ -462,7 +483,7 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         let book = self.books.get(&order.symbol).ok_or(Reject::UnknownSymbol)?;
-        let (base, quote) = (book.market.base.clone(), book.market.quote.clone());
+        let (base, quote) = (book.base.clone(), book.quote.clone());
         if let Some(id) = &order.client_order_id
             && book.client_ids.contains_key(&(account, id.clone()))
         {
@@ -495,7 +516,7 @@ impl Engine {
             // Fill-or-kill that cannot fill completely: expires untouched.
             let order_id = self.next_order_id(&order.symbol);
             events.push(Event::Order(OrderState {
-                symbol: order.symbol,
+                symbol: self.books[&order.symbol].symbol.clone(),
                 order_id,
                 account,
                 status: OrderStatus::Expired,
@@ -581,7 +602,7 @@ impl Engine {
             self.shift(account, &lock_asset, taker.locked, false)?;
         }
         events.push(Event::Order(OrderState {
-            symbol: order.symbol.clone(),
+            symbol: self.books[&order.symbol].symbol.clone(),
             order_id,
             account,
             status,
@@ -609,12 +630,12 @@ impl Engine {
         quote_budget: &mut Option<Amount>,
         events: &mut Vec<Event>,
     ) -> Result<bool, Reject> {
-        let symbol = order.symbol.clone();
+        let symbol = order.symbol.as_str();
         loop {
             if taker.remaining.is_zero() || quote_budget.is_some_and(|q| q.is_zero()) {
                 return Ok(false);
             }
-            let book = self.books.get_mut(&symbol).expect("known symbol");
+            let book = self.books.get_mut(symbol).expect("known symbol");
             let orders = &book.orders;
             let best = match order.side {
                 Side::Buy => book.asks.iter_mut().next(),
@@ -641,7 +662,7 @@ impl Engine {
                     _ => (true, true),
                 };
                 if expire_maker {
-                    self.remove_resting(&symbol, maker_id, OrderStatus::ExpiredInMatch, events)?;
+                    self.remove_resting(symbol, maker_id, OrderStatus::ExpiredInMatch, events)?;
                 }
                 if expire_taker {
                     return Ok(true);
@@ -664,7 +685,7 @@ impl Engine {
                 *budget = budget.checked_sub(quote_quantity).ok_or(Reject::Overflow)?;
             }
             self.settle(
-                &symbol,
+                symbol,
                 order.side,
                 (taker_id, taker),
                 (maker_id, maker.clone()),
@@ -689,7 +710,7 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         let book = self.books.get_mut(symbol).expect("known symbol");
-        let (base, quote) = (book.market.base.clone(), book.market.quote.clone());
+        let (base, quote) = (book.base.clone(), book.quote.clone());
         let (maker_rate, taker_rate) = (book.market.maker_fee, book.market.taker_fee);
         let trade_id = book.next_trade_id;
         book.next_trade_id += 1;
@@ -780,7 +801,7 @@ impl Engine {
             Side::Sell => (buyer_fee, seller_fee),
         };
         events.push(Event::Trade(Trade {
-            symbol: symbol.to_owned(),
+            symbol: self.books[symbol].symbol.clone(),
             trade_id,
             price,
             quantity,
@@ -815,7 +836,7 @@ impl Engine {
         } else {
             let resting = &self.books[symbol].orders[&maker_id];
             events.push(Event::Order(OrderState {
-                symbol: symbol.to_owned(),
+                symbol: self.books[symbol].symbol.clone(),
                 order_id: maker_id,
                 account: resting.account,
                 status: OrderStatus::PartiallyFilled,
@@ -861,15 +882,15 @@ impl Engine {
             book.client_ids.remove(&(order.account, id.clone()));
         }
         let asset = if order.side == Side::Buy {
-            book.market.quote.clone()
+            book.quote.clone()
         } else {
-            book.market.base.clone()
+            book.base.clone()
         };
         if !order.locked.is_zero() {
             self.shift(order.account, &asset, order.locked, false)?;
         }
         events.push(Event::Order(OrderState {
-            symbol: symbol.to_owned(),
+            symbol: self.books[symbol].symbol.clone(),
             order_id,
             account: order.account,
             status,
@@ -904,10 +925,9 @@ impl Engine {
         let mut lines: Vec<String> = self
             .balances
             .iter()
-            .filter(|(_, b)| !b.free.is_zero() || !b.locked.is_zero())
-            .map(|((account, asset), b)| {
-                format!("balance {account} {asset} {} {}", b.free, b.locked)
-            })
+            .flat_map(|(account, assets)| assets.iter().map(move |(asset, b)| (account, asset, b)))
+            .filter(|(_, _, b)| !b.free.is_zero() || !b.locked.is_zero())
+            .map(|(account, asset, b)| format!("balance {account} {asset} {} {}", b.free, b.locked))
             .collect();
         lines.sort();
         let mut symbols: Vec<&String> = self.books.keys().collect();
@@ -943,7 +963,7 @@ impl Engine {
     /// Checks the ledger and books: no crossed book, locked funds equal open
     /// orders' reservations, and per asset the holdings equal credits minus debits.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut reserved: HashMap<(AccountId, String), Amount> = HashMap::new();
+        let mut reserved: HashMap<(AccountId, Arc<str>), Amount> = HashMap::new();
         for (symbol, book) in &self.books {
             if let (Some(bid), Some(ask)) = (book.bids.keys().next_back(), book.asks.keys().next())
                 && bid >= ask
@@ -969,9 +989,9 @@ impl Engine {
             }
             for order in book.orders.values() {
                 let asset = if order.side == Side::Buy {
-                    &book.market.quote
+                    &book.quote
                 } else {
-                    &book.market.base
+                    &book.base
                 };
                 let entry = reserved.entry((order.account, asset.clone())).or_default();
                 *entry = entry
@@ -980,7 +1000,12 @@ impl Engine {
             }
         }
         let mut held: HashMap<&str, u128> = HashMap::new();
-        for ((account, asset), balance) in &self.balances {
+        let balances = self.balances.iter().flat_map(|(account, assets)| {
+            assets
+                .iter()
+                .map(move |(asset, balance)| (account, asset, balance))
+        });
+        for (account, asset, balance) in balances {
             let expected = reserved
                 .get(&(*account, asset.clone()))
                 .copied()
@@ -991,11 +1016,11 @@ impl Engine {
                     balance.locked
                 ));
             }
-            *held.entry(asset).or_default() +=
+            *held.entry(asset.as_ref()).or_default() +=
                 u128::from(balance.free.units()) + u128::from(balance.locked.units());
         }
         for (asset, supply) in &self.supply {
-            let total = held.get(asset.as_str()).copied().unwrap_or_default();
+            let total = held.get(asset.as_ref()).copied().unwrap_or_default();
             if total != u128::from(supply.units()) {
                 return Err(format!(
                     "{asset}: ledger holds {total} units, credits − debits = {}",
