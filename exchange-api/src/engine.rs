@@ -288,12 +288,12 @@ impl Engine {
                 account,
                 asset,
                 amount,
-            } => self.credit(account, &asset, amount, &mut events),
+            } => self.adjust(account, &asset, amount, true, &mut events),
             Command::Debit {
                 account,
                 asset,
                 amount,
-            } => self.debit(account, &asset, amount, &mut events),
+            } => self.adjust(account, &asset, amount, false, &mut events),
             Command::Place {
                 account,
                 order,
@@ -338,51 +338,29 @@ impl Engine {
         }
     }
 
-    fn credit(
+    /// Adds (`credit`) or removes free funds, keeping the supply in step.
+    fn adjust(
         &mut self,
         account: AccountId,
         asset: &str,
         amount: Amount,
+        credit: bool,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        let supply = self
-            .supply
-            .get(asset)
-            .copied()
-            .unwrap_or_default()
-            .checked_add(amount)
-            .ok_or(Reject::Overflow)?;
-        let free = self
-            .balance(account, asset)
-            .0
-            .checked_add(amount)
-            .ok_or(Reject::Overflow)?;
-        let asset = self.asset_name(asset);
-        self.supply.insert(asset.clone(), supply);
-        self.entry(account, &asset).free = free;
-        self.emit_balance(account, &asset, events);
-        Ok(())
-    }
-
-    fn debit(
-        &mut self,
-        account: AccountId,
-        asset: &str,
-        amount: Amount,
-        events: &mut Vec<Event>,
-    ) -> Result<(), Reject> {
-        let free = self
-            .balance(account, asset)
-            .0
-            .checked_sub(amount)
-            .ok_or(Reject::InsufficientBalance)?;
-        let supply = self
-            .supply
-            .get(asset)
-            .copied()
-            .unwrap_or_default()
-            .checked_sub(amount)
-            .ok_or(Reject::Overflow)?;
+        let (free, _) = self.balance(account, asset);
+        let supply = self.supply.get(asset).copied().unwrap_or_default();
+        let (free, supply) = if credit {
+            (
+                free.checked_add(amount).ok_or(Reject::Overflow)?,
+                supply.checked_add(amount).ok_or(Reject::Overflow)?,
+            )
+        } else {
+            (
+                free.checked_sub(amount)
+                    .ok_or(Reject::InsufficientBalance)?,
+                supply.checked_sub(amount).ok_or(Reject::Overflow)?,
+            )
+        };
         let asset = self.asset_name(asset);
         self.supply.insert(asset.clone(), supply);
         self.entry(account, &asset).free = free;
