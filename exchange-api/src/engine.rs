@@ -52,6 +52,8 @@ pub enum Reject {
     TooManyOrders,
     /// An amount would overflow.
     Overflow,
+    /// A price off the market's tick or a quantity off its step (or zero).
+    OffGrid,
 }
 
 /// What the engine is asked to do.
@@ -235,6 +237,13 @@ pub struct Engine {
 
 fn mul(price: Amount, quantity: Amount) -> Option<Amount> {
     price.checked_mul(quantity)
+}
+
+/// The most base a quote `budget` buys at `price`, in whole steps.
+fn affordable(budget: Amount, price: Amount, step: Amount) -> Amount {
+    let units = u128::from(budget.units()) * 100_000_000 / u128::from(price.units().max(1));
+    let units = u64::try_from(units).unwrap_or(u64::MAX);
+    Amount::from_units(units - units % step.units().max(1))
 }
 
 impl Engine {
@@ -436,11 +445,7 @@ impl Engine {
                 }
                 if let Some(want) = want_quote {
                     let left = want.checked_sub(quote).unwrap_or_default();
-                    let affordable = Amount::from_units(
-                        (u128::from(left.units()) * 100_000_000 / u128::from(price.units().max(1)))
-                            as u64,
-                    );
-                    take = take.min(affordable);
+                    take = take.min(affordable(left, *price, book.market.step_size));
                 }
                 if take.is_zero() {
                     return (base, quote);
@@ -462,6 +467,14 @@ impl Engine {
     ) -> Result<(), Reject> {
         let book = self.books.get(&order.symbol).ok_or(Reject::UnknownSymbol)?;
         let (base, quote) = (book.base.clone(), book.quote.clone());
+        let off_grid = |value: Option<Amount>, grid: Amount| {
+            value.is_some_and(|v| v.is_zero() || v.units() % grid.units().max(1) != 0)
+        };
+        if off_grid(order.price, book.market.tick_size)
+            || off_grid(order.quantity, book.market.step_size)
+        {
+            return Err(Reject::OffGrid);
+        }
         if let Some(id) = &order.client_order_id
             && book.client_ids.contains_key(&(account, id.clone()))
         {
@@ -649,16 +662,13 @@ impl Engine {
             }
             let mut quantity = taker.remaining.min(maker.remaining);
             if let Some(budget) = *quote_budget {
-                let affordable = Amount::from_units(
-                    (u128::from(budget.units()) * 100_000_000 / u128::from(price.units().max(1)))
-                        as u64,
-                );
-                quantity = quantity.min(affordable);
-                if quantity.is_zero() {
-                    return Ok(false);
-                }
+                quantity = quantity.min(affordable(budget, price, book.market.step_size));
             }
             let quote_quantity = mul(price, quantity).ok_or(Reject::Overflow)?;
+            // Nothing trades for nothing: a fill must move both assets.
+            if quantity.is_zero() || quote_quantity.is_zero() {
+                return Ok(false);
+            }
             if let Some(budget) = quote_budget.as_mut() {
                 *budget = budget.checked_sub(quote_quantity).ok_or(Reject::Overflow)?;
             }
@@ -1384,6 +1394,47 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_quote_budget_never_buys_base_for_nothing() {
+        // 0.05001 BTC does not divide 1e-8 BTC evenly: an unrounded budget of
+        // one unit would "afford" 19 units of ETH for a quote rounding to 0.
+        let mut engine = Engine::new(
+            vec![eth_usdt(), crate::market::tests_support::eth_btc()],
+            FEES,
+        );
+        for (account, asset) in [(1, "ETH"), (2, "BTC")] {
+            engine.apply(Command::Credit {
+                account,
+                asset: asset.into(),
+                amount: a("100"),
+            });
+        }
+        let mut sell = limit(Side::Sell, "10", "0.05001");
+        sell.symbol = "ETHBTC".into();
+        place(&mut engine, 1, sell);
+        let mut buy = order(Side::Buy, OrderType::Market, TimeInForce::Gtc, "1", None);
+        buy.symbol = "ETHBTC".into();
+        buy.quantity = None;
+        buy.quote_quantity = Some(a("0.005"));
+        let events = place(&mut engine, 2, buy);
+        let fills = trades(&events);
+        assert_eq!(fills.len(), 1);
+        assert_eq!(
+            (fills[0].quantity, fills[0].quote_quantity),
+            (a("0.099"), a("0.00495099"))
+        );
+        assert_eq!(
+            engine.balance(2, "BTC"),
+            (a("99.99504901"), Amount::ZERO),
+            "the unspent budget comes back"
+        );
+        let off_grid = limit(Side::Sell, "0.00001", "3000");
+        assert_eq!(
+            place(&mut engine, 1, off_grid),
+            vec![Event::Rejected(Reject::OffGrid)]
+        );
+    }
+
+    #[test]
     fn insufficient_funds_and_duplicate_client_ids_change_nothing() {
         let mut engine = engine();
         let too_big = limit(Side::Buy, "100", "3000");
@@ -1507,7 +1558,7 @@ pub(crate) mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
         #[test]
         fn random_commands_keep_every_invariant(commands in proptest::collection::vec(command_strategy(), 1..100)) {
             let mut engine = Engine::new(vec![eth_usdt(), crate::market::tests_support::eth_btc()], FEES);

@@ -97,6 +97,13 @@ impl Market {
         if self.tick_size.is_zero() || self.step_size.is_zero() {
             return fail("tick_size and step_size must be positive");
         }
+        // Then every price × quantity is a whole number of 10^-8 units: fills
+        // never round, so no side can receive something for nothing.
+        if !(u128::from(self.tick_size.units()) * u128::from(self.step_size.units()))
+            .is_multiple_of(100_000_000)
+        {
+            return fail("tick_size × step_size must be a multiple of 0.00000001");
+        }
         if self.min_price > self.max_price || self.min_qty > self.max_qty || self.min_qty.is_zero()
         {
             return fail("min must be positive and not above max");
@@ -190,6 +197,8 @@ pub(crate) mod tests_support {
             tick_size: a("0.00001"),
             min_price: a("0.00001"),
             max_price: a("1000"),
+            step_size: a("0.001"),
+            min_qty: a("0.001"),
             min_notional: a("0.0001"),
             maker_fee: a("0.0005"),
             taker_fee: a("0.002"),
@@ -227,7 +236,7 @@ pub(crate) mod tests_support {
 
 #[cfg(test)]
 mod tests {
-    use super::tests_support::eth_usdt;
+    use super::tests_support::{eth_btc, eth_usdt};
     use super::*;
 
     #[test]
@@ -275,6 +284,13 @@ mod tests {
         let mut m = eth_usdt();
         m.step_size = Amount::ZERO;
         assert!(m.validate().is_err());
+        let mut m = eth_usdt();
+        m.step_size = "0.00000001".parse().unwrap();
+        assert_eq!(
+            m.validate().unwrap_err().problem,
+            "tick_size × step_size must be a multiple of 0.00000001"
+        );
+        eth_btc().validate().unwrap();
         let config = ExchangeConfig {
             markets: vec![eth_usdt(), eth_usdt()],
         };
