@@ -181,6 +181,26 @@ struct Resting {
     client_order_id: Option<String>,
 }
 
+impl Resting {
+    /// Books a fill of `quantity` for `quote` that consumes `spent` of the lock.
+    fn fill(&mut self, quantity: Amount, quote: Amount, spent: Amount) -> Result<(), Reject> {
+        self.remaining = self
+            .remaining
+            .checked_sub(quantity)
+            .ok_or(Reject::Overflow)?;
+        self.executed = self
+            .executed
+            .checked_add(quantity)
+            .ok_or(Reject::Overflow)?;
+        self.cumulative_quote = self
+            .cumulative_quote
+            .checked_add(quote)
+            .ok_or(Reject::Overflow)?;
+        self.locked = self.locked.checked_sub(spent).ok_or(Reject::Overflow)?;
+        Ok(())
+    }
+}
+
 /// One price level: order ids in time order. Removed orders stay in the
 /// queue as stale ids until they reach the front (lazy deletion keeps a
 /// cancel O(1)); `live` counts the ones still resting.
@@ -374,6 +394,20 @@ impl Engine {
         self.supply.insert(asset.clone(), supply);
         self.entry(account, &asset).free = free;
         self.emit_balance(account, &asset, events);
+        Ok(())
+    }
+
+    /// Takes `released` out of `account`'s locked `asset` and adds `credited` to its free.
+    fn settle_leg(
+        &mut self,
+        account: AccountId,
+        asset: &Arc<str>,
+        released: Amount,
+        credited: Amount,
+    ) -> Result<(), Reject> {
+        let b = self.entry(account, asset);
+        b.locked = b.locked.checked_sub(released).ok_or(Reject::Overflow)?;
+        b.free = b.free.checked_add(credited).ok_or(Reject::Overflow)?;
         Ok(())
     }
 
@@ -645,8 +679,10 @@ impl Engine {
             }) {
                 return Ok(false);
             }
-            let maker = book.orders[&maker_id].clone();
-            if maker.account == taker.account && taker.stp != StpMode::None {
+            let maker = &book.orders[&maker_id];
+            let (maker_account, maker_price, maker_remaining) =
+                (maker.account, maker.price, maker.remaining);
+            if maker_account == taker.account && taker.stp != StpMode::None {
                 let (expire_maker, expire_taker) = match taker.stp {
                     StpMode::ExpireTaker => (false, true),
                     StpMode::ExpireMaker => (true, false),
@@ -660,7 +696,7 @@ impl Engine {
                 }
                 continue;
             }
-            let mut quantity = taker.remaining.min(maker.remaining);
+            let mut quantity = taker.remaining.min(maker_remaining);
             if let Some(budget) = *quote_budget {
                 quantity = quantity.min(affordable(budget, price, book.market.step_size));
             }
@@ -676,7 +712,7 @@ impl Engine {
                 symbol,
                 order.side,
                 (taker_id, taker),
-                (maker_id, maker.clone()),
+                (maker_id, maker_account, maker_price),
                 price,
                 quantity,
                 quote_quantity,
@@ -691,7 +727,7 @@ impl Engine {
         symbol: &str,
         taker_side: Side,
         (taker_id, taker): (u64, &mut Resting),
-        (maker_id, maker): (u64, Resting),
+        (maker_id, maker_account, maker_price): (u64, AccountId, Amount),
         price: Amount,
         quantity: Amount,
         quote_quantity: Amount,
@@ -712,11 +748,11 @@ impl Engine {
         };
         let maker_spent = match taker_side {
             Side::Buy => quantity,
-            Side::Sell => mul(maker.price, quantity).ok_or(Reject::Overflow)?,
+            Side::Sell => mul(maker_price, quantity).ok_or(Reject::Overflow)?,
         };
         let (buyer, seller) = match taker_side {
-            Side::Buy => (taker.account, maker.account),
-            Side::Sell => (maker.account, taker.account),
+            Side::Buy => (taker.account, maker_account),
+            Side::Sell => (maker_account, taker.account),
         };
         let (buyer_rate, seller_rate) = match taker_side {
             Side::Buy => (taker_rate, maker_rate),
@@ -732,57 +768,24 @@ impl Engine {
             maker_spent
         };
 
-        // Buyer: locked quote shrinks by its reservation for this fill; the
-        // difference to the price actually paid goes back to free.
-        let b = self.entry(buyer, &quote);
-        b.locked = b.locked.checked_sub(buyer_spent).ok_or(Reject::Overflow)?;
-        b.free = b
-            .free
-            .checked_add(
-                buyer_spent
-                    .checked_sub(quote_quantity)
-                    .ok_or(Reject::Overflow)?,
-            )
+        // Buyer: its quote reservation for this fill is released, the part
+        // not paid (price improvement) back to free; it receives base net of fee.
+        let improvement = buyer_spent
+            .checked_sub(quote_quantity)
             .ok_or(Reject::Overflow)?;
-        let b = self.entry(buyer, &base);
-        b.free = b
-            .free
-            .checked_add(quantity.checked_sub(buyer_fee).ok_or(Reject::Overflow)?)
-            .ok_or(Reject::Overflow)?;
-        // Seller: locked base shrinks, free quote grows net of the fee.
-        let s = self.entry(seller, &base);
-        s.locked = s.locked.checked_sub(quantity).ok_or(Reject::Overflow)?;
-        let s = self.entry(seller, &quote);
-        s.free = s
-            .free
-            .checked_add(
-                quote_quantity
-                    .checked_sub(seller_fee)
-                    .ok_or(Reject::Overflow)?,
-            )
+        let buyer_gets = quantity.checked_sub(buyer_fee).ok_or(Reject::Overflow)?;
+        let seller_gets = quote_quantity
+            .checked_sub(seller_fee)
             .ok_or(Reject::Overflow)?;
         let fee_account = self.fee_account;
-        let f = self.entry(fee_account, &base);
-        f.free = f.free.checked_add(buyer_fee).ok_or(Reject::Overflow)?;
-        let f = self.entry(fee_account, &quote);
-        f.free = f.free.checked_add(seller_fee).ok_or(Reject::Overflow)?;
-
-        taker.remaining = taker
-            .remaining
-            .checked_sub(quantity)
-            .ok_or(Reject::Overflow)?;
-        taker.executed = taker
-            .executed
-            .checked_add(quantity)
-            .ok_or(Reject::Overflow)?;
-        taker.cumulative_quote = taker
-            .cumulative_quote
-            .checked_add(quote_quantity)
-            .ok_or(Reject::Overflow)?;
-        taker.locked = taker
-            .locked
-            .checked_sub(taker_spent)
-            .ok_or(Reject::Overflow)?;
+        self.settle_leg(buyer, &quote, buyer_spent, improvement)?;
+        self.settle_leg(buyer, &base, Amount::ZERO, buyer_gets)?;
+        // Seller: its base reservation goes; it receives quote net of fee.
+        self.settle_leg(seller, &base, quantity, Amount::ZERO)?;
+        self.settle_leg(seller, &quote, Amount::ZERO, seller_gets)?;
+        self.settle_leg(fee_account, &base, Amount::ZERO, buyer_fee)?;
+        self.settle_leg(fee_account, &quote, Amount::ZERO, seller_fee)?;
+        taker.fill(quantity, quote_quantity, taker_spent)?;
 
         let (maker_fee, taker_fee) = match taker_side {
             Side::Buy => (seller_fee, buyer_fee),
@@ -794,7 +797,7 @@ impl Engine {
             price,
             quantity,
             quote_quantity,
-            maker: (maker_id, maker.account),
+            maker: (maker_id, maker_account),
             taker: (taker_id, taker.account),
             taker_side,
             maker_fee,
@@ -803,22 +806,7 @@ impl Engine {
 
         let book = self.books.get_mut(symbol).expect("known symbol");
         let resting = book.orders.get_mut(&maker_id).expect("maker rests");
-        resting.remaining = resting
-            .remaining
-            .checked_sub(quantity)
-            .ok_or(Reject::Overflow)?;
-        resting.executed = resting
-            .executed
-            .checked_add(quantity)
-            .ok_or(Reject::Overflow)?;
-        resting.cumulative_quote = resting
-            .cumulative_quote
-            .checked_add(quote_quantity)
-            .ok_or(Reject::Overflow)?;
-        resting.locked = resting
-            .locked
-            .checked_sub(maker_spent)
-            .ok_or(Reject::Overflow)?;
+        resting.fill(quantity, quote_quantity, maker_spent)?;
         if resting.remaining.is_zero() {
             self.remove_resting(symbol, maker_id, OrderStatus::Filled, events)?;
         } else {

@@ -175,29 +175,16 @@ impl OrderParams {
             "LIMIT" => OrderType::Limit,
             "MARKET" => OrderType::Market,
             "LIMIT_MAKER" => OrderType::LimitMaker,
-            "STOP_LOSS" => {
-                return Err(BinanceError::bad(
-                    -2010,
-                    "Stop loss orders are not supported for this symbol.",
-                ));
-            }
-            "STOP_LOSS_LIMIT" => {
-                return Err(BinanceError::bad(
-                    -2010,
-                    "Stop loss limit orders are not supported for this symbol.",
-                ));
-            }
-            "TAKE_PROFIT" => {
-                return Err(BinanceError::bad(
-                    -2010,
-                    "Take profit orders are not supported for this symbol.",
-                ));
-            }
-            "TAKE_PROFIT_LIMIT" => {
-                return Err(BinanceError::bad(
-                    -2010,
-                    "Take profit limit orders are not supported for this symbol.",
-                ));
+            unsupported @ ("STOP_LOSS" | "STOP_LOSS_LIMIT" | "TAKE_PROFIT"
+            | "TAKE_PROFIT_LIMIT") => {
+                // "STOP_LOSS_LIMIT" → "Stop loss limit orders are not supported…"
+                let words = unsupported.to_ascii_lowercase().replace('_', " ");
+                let msg = format!(
+                    "{}{} orders are not supported for this symbol.",
+                    &words[..1].to_ascii_uppercase(),
+                    &words[1..]
+                );
+                return Err(BinanceError::bad(-2010, msg));
             }
             _ => return Err(BinanceError::bad(-1116, "Invalid orderType.")),
         };
@@ -446,6 +433,11 @@ mod tests {
                 "symbol=ETHUSDT&side=BUY&type=STOP_LOSS&quantity=1",
                 -2010,
                 "Stop loss orders are not supported for this symbol.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=TAKE_PROFIT_LIMIT&quantity=1",
+                -2010,
+                "Take profit limit orders are not supported for this symbol.",
             ),
             (
                 "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&selfTradePreventionMode=DECREMENT",

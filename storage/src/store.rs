@@ -152,6 +152,19 @@ impl Store {
             .unwrap_or_else(|| panic!("column family {name} was not opened"))
     }
 
+    /// Point read of `key` in `cf`, decoded.
+    fn read<T>(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        decode: fn(&[u8]) -> Result<T, StorageError>,
+    ) -> Result<Option<T>, StorageError> {
+        self.db
+            .get_pinned_cf(cf, key)?
+            .map(|b| decode(&b))
+            .transpose()
+    }
+
     fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.db.get_cf(self.cf(cf::META), key)?)
     }
@@ -203,10 +216,11 @@ impl Store {
 
     /// The latest indexed balance of `address`.
     pub fn balance(&self, address: &Address) -> Result<Option<LatestBalance>, StorageError> {
-        self.db
-            .get_pinned_cf(self.cf(cf::BALANCE), address.as_slice())?
-            .map(|b| LatestBalance::decode(&b))
-            .transpose()
+        self.read(
+            self.cf(cf::BALANCE),
+            address.as_slice(),
+            LatestBalance::decode,
+        )
     }
 
     /// The balance of `address` after block `block`: the newest history row at
@@ -242,10 +256,11 @@ impl Store {
 
     /// The stored record of block `number`.
     pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, StorageError> {
-        self.db
-            .get_pinned_cf(self.cf(cf::BLOCK), encode_block_number(number))?
-            .map(|b| BlockRecord::decode(&b))
-            .transpose()
+        self.read(
+            self.cf(cf::BLOCK),
+            encode_block_number(number),
+            BlockRecord::decode,
+        )
     }
 
     /// Every `(address, block, wei)` history row, in key order. For checks and tests.
@@ -308,10 +323,11 @@ impl Store {
 
     /// The account with `id`.
     pub fn account(&self, id: u64) -> Result<Option<AccountRecord>, StorageError> {
-        self.db
-            .get_pinned_cf(self.cf(cf::ACCOUNT), id.to_be_bytes())?
-            .map(|b| AccountRecord::decode(&b))
-            .transpose()
+        self.read(
+            self.cf(cf::ACCOUNT),
+            id.to_be_bytes(),
+            AccountRecord::decode,
+        )
     }
 
     /// Every account, by id.
@@ -335,10 +351,7 @@ impl Store {
 
     /// The API key record with `id`.
     pub fn api_key(&self, id: &str) -> Result<Option<ApiKeyRecord>, StorageError> {
-        self.db
-            .get_pinned_cf(self.cf(cf::API_KEY), id.as_bytes())?
-            .map(|b| ApiKeyRecord::decode(&b))
-            .transpose()
+        self.read(self.cf(cf::API_KEY), id.as_bytes(), ApiKeyRecord::decode)
     }
 
     /// Every API key record, revoked ones included.
