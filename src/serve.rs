@@ -168,7 +168,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             http_200_errors: config.query.http_200_errors,
         },
     );
-    let exchange = weiport_exchange_api::router(access.clone(), Arc::new(config.exchange.clone()));
+    let exchange = weiport_exchange_api::router(
+        access.clone(),
+        Arc::new(weiport_exchange_api::Catalog::new(
+            config.exchange.markets.clone(),
+        )),
+    );
     let app = router(ops, query.merge(exchange), &config);
     let admin_app = weiport_access::admin::router(access.clone(), &admin_token);
 

@@ -10,15 +10,21 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use weiport_exchange_api::Amount;
+use std::sync::Arc;
+
 use weiport_exchange_api::engine::Command;
 use weiport_exchange_api::market::Market;
 use weiport_exchange_api::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 use weiport_exchange_api::sequencer::Sequencer;
+use weiport_exchange_api::{Amount, Catalog, MarketId};
 use weiport_storage::{CommandRecord, Store, StoreOptions};
 
 /// Set in the child process: the data dir the driver works on.
 const DRIVER_DIR: &str = "EXCHANGE_CRASH_DRIVER_DIR";
+
+fn catalog() -> Arc<Catalog> {
+    Arc::new(Catalog::new(vec![market()]))
+}
 
 fn market() -> Market {
     serde_json::from_value(serde_json::json!({
@@ -44,7 +50,7 @@ fn sequencer_driver() {
         .parse()
         .unwrap();
     let store = Store::open(&dir, &StoreOptions::default()).unwrap();
-    let sequencer = Sequencer::start(store, vec![market()], 99, 64).unwrap();
+    let sequencer = Sequencer::start(store, catalog(), 99, 64).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -59,7 +65,7 @@ fn sequencer_driver() {
                 sequencer
                     .submit(Command::Credit {
                         account,
-                        asset: asset.into(),
+                        asset: catalog().asset_id(asset).unwrap(),
                         amount,
                     })
                     .await
@@ -69,7 +75,7 @@ fn sequencer_driver() {
         for n in 0.. {
             let client_order_id = format!("r{run}n{n}");
             let order = NewOrder {
-                symbol: "ETHUSDT".into(),
+                market: MarketId(0),
                 side: if rng.random_bool(0.5) {
                     Side::Buy
                 } else {
@@ -170,7 +176,7 @@ fn sigkill_never_loses_an_acknowledged_command() {
     let lost: Vec<_> = acknowledged.difference(&logged).collect();
     assert!(lost.is_empty(), "acknowledged but not durable: {lost:?}");
     // Replaying the log rebuilds an engine whose ledger balances.
-    let engine = Sequencer::start(store, vec![market()], 99, 8)
+    let engine = Sequencer::start(store, catalog(), 99, 8)
         .unwrap()
         .shutdown()
         .unwrap();

@@ -1,5 +1,6 @@
 //! Matching engine and sequencer throughput, against baselines measured in
-//! the same run. `scripts/bench.sh engine` (env BENCH_COMMANDS).
+//! the same run. `scripts/bench.sh engine` (env BENCH_COMMANDS; BENCH_ENGINE_ONLY=1
+//! skips the sequencer, e.g. for profiling).
 //!
 //! - engine: a realistic mix (70 % limit orders near the touch, 25 % cancels,
 //!   5 % market orders) over 100 funded accounts, one thread, no I/O;
@@ -13,13 +14,17 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weiport_exchange_api::Amount;
 use weiport_exchange_api::engine::{Command, Engine};
 use weiport_exchange_api::market::Market;
 use weiport_exchange_api::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 use weiport_exchange_api::sequencer::Sequencer;
+use weiport_exchange_api::{Amount, AssetId, Catalog, MarketId};
 
 const ACCOUNTS: u64 = 100;
+
+fn catalog() -> Arc<Catalog> {
+    Arc::new(Catalog::new(vec![market()]))
+}
 
 fn market() -> Market {
     serde_json::from_value(serde_json::json!({
@@ -46,31 +51,36 @@ impl Rng {
 fn funding() -> Vec<Command> {
     (1..=ACCOUNTS)
         .flat_map(|account| {
-            ["USDT", "ETH"].map(|asset| Command::Credit {
+            [AssetId(0), AssetId(1)].map(|asset| Command::Credit {
                 account,
-                asset: asset.into(),
+                asset,
                 amount: "10000000".parse().unwrap(),
             })
         })
         .collect()
 }
 
-/// The mix; cancels aim at ids of earlier limit orders (some already filled).
+/// The mix; cancels come from the owner of an earlier order, mostly a recent
+/// one (some already filled or canceled by then).
 fn mix(count: usize, seed: u64) -> Vec<Command> {
     let mut rng = Rng(seed);
-    let mut placed = 0u64;
+    let mut owners: Vec<u64> = Vec::new();
     (0..count)
         .map(|_| {
             let roll = rng.next() % 100;
             let account = 1 + rng.next() % ACCOUNTS;
-            if roll < 25 && placed > 0 {
+            if roll < 25 && !owners.is_empty() {
+                // Every place takes the next order id (none is refused here).
+                let back = (rng.next() % 1000).min(owners.len() as u64 - 1);
+                let order_id = owners.len() as u64 - back;
                 return Command::Cancel {
-                    account,
-                    symbol: "ETHUSDT".into(),
-                    order_id: 1 + rng.next() % placed,
+                    account: owners[order_id as usize - 1],
+                    market: MarketId(0),
+                    order_id,
+                    time_ms: 0,
                 };
             }
-            placed += 1;
+            owners.push(account);
             let side = if rng.next().is_multiple_of(2) {
                 Side::Buy
             } else {
@@ -88,7 +98,7 @@ fn mix(count: usize, seed: u64) -> Vec<Command> {
                 account,
                 time_ms: 0,
                 order: NewOrder {
-                    symbol: "ETHUSDT".into(),
+                    market: MarketId(0),
                     side,
                     order_type: if market_order {
                         OrderType::Market
@@ -112,7 +122,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p) as usize]
 }
 
-fn engine_bench(count: usize) {
+fn engine_bench(count: usize, preallocated: usize) {
     let commands = mix(count, 0x5eed);
     // Baseline: the price-level structure alone doing one insert or removal per command.
     let started = Instant::now();
@@ -136,35 +146,43 @@ fn engine_bench(count: usize) {
     black_box(&levels);
     let baseline = started.elapsed();
 
-    let mut engine = Engine::new(vec![market()], 0);
+    let mut engine = Engine::with_capacity(catalog(), 0, preallocated);
     for command in funding() {
         engine.apply(command);
     }
     // Commands are prepared up front and moved in, as a parsed request would be.
+    // Events go to one reused buffer, as the sequencer's loop would use it.
     let prepared = commands.clone();
+    let mut events = Vec::with_capacity(64);
     let started = Instant::now();
     for command in prepared {
-        black_box(engine.apply(command));
+        events.clear();
+        engine.apply_into(command, &mut events);
+        black_box(&events);
     }
     let total = started.elapsed();
 
+    let resting = engine.resting_orders(MarketId(0));
     // Latency per command on a second, identical run.
-    let mut engine = Engine::new(vec![market()], 0);
+    let mut engine = Engine::with_capacity(catalog(), 0, preallocated);
     for command in funding() {
         engine.apply(command);
     }
     let mut latencies: Vec<Duration> = commands
         .into_iter()
         .map(|command| {
+            events.clear();
             let t = Instant::now();
-            black_box(engine.apply(command));
+            engine.apply_into(command, &mut events);
+            black_box(&events);
             t.elapsed()
         })
         .collect();
     latencies.sort();
     let rate = |d: Duration| count as f64 / d.as_secs_f64();
+    eprintln!("{resting} orders rest on the book at the end");
     println!(
-        "| engine, {count} commands | {:.2} M/s | {:.2} M/s | {:.3}× | {:?} | {:?} |",
+        "| engine, {count} commands, {preallocated} orders preallocated | {:.2} M/s | {:.2} M/s | {:.3}× | {:?} | {:?} |",
         rate(baseline) / 1e6,
         rate(total) / 1e6,
         rate(total) / rate(baseline),
@@ -181,7 +199,7 @@ fn sequencer_bench(count: usize, submitters: usize) {
         .enable_all()
         .build()
         .unwrap();
-    let sequencer = Arc::new(Sequencer::start(store, vec![market()], 0, 4096).unwrap());
+    let sequencer = Arc::new(Sequencer::start(store, catalog(), 0, 4096).unwrap());
     runtime.block_on(async {
         for command in funding() {
             sequencer.submit(command).await.unwrap();
@@ -223,7 +241,13 @@ fn main() {
         return;
     }
     println!("| run | baseline | engine | ratio | p50 | p99 |\n|---|---|---|---|---|---|");
-    engine_bench(count);
+    // Growing on demand, then with order memory allocated and touched up
+    // front, as a production engine sizes its pools at start.
+    engine_bench(count, 0);
+    engine_bench(count, count);
+    if std::env::var_os("BENCH_ENGINE_ONLY").is_some() {
+        return;
+    }
     println!();
     for submitters in [1, 16, 256] {
         let commands = if submitters == 1 {

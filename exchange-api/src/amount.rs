@@ -57,8 +57,23 @@ impl Amount {
 
     /// `self × other` (both scaled), rounded down to 10^-8, or `None` on overflow.
     pub fn checked_mul(self, other: Self) -> Option<Self> {
-        let product = u128::from(self.0) * u128::from(other.0) / u128::from(ONE);
-        u64::try_from(product).ok().map(Self)
+        let product = u128::from(self.0) * u128::from(other.0);
+        // Most products fit 64 bits, where dividing by the constant compiles
+        // to a multiply; a 128-bit division is a slow library call.
+        if let Ok(small) = u64::try_from(product) {
+            return Some(Self(small / ONE));
+        }
+        u64::try_from(product / u128::from(ONE)).ok().map(Self)
+    }
+
+    /// Sum, capped at the largest amount.
+    pub fn saturating_add(self, other: Self) -> Self {
+        Self(self.0.saturating_add(other.0))
+    }
+
+    /// Difference, floored at zero.
+    pub fn saturating_sub(self, other: Self) -> Self {
+        Self(self.0.saturating_sub(other.0))
     }
 }
 

@@ -5,11 +5,20 @@
 //! sells) and settled at the maker's price; fees are taken from what each
 //! side receives and credited to the fee account, so nothing beyond the order
 //! itself is ever reserved.
+//!
+//! Layout, for speed: markets and assets are small integers from the
+//! [`Catalog`]; balances are one flat array indexed by account slot and asset;
+//! resting orders live in a slab per market, linked into their price level
+//! (time order) and into their owner's list, so placing, cancelling and
+//! filling touch a handful of cache lines and never scan.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::amount::Amount;
+use crate::catalog::{AssetId, Catalog, MarketId};
 use crate::market::{Market, StpMode};
 use crate::order::{NewOrder, OrderType, Side, TimeInForce};
 
@@ -36,10 +45,12 @@ pub enum OrderStatus {
 }
 
 /// Why a command was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reject {
     /// Unknown market.
     UnknownSymbol,
+    /// Unknown asset.
+    UnknownAsset,
     /// Not enough free balance.
     InsufficientBalance,
     /// A LIMIT_MAKER order would take liquidity.
@@ -64,7 +75,7 @@ pub enum Command {
         /// Account.
         account: AccountId,
         /// Asset.
-        asset: String,
+        asset: AssetId,
         /// Amount.
         amount: Amount,
     },
@@ -73,7 +84,7 @@ pub enum Command {
         /// Account.
         account: AccountId,
         /// Asset.
-        asset: String,
+        asset: AssetId,
         /// Amount.
         amount: Amount,
     },
@@ -91,24 +102,35 @@ pub enum Command {
         /// Account.
         account: AccountId,
         /// Market.
-        symbol: String,
+        market: MarketId,
         /// Order id.
         order_id: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+    },
+    /// Cancel every open order of the account on one market, oldest first.
+    CancelAll {
+        /// Account.
+        account: AccountId,
+        /// Market.
+        market: MarketId,
+        /// Engine time, ms.
+        time_ms: u64,
     },
 }
 
 /// A fill between a resting (maker) and an incoming (taker) order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trade {
     /// Market.
-    pub symbol: Arc<str>,
+    pub market: MarketId,
     /// Per-market trade id.
     pub trade_id: u64,
     /// Maker's price.
     pub price: Amount,
     /// Base quantity.
     pub quantity: Amount,
-    /// Quote quantity (price × quantity, rounded down).
+    /// Quote quantity (price × quantity).
     pub quote_quantity: Amount,
     /// Maker order and account.
     pub maker: (u64, AccountId),
@@ -120,13 +142,15 @@ pub struct Trade {
     pub maker_fee: Amount,
     /// Fee paid by the taker, in what it received.
     pub taker_fee: Amount,
+    /// Engine time of the trade, ms.
+    pub time_ms: u64,
 }
 
 /// An order's state after a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderState {
     /// Market.
-    pub symbol: Arc<str>,
+    pub market: MarketId,
     /// Per-market order id.
     pub order_id: u64,
     /// Owner.
@@ -137,10 +161,12 @@ pub struct OrderState {
     pub executed: Amount,
     /// Filled quote quantity.
     pub cumulative_quote: Amount,
+    /// Engine time of this change, ms.
+    pub time_ms: u64,
 }
 
 /// What a command did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// The command was refused; nothing changed.
     Rejected(Reject),
@@ -153,7 +179,7 @@ pub enum Event {
         /// Account.
         account: AccountId,
         /// Asset.
-        asset: Arc<str>,
+        asset: AssetId,
         /// Free amount after.
         free: Amount,
         /// Locked amount after.
@@ -167,8 +193,116 @@ struct Balance {
     locked: Amount,
 }
 
-#[derive(Debug, Clone)]
-struct Resting {
+/// Every account's balances: one row of `assets` entries per account slot.
+struct Ledger {
+    assets: usize,
+    slots: FxHashMap<AccountId, u32>,
+    accounts: Vec<AccountId>,
+    rows: Vec<Balance>,
+    /// Credits minus debits per asset: what the ledger must hold in total.
+    supply: Vec<Amount>,
+    fee_slot: usize,
+}
+
+impl Ledger {
+    fn new(assets: usize, fee_account: AccountId) -> Self {
+        let mut ledger = Self {
+            assets,
+            slots: FxHashMap::default(),
+            accounts: Vec::new(),
+            rows: Vec::new(),
+            supply: vec![Amount::ZERO; assets],
+            fee_slot: 0,
+        };
+        ledger.fee_slot = ledger.slot(fee_account);
+        ledger
+    }
+
+    /// The account's slot, created on first use.
+    fn slot(&mut self, account: AccountId) -> usize {
+        if let Some(slot) = self.slots.get(&account) {
+            return *slot as usize;
+        }
+        let slot = self.accounts.len();
+        self.slots.insert(account, slot as u32);
+        self.accounts.push(account);
+        self.rows
+            .resize(self.rows.len() + self.assets, Balance::default());
+        slot
+    }
+
+    fn at(&mut self, slot: usize, asset: AssetId) -> &mut Balance {
+        &mut self.rows[slot * self.assets + usize::from(asset.0)]
+    }
+
+    fn get(&self, account: AccountId, asset: AssetId) -> Balance {
+        match self.slots.get(&account) {
+            Some(slot) if usize::from(asset.0) < self.assets => {
+                self.rows[*slot as usize * self.assets + usize::from(asset.0)]
+            }
+            _ => Balance::default(),
+        }
+    }
+
+    /// Takes `released` out of the slot's locked `asset` and adds `credited` to its free.
+    fn settle_leg(
+        &mut self,
+        slot: usize,
+        asset: AssetId,
+        released: Amount,
+        credited: Amount,
+    ) -> Result<(), Reject> {
+        let b = self.at(slot, asset);
+        b.locked = b.locked.checked_sub(released).ok_or(Reject::Overflow)?;
+        b.free = b.free.checked_add(credited).ok_or(Reject::Overflow)?;
+        Ok(())
+    }
+
+    /// Moves `amount` from free to locked (or back with `lock = false`).
+    fn shift(
+        &mut self,
+        slot: usize,
+        asset: AssetId,
+        amount: Amount,
+        lock: bool,
+    ) -> Result<(), Reject> {
+        let b = self.at(slot, asset);
+        let (from, to) = if lock {
+            (b.free, b.locked)
+        } else {
+            (b.locked, b.free)
+        };
+        let from = from
+            .checked_sub(amount)
+            .ok_or(Reject::InsufficientBalance)?;
+        let to = to.checked_add(amount).ok_or(Reject::Overflow)?;
+        if lock {
+            (b.free, b.locked) = (from, to);
+        } else {
+            (b.locked, b.free) = (from, to);
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, slot: usize, asset: AssetId, events: &mut Vec<Event>) {
+        let account = self.accounts[slot];
+        let b = *self.at(slot, asset);
+        events.push(Event::Balance {
+            account,
+            asset,
+            free: b.free,
+            locked: b.locked,
+        });
+    }
+}
+
+/// No slot: the end of a linked list.
+const NIL: u32 = u32::MAX;
+
+/// A resting order (or, while it matches, the incoming one).
+#[derive(Debug, Clone, Default)]
+struct Order {
+    order_id: u64,
     account: AccountId,
     side: Side,
     price: Amount,
@@ -178,10 +312,16 @@ struct Resting {
     /// What is still locked for this order (quote for buys, base for sells).
     locked: Amount,
     stp: StpMode,
-    client_order_id: Option<String>,
+    client_order_id: Option<Box<str>>,
+    /// Neighbours in the price level, in time order.
+    prev: u32,
+    next: u32,
+    /// Neighbours in the owner's list of open orders on this market.
+    own_prev: u32,
+    own_next: u32,
 }
 
-impl Resting {
+impl Order {
     /// Books a fill of `quantity` for `quote` that consumes `spent` of the lock.
     fn fill(&mut self, quantity: Amount, quote: Amount, spent: Amount) -> Result<(), Reject> {
         self.remaining = self
@@ -201,58 +341,316 @@ impl Resting {
     }
 }
 
-/// One price level: order ids in time order. Removed orders stay in the
-/// queue as stale ids until they reach the front (lazy deletion keeps a
-/// cancel O(1)); `live` counts the ones still resting.
-#[derive(Default)]
+/// One price level: a list of order slots in time order.
+#[derive(Debug, Clone, Copy)]
 struct Level {
-    queue: VecDeque<u64>,
-    live: usize,
+    head: u32,
+    tail: u32,
+    orders: u32,
+    /// Sum of the orders' remaining quantities (the depth at this price).
+    quantity: Amount,
 }
 
-impl Level {
-    /// The oldest order still resting, dropping stale ids on the way.
-    fn front(&mut self, orders: &HashMap<u64, Resting>) -> Option<u64> {
-        while let Some(id) = self.queue.front() {
-            if orders.contains_key(id) {
-                return Some(*id);
-            }
-            self.queue.pop_front();
-        }
-        None
+/// One account's open orders on a market, oldest first.
+#[derive(Debug, Clone, Copy)]
+struct Own {
+    count: u32,
+    head: u32,
+    tail: u32,
+}
+
+/// Order id → slab slot for open orders. Ids are handed out in sequence, so
+/// this is an array from the oldest open id on: one memory access per
+/// lookup, and the front is trimmed as the oldest orders close.
+#[derive(Default)]
+struct OrderIndex {
+    first_id: u64,
+    slots: std::collections::VecDeque<u32>,
+    open: usize,
+}
+
+impl OrderIndex {
+    fn get(&self, order_id: u64) -> Option<u32> {
+        let offset = usize::try_from(order_id.checked_sub(self.first_id)?).ok()?;
+        self.slots.get(offset).copied().filter(|slot| *slot != NIL)
     }
 
-    /// Resting order ids in time order.
-    fn ids<'a>(&'a self, orders: &'a HashMap<u64, Resting>) -> impl Iterator<Item = &'a u64> + 'a {
-        self.queue.iter().filter(|id| orders.contains_key(id))
+    fn insert(&mut self, order_id: u64, slot: u32) {
+        if self.slots.is_empty() {
+            self.first_id = order_id;
+        }
+        let offset = (order_id - self.first_id) as usize;
+        if offset >= self.slots.len() {
+            self.slots.resize(offset + 1, NIL);
+        }
+        self.slots[offset] = slot;
+        self.open += 1;
+    }
+
+    fn remove(&mut self, order_id: u64) {
+        let Some(offset) = order_id
+            .checked_sub(self.first_id)
+            .and_then(|o| usize::try_from(o).ok())
+            .filter(|o| *o < self.slots.len())
+        else {
+            return;
+        };
+        if self.slots[offset] != NIL {
+            self.slots[offset] = NIL;
+            self.open -= 1;
+        }
+        while self.slots.front() == Some(&NIL) {
+            self.slots.pop_front();
+            self.first_id += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.open
+    }
+
+    /// Slots of open orders, by order id.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().copied().filter(|slot| *slot != NIL)
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        self.slots.reserve(additional);
     }
 }
 
 struct Book {
     market: Market,
-    /// Shared names, so events carry them without allocating.
-    symbol: Arc<str>,
-    base: Arc<str>,
-    quote: Arc<str>,
+    id: MarketId,
+    base: AssetId,
+    quote: AssetId,
     /// Price → level. Bids are read from the back.
     bids: BTreeMap<Amount, Level>,
     asks: BTreeMap<Amount, Level>,
-    orders: HashMap<u64, Resting>,
-    /// Open orders per account (MAX_NUM_ORDERS).
-    open_by_account: HashMap<AccountId, usize>,
-    /// Client order ids of open orders.
-    client_ids: HashMap<(AccountId, String), u64>,
+    /// Order storage; vacant slots are reused.
+    slab: Vec<Order>,
+    vacant: Vec<u32>,
+    /// Order id → slab slot, for open orders.
+    slots: OrderIndex,
+    own: FxHashMap<AccountId, Own>,
+    /// Client order ids of open orders, per account.
+    client_ids: FxHashMap<AccountId, FxHashMap<String, u64>>,
     next_order_id: u64,
     next_trade_id: u64,
 }
 
+impl Book {
+    fn new(id: MarketId, market: Market, (base, quote): (AssetId, AssetId)) -> Self {
+        Self {
+            market,
+            id,
+            base,
+            quote,
+            bids: BTreeMap::new(),
+            asks: BTreeMap::new(),
+            slab: Vec::new(),
+            vacant: Vec::new(),
+            slots: OrderIndex::default(),
+            own: FxHashMap::default(),
+            client_ids: FxHashMap::default(),
+            next_order_id: 1,
+            next_trade_id: 1,
+        }
+    }
+
+    /// Allocates room for `orders` resting orders up front, touching the
+    /// memory now so that placing them later never waits on the allocator
+    /// or on first-touch page faults.
+    fn preallocate(&mut self, orders: usize) {
+        let start = self.slab.len();
+        self.slab.resize(start + orders, Order::default());
+        self.vacant
+            .extend((start as u32..(start + orders) as u32).rev());
+        self.slots.reserve(orders * 2);
+    }
+
+    fn take_order_id(&mut self) -> u64 {
+        self.next_order_id += 1;
+        self.next_order_id - 1
+    }
+
+    /// The asset an order of `side` locks.
+    fn locked_asset(&self, side: Side) -> AssetId {
+        match side {
+            Side::Buy => self.quote,
+            Side::Sell => self.base,
+        }
+    }
+
+    fn levels(&self, side: Side) -> &BTreeMap<Amount, Level> {
+        match side {
+            Side::Buy => &self.bids,
+            Side::Sell => &self.asks,
+        }
+    }
+
+    /// The levels a taker of `side` meets, best first.
+    fn opposite(&self, side: Side) -> Box<dyn Iterator<Item = (&Amount, &Level)> + '_> {
+        match side {
+            Side::Buy => Box::new(self.asks.iter()),
+            Side::Sell => Box::new(self.bids.iter().rev()),
+        }
+    }
+
+    /// Best price a taker of `side` meets, with the oldest order there.
+    fn best_opposite(&self, side: Side) -> Option<(Amount, u32)> {
+        let level = match side {
+            Side::Buy => self.asks.first_key_value(),
+            Side::Sell => self.bids.last_key_value(),
+        };
+        level.map(|(price, level)| (*price, level.head))
+    }
+
+    /// Slots of a level's orders in time order.
+    fn level_slots(&self, level: &Level) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((level.head != NIL).then_some(level.head), |slot| {
+            let next = self.slab[*slot as usize].next;
+            (next != NIL).then_some(next)
+        })
+    }
+
+    /// Slots of an account's open orders, oldest first.
+    fn own_slots(&self, account: AccountId) -> impl Iterator<Item = u32> + '_ {
+        let head = self.own.get(&account).map_or(NIL, |own| own.head);
+        std::iter::successors((head != NIL).then_some(head), |slot| {
+            let next = self.slab[*slot as usize].own_next;
+            (next != NIL).then_some(next)
+        })
+    }
+
+    /// Puts `order` at the back of its price level and its owner's list.
+    fn rest(&mut self, mut order: Order) {
+        let slot = self.vacant.pop().unwrap_or_else(|| {
+            self.slab.push(Order::default());
+            (self.slab.len() - 1) as u32
+        });
+        let levels = match order.side {
+            Side::Buy => &mut self.bids,
+            Side::Sell => &mut self.asks,
+        };
+        let level = levels.entry(order.price).or_insert(Level {
+            head: NIL,
+            tail: NIL,
+            orders: 0,
+            quantity: Amount::ZERO,
+        });
+        order.prev = level.tail;
+        order.next = NIL;
+        if level.tail == NIL {
+            level.head = slot;
+        } else {
+            self.slab[level.tail as usize].next = slot;
+        }
+        level.tail = slot;
+        level.orders += 1;
+        level.quantity = level.quantity.saturating_add(order.remaining);
+
+        let own = self.own.entry(order.account).or_insert(Own {
+            count: 0,
+            head: NIL,
+            tail: NIL,
+        });
+        order.own_prev = own.tail;
+        order.own_next = NIL;
+        if own.tail == NIL {
+            own.head = slot;
+        } else {
+            self.slab[own.tail as usize].own_next = slot;
+        }
+        own.tail = slot;
+        own.count += 1;
+
+        if let Some(id) = &order.client_order_id {
+            self.client_ids
+                .entry(order.account)
+                .or_default()
+                .insert(String::from(&**id), order.order_id);
+        }
+        self.slots.insert(order.order_id, slot);
+        self.slab[slot as usize] = order;
+    }
+
+    /// Takes the order in `slot` off the book and out of every index.
+    fn unlink(&mut self, slot: u32) -> Order {
+        let order = std::mem::take(&mut self.slab[slot as usize]);
+        self.vacant.push(slot);
+        self.slots.remove(order.order_id);
+
+        let levels = match order.side {
+            Side::Buy => &mut self.bids,
+            Side::Sell => &mut self.asks,
+        };
+        let level = levels
+            .get_mut(&order.price)
+            .expect("a resting order has a level");
+        level.orders -= 1;
+        if level.orders == 0 {
+            levels.remove(&order.price);
+        } else {
+            level.quantity = level.quantity.saturating_sub(order.remaining);
+            if order.prev == NIL {
+                level.head = order.next;
+            } else {
+                self.slab[order.prev as usize].next = order.next;
+            }
+            if order.next == NIL {
+                level.tail = order.prev;
+            } else {
+                self.slab[order.next as usize].prev = order.prev;
+            }
+        }
+
+        let own = self.own.get_mut(&order.account).expect("owner is indexed");
+        own.count -= 1;
+        if own.count == 0 {
+            self.own.remove(&order.account);
+        } else {
+            if order.own_prev == NIL {
+                own.head = order.own_next;
+            } else {
+                self.slab[order.own_prev as usize].own_next = order.own_next;
+            }
+            if order.own_next == NIL {
+                own.tail = order.own_prev;
+            } else {
+                self.slab[order.own_next as usize].own_prev = order.own_prev;
+            }
+        }
+
+        if let Some(id) = &order.client_order_id
+            && let Some(ids) = self.client_ids.get_mut(&order.account)
+        {
+            ids.remove(&**id);
+            if ids.is_empty() {
+                self.client_ids.remove(&order.account);
+            }
+        }
+        order
+    }
+
+    fn is_client_id_open(&self, account: AccountId, id: &str) -> bool {
+        self.client_ids
+            .get(&account)
+            .is_some_and(|ids| ids.contains_key(id))
+    }
+
+    fn open_orders(&self, account: AccountId) -> u32 {
+        self.own.get(&account).map_or(0, |own| own.count)
+    }
+}
+
 /// The whole exchange state.
 pub struct Engine {
-    books: HashMap<String, Book>,
-    balances: HashMap<AccountId, HashMap<Arc<str>, Balance>>,
-    /// Credits minus debits per asset: what the ledger must hold in total.
-    supply: HashMap<Arc<str>, Amount>,
-    fee_account: AccountId,
+    catalog: Arc<Catalog>,
+    books: Vec<Book>,
+    ledger: Ledger,
+    /// Time of the command being applied, for its events.
+    now_ms: u64,
 }
 
 fn mul(price: Amount, quantity: Amount) -> Option<Amount> {
@@ -266,45 +664,63 @@ fn affordable(budget: Amount, price: Amount, step: Amount) -> Amount {
     Amount::from_units(units - units % step.units().max(1))
 }
 
+/// Whether a price on `side` is worse than (beyond) the limit `limit`.
+fn beyond(side: Side, price: Amount, limit: Option<Amount>) -> bool {
+    limit.is_some_and(|limit| match side {
+        Side::Buy => price > limit,
+        Side::Sell => price < limit,
+    })
+}
+
 impl Engine {
-    /// An engine over `markets`, fees going to `fee_account`.
-    pub fn new(markets: Vec<Market>, fee_account: AccountId) -> Self {
-        let books = markets
-            .into_iter()
-            .map(|market| {
-                let symbol = market.symbol.clone();
-                let book = Book {
-                    symbol: Arc::from(market.symbol.as_str()),
-                    base: Arc::from(market.base.as_str()),
-                    quote: Arc::from(market.quote.as_str()),
-                    market,
-                    bids: BTreeMap::new(),
-                    asks: BTreeMap::new(),
-                    orders: HashMap::new(),
-                    open_by_account: HashMap::new(),
-                    client_ids: HashMap::new(),
-                    next_order_id: 1,
-                    next_trade_id: 1,
-                };
-                (symbol, book)
+    /// An engine over the catalog's markets, fees going to `fee_account`.
+    pub fn new(catalog: Arc<Catalog>, fee_account: AccountId) -> Self {
+        Self::with_capacity(catalog, fee_account, 0)
+    }
+
+    /// Like [`Engine::new`], with memory for `orders_per_market` resting
+    /// orders per market allocated and touched up front.
+    pub fn with_capacity(
+        catalog: Arc<Catalog>,
+        fee_account: AccountId,
+        orders_per_market: usize,
+    ) -> Self {
+        let books = catalog
+            .markets()
+            .map(|(id, market)| {
+                let mut book = Book::new(
+                    id,
+                    market.clone(),
+                    catalog.pair(id).expect("every market has a pair"),
+                );
+                book.preallocate(orders_per_market);
+                book
             })
             .collect();
+        let ledger = Ledger::new(catalog.asset_count(), fee_account);
         Self {
+            catalog,
             books,
-            balances: HashMap::new(),
-            supply: HashMap::new(),
-            fee_account,
+            ledger,
+            now_ms: 0,
         }
     }
 
+    /// The markets and assets this engine trades.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// How many orders rest on market `market`'s book.
+    pub fn resting_orders(&self, market: MarketId) -> usize {
+        self.books
+            .get(usize::from(market.0))
+            .map_or(0, |book| book.slots.len())
+    }
+
     /// Free and locked amounts of `asset` held by `account`.
-    pub fn balance(&self, account: AccountId, asset: &str) -> (Amount, Amount) {
-        let b = self
-            .balances
-            .get(&account)
-            .and_then(|assets| assets.get(asset))
-            .copied()
-            .unwrap_or_default();
+    pub fn balance(&self, account: AccountId, asset: AssetId) -> (Amount, Amount) {
+        let b = self.ledger.get(account, asset);
         (b.free, b.locked)
     }
 
@@ -312,72 +728,74 @@ impl Engine {
     /// changes nothing.
     pub fn apply(&mut self, command: Command) -> Vec<Event> {
         let mut events = Vec::new();
+        self.apply_into(command, &mut events);
+        events
+    }
+
+    /// Applies one command and appends what happened to `events` (a buffer
+    /// the caller reuses). A refused command changes nothing and appends
+    /// exactly one [`Event::Rejected`].
+    pub fn apply_into(&mut self, command: Command, events: &mut Vec<Event>) {
+        let start = events.len();
         let result = match command {
             Command::Credit {
                 account,
                 asset,
                 amount,
-            } => self.adjust(account, &asset, amount, true, &mut events),
+            } => self.adjust(account, asset, amount, true, events),
             Command::Debit {
                 account,
                 asset,
                 amount,
-            } => self.adjust(account, &asset, amount, false, &mut events),
+            } => self.adjust(account, asset, amount, false, events),
             Command::Place {
                 account,
                 order,
-                time_ms: _,
-            } => self.place(account, order, &mut events),
+                time_ms,
+            } => {
+                self.now_ms = time_ms;
+                self.place(account, order, events)
+            }
             Command::Cancel {
                 account,
-                symbol,
+                market,
                 order_id,
-            } => self.cancel(account, &symbol, order_id, &mut events),
+                time_ms,
+            } => {
+                self.now_ms = time_ms;
+                self.cancel(account, market, order_id, events)
+            }
+            Command::CancelAll {
+                account,
+                market,
+                time_ms,
+            } => {
+                self.now_ms = time_ms;
+                self.cancel_all(account, market, events)
+            }
         };
         if let Err(reject) = result {
-            return vec![Event::Rejected(reject)];
+            events.truncate(start);
+            events.push(Event::Rejected(reject));
         }
         debug_assert_eq!(self.check_invariants(), Ok(()));
-        events
-    }
-
-    fn entry(&mut self, account: AccountId, asset: &Arc<str>) -> &mut Balance {
-        self.balances
-            .entry(account)
-            .or_default()
-            .entry(asset.clone())
-            .or_default()
-    }
-
-    fn emit_balance(&self, account: AccountId, asset: &Arc<str>, events: &mut Vec<Event>) {
-        let (free, locked) = self.balance(account, asset);
-        events.push(Event::Balance {
-            account,
-            asset: asset.clone(),
-            free,
-            locked,
-        });
-    }
-
-    /// The shared name of `asset`, allocated once per asset.
-    fn asset_name(&self, asset: &str) -> Arc<str> {
-        match self.supply.get_key_value(asset) {
-            Some((name, _)) => name.clone(),
-            None => Arc::from(asset),
-        }
     }
 
     /// Adds (`credit`) or removes free funds, keeping the supply in step.
     fn adjust(
         &mut self,
         account: AccountId,
-        asset: &str,
+        asset: AssetId,
         amount: Amount,
         credit: bool,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        let (free, _) = self.balance(account, asset);
-        let supply = self.supply.get(asset).copied().unwrap_or_default();
+        let index = usize::from(asset.0);
+        if index >= self.ledger.assets {
+            return Err(Reject::UnknownAsset);
+        }
+        let free = self.ledger.get(account, asset).free;
+        let supply = self.ledger.supply[index];
         let (free, supply) = if credit {
             (
                 free.checked_add(amount).ok_or(Reject::Overflow)?,
@@ -390,50 +808,10 @@ impl Engine {
                 supply.checked_sub(amount).ok_or(Reject::Overflow)?,
             )
         };
-        let asset = self.asset_name(asset);
-        self.supply.insert(asset.clone(), supply);
-        self.entry(account, &asset).free = free;
-        self.emit_balance(account, &asset, events);
-        Ok(())
-    }
-
-    /// Takes `released` out of `account`'s locked `asset` and adds `credited` to its free.
-    fn settle_leg(
-        &mut self,
-        account: AccountId,
-        asset: &Arc<str>,
-        released: Amount,
-        credited: Amount,
-    ) -> Result<(), Reject> {
-        let b = self.entry(account, asset);
-        b.locked = b.locked.checked_sub(released).ok_or(Reject::Overflow)?;
-        b.free = b.free.checked_add(credited).ok_or(Reject::Overflow)?;
-        Ok(())
-    }
-
-    /// Moves `amount` from free to locked (or back with `lock = false`).
-    fn shift(
-        &mut self,
-        account: AccountId,
-        asset: &Arc<str>,
-        amount: Amount,
-        lock: bool,
-    ) -> Result<(), Reject> {
-        let b = self.entry(account, asset);
-        let (from, to) = if lock {
-            (b.free, b.locked)
-        } else {
-            (b.locked, b.free)
-        };
-        let from = from
-            .checked_sub(amount)
-            .ok_or(Reject::InsufficientBalance)?;
-        let to = to.checked_add(amount).ok_or(Reject::Overflow)?;
-        if lock {
-            (b.free, b.locked) = (from, to);
-        } else {
-            (b.locked, b.free) = (from, to);
-        }
+        self.ledger.supply[index] = supply;
+        let slot = self.ledger.slot(account);
+        self.ledger.at(slot, asset).free = free;
+        self.ledger.emit(slot, asset, events);
         Ok(())
     }
 
@@ -442,29 +820,13 @@ impl Engine {
     /// matching will (own orders are skipped under EXPIRE_MAKER and end the
     /// taker under EXPIRE_TAKER / EXPIRE_BOTH).
     fn reachable(book: &Book, account: AccountId, order: &NewOrder) -> (Amount, Amount) {
-        let (side, limit, want_base, want_quote) = (
-            order.side,
-            order.price,
-            order.quantity,
-            order.quote_quantity,
-        );
         let (mut base, mut quote) = (Amount::ZERO, Amount::ZERO);
-        let levels: Box<dyn Iterator<Item = (&Amount, &Level)>> = match side {
-            Side::Buy => Box::new(book.asks.iter()),
-            Side::Sell => Box::new(book.bids.iter().rev()),
-        };
-        for (price, ids) in levels {
-            if limit.is_some_and(|l| {
-                if side == Side::Buy {
-                    *price > l
-                } else {
-                    *price < l
-                }
-            }) {
+        for (price, level) in book.opposite(order.side) {
+            if beyond(order.side, *price, order.price) {
                 break;
             }
-            for id in ids.ids(&book.orders) {
-                let resting = &book.orders[id];
+            for slot in book.level_slots(level) {
+                let resting = &book.slab[slot as usize];
                 if resting.account == account {
                     match order.stp {
                         StpMode::None => {}
@@ -472,12 +834,11 @@ impl Engine {
                         StpMode::ExpireTaker | StpMode::ExpireBoth => return (base, quote),
                     }
                 }
-                let available = resting.remaining;
-                let mut take = available;
-                if let Some(want) = want_base {
+                let mut take = resting.remaining;
+                if let Some(want) = order.quantity {
                     take = take.min(want.checked_sub(base).unwrap_or_default());
                 }
-                if let Some(want) = want_quote {
+                if let Some(want) = order.quote_quantity {
                     let left = want.checked_sub(quote).unwrap_or_default();
                     take = take.min(affordable(left, *price, book.market.step_size));
                 }
@@ -499,8 +860,11 @@ impl Engine {
         order: NewOrder,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        let book = self.books.get(&order.symbol).ok_or(Reject::UnknownSymbol)?;
-        let (base, quote) = (book.base.clone(), book.quote.clone());
+        let now_ms = self.now_ms;
+        let book = self
+            .books
+            .get_mut(usize::from(order.market.0))
+            .ok_or(Reject::UnknownSymbol)?;
         let off_grid = |value: Option<Amount>, grid: Amount| {
             value.is_some_and(|v| v.is_zero() || v.units() % grid.units().max(1) != 0)
         };
@@ -510,89 +874,89 @@ impl Engine {
             return Err(Reject::OffGrid);
         }
         if let Some(id) = &order.client_order_id
-            && book.client_ids.contains_key(&(account, id.clone()))
+            && book.is_client_id_open(account, id)
         {
             return Err(Reject::DuplicateClientOrderId);
         }
-        let open = book.open_by_account.get(&account).copied().unwrap_or(0);
-        if order.order_type != OrderType::Market && open >= book.market.max_num_orders as usize {
+        if order.order_type != OrderType::Market
+            && book.open_orders(account) >= book.market.max_num_orders
+        {
             return Err(Reject::TooManyOrders);
         }
         let limit = order.price;
-        if order.order_type == OrderType::LimitMaker {
-            let crosses = match order.side {
-                Side::Buy => book
-                    .asks
-                    .keys()
-                    .next()
-                    .is_some_and(|ask| Some(*ask) <= limit),
-                Side::Sell => book
-                    .bids
-                    .keys()
-                    .next_back()
-                    .is_some_and(|bid| Some(*bid) >= limit),
-            };
-            if crosses {
-                return Err(Reject::WouldTake);
-            }
+        if order.order_type == OrderType::LimitMaker
+            && book
+                .best_opposite(order.side)
+                .is_some_and(|(best, _)| !beyond(order.side, best, limit))
+        {
+            return Err(Reject::WouldTake);
         }
-        let (reach_base, reach_quote) = Self::reachable(book, account, &order);
-        if order.time_in_force == TimeInForce::Fok && Some(reach_base) != order.quantity {
+        // Only fill-or-kill and market buys by quantity need to know the
+        // reachable liquidity in advance.
+        let fok = order.time_in_force == TimeInForce::Fok;
+        let market_buy = order.side == Side::Buy && order.order_type == OrderType::Market;
+        let (reach_base, reach_quote) = if fok || (market_buy && order.quote_quantity.is_none()) {
+            Self::reachable(book, account, &order)
+        } else {
+            (Amount::ZERO, Amount::ZERO)
+        };
+        if fok && Some(reach_base) != order.quantity {
             // Fill-or-kill that cannot fill completely: expires untouched.
-            let order_id = self.next_order_id(&order.symbol);
+            let order_id = book.take_order_id();
             events.push(Event::Order(OrderState {
-                symbol: self.books[&order.symbol].symbol.clone(),
+                market: book.id,
                 order_id,
                 account,
                 status: OrderStatus::Expired,
                 executed: Amount::ZERO,
                 cumulative_quote: Amount::ZERO,
+                time_ms: now_ms,
             }));
             return Ok(());
         }
         // What to lock: sells lock base; limit buys lock price × quantity;
         // market buys lock what the book can fill (or the quote amount given).
-        let (lock_asset, lock) = match (order.side, order.order_type) {
-            (Side::Sell, _) => (&base, order.quantity.ok_or(Reject::Overflow)?),
-            (Side::Buy, OrderType::Market) => (&quote, order.quote_quantity.unwrap_or(reach_quote)),
-            (Side::Buy, _) => (
-                &quote,
-                mul(
-                    limit.ok_or(Reject::Overflow)?,
-                    order.quantity.ok_or(Reject::Overflow)?,
-                )
-                .ok_or(Reject::Overflow)?,
-            ),
+        let lock = match (order.side, order.order_type) {
+            (Side::Sell, _) => order.quantity.ok_or(Reject::Overflow)?,
+            (Side::Buy, OrderType::Market) => order.quote_quantity.unwrap_or(reach_quote),
+            (Side::Buy, _) => mul(
+                limit.ok_or(Reject::Overflow)?,
+                order.quantity.ok_or(Reject::Overflow)?,
+            )
+            .ok_or(Reject::Overflow)?,
         };
-        let lock_asset = lock_asset.clone();
+        let lock_asset = book.locked_asset(order.side);
         if let (Side::Sell, Some(price), Some(quantity)) = (order.side, limit, order.quantity) {
             // What a sell can receive must fit, so settlement cannot overflow later.
             mul(price, quantity).ok_or(Reject::Overflow)?;
         }
-        if self.balance(account, &lock_asset).0 < lock {
+        if self.ledger.get(account, lock_asset).free < lock {
             return Err(Reject::InsufficientBalance);
         }
-        self.shift(account, &lock_asset, lock, true)?;
-        let order_id = self.next_order_id(&order.symbol);
-        let mut taker = Resting {
+        let slot = self.ledger.slot(account);
+        self.ledger.shift(slot, lock_asset, lock, true)?;
+        let order_id = book.take_order_id();
+        let mut taker = Order {
+            order_id,
             account,
             side: order.side,
             price: limit.unwrap_or_default(),
             remaining: order.quantity.unwrap_or(Amount::from_units(u64::MAX)),
-            executed: Amount::ZERO,
-            cumulative_quote: Amount::ZERO,
             locked: lock,
             stp: order.stp,
-            client_order_id: order.client_order_id.clone(),
+            ..Order::default()
         };
         // Market buys spend at most what they locked, whatever self-trade
         // prevention skips on the way.
-        let mut quote_budget = match (order.side, order.order_type) {
-            (Side::Buy, OrderType::Market) => Some(lock),
-            _ => None,
-        };
-        let expired_in_match =
-            self.match_taker(&order, order_id, &mut taker, &mut quote_budget, events)?;
+        let mut quote_budget = market_buy.then_some(lock);
+        let expired_in_match = self.match_taker(
+            usize::from(order.market.0),
+            &order,
+            slot,
+            &mut taker,
+            &mut quote_budget,
+            events,
+        )?;
 
         let status = if expired_in_match {
             OrderStatus::ExpiredInMatch
@@ -607,96 +971,71 @@ impl Engine {
         } else {
             OrderStatus::PartiallyFilled
         };
-        let rests = matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled);
-        if rests {
-            let book = self.books.get_mut(&order.symbol).expect("checked above");
-            let levels = if order.side == Side::Buy {
-                &mut book.bids
-            } else {
-                &mut book.asks
-            };
-            let level = levels.entry(taker.price).or_default();
-            level.queue.push_back(order_id);
-            level.live += 1;
-            *book.open_by_account.entry(account).or_default() += 1;
-            if let Some(id) = &taker.client_order_id {
-                book.client_ids.insert((account, id.clone()), order_id);
-            }
-            book.orders.insert(order_id, taker.clone());
-        } else if !taker.locked.is_zero() {
-            self.shift(account, &lock_asset, taker.locked, false)?;
-        }
+        let book = &mut self.books[usize::from(order.market.0)];
         events.push(Event::Order(OrderState {
-            symbol: self.books[&order.symbol].symbol.clone(),
+            market: book.id,
             order_id,
             account,
             status,
             executed: taker.executed,
             cumulative_quote: taker.cumulative_quote,
+            time_ms: now_ms,
         }));
-        self.emit_balance(account, &base, events);
-        self.emit_balance(account, &quote, events);
+        let (base, quote) = (book.base, book.quote);
+        if matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled) {
+            taker.client_order_id = order.client_order_id.map(String::into_boxed_str);
+            book.rest(taker);
+        } else if !taker.locked.is_zero() {
+            self.ledger.shift(slot, lock_asset, taker.locked, false)?;
+        }
+        self.ledger.emit(slot, base, events);
+        self.ledger.emit(slot, quote, events);
         Ok(())
-    }
-
-    fn next_order_id(&mut self, symbol: &str) -> u64 {
-        let book = self.books.get_mut(symbol).expect("known symbol");
-        book.next_order_id += 1;
-        book.next_order_id - 1
     }
 
     /// Matches the taker against the opposite side. Returns whether self-trade
     /// prevention expired the taker.
     fn match_taker(
         &mut self,
+        book_index: usize,
         order: &NewOrder,
-        taker_id: u64,
-        taker: &mut Resting,
+        taker_slot: usize,
+        taker: &mut Order,
         quote_budget: &mut Option<Amount>,
         events: &mut Vec<Event>,
     ) -> Result<bool, Reject> {
-        let symbol = order.symbol.as_str();
         loop {
             if taker.remaining.is_zero() || quote_budget.is_some_and(|q| q.is_zero()) {
                 return Ok(false);
             }
-            let book = self.books.get_mut(symbol).expect("known symbol");
-            let orders = &book.orders;
-            let best = match order.side {
-                Side::Buy => book.asks.iter_mut().next(),
-                Side::Sell => book.bids.iter_mut().next_back(),
-            }
-            .and_then(|(price, level)| Some((*price, level.front(orders)?)));
-            let Some((price, maker_id)) = best else {
+            let book = &mut self.books[book_index];
+            let Some((price, maker_slot)) = book.best_opposite(order.side) else {
                 return Ok(false);
             };
-            if order.price.is_some_and(|limit| {
-                if order.side == Side::Buy {
-                    price > limit
-                } else {
-                    price < limit
-                }
-            }) {
+            if beyond(order.side, price, order.price) {
                 return Ok(false);
             }
-            let maker = &book.orders[&maker_id];
-            let (maker_account, maker_price, maker_remaining) =
-                (maker.account, maker.price, maker.remaining);
-            if maker_account == taker.account && taker.stp != StpMode::None {
+            let maker = &book.slab[maker_slot as usize];
+            if maker.account == taker.account && taker.stp != StpMode::None {
                 let (expire_maker, expire_taker) = match taker.stp {
                     StpMode::ExpireTaker => (false, true),
                     StpMode::ExpireMaker => (true, false),
                     _ => (true, true),
                 };
                 if expire_maker {
-                    self.remove_resting(symbol, maker_id, OrderStatus::ExpiredInMatch, events)?;
+                    self.remove_resting(
+                        book_index,
+                        maker_slot,
+                        OrderStatus::ExpiredInMatch,
+                        events,
+                    )?;
                 }
                 if expire_taker {
                     return Ok(true);
                 }
                 continue;
             }
-            let mut quantity = taker.remaining.min(maker_remaining);
+            let mut quantity = taker.remaining.min(maker.remaining);
             if let Some(budget) = *quote_budget {
                 quantity = quantity.min(affordable(budget, price, book.market.step_size));
             }
@@ -709,10 +1048,9 @@ impl Engine {
                 *budget = budget.checked_sub(quote_quantity).ok_or(Reject::Overflow)?;
             }
             self.settle(
-                symbol,
-                order.side,
-                (taker_id, taker),
-                (maker_id, maker_account, maker_price),
+                book_index,
+                (taker_slot, taker),
+                maker_slot,
                 price,
                 quantity,
                 quote_quantity,
@@ -721,23 +1059,24 @@ impl Engine {
         }
     }
 
+    /// Books one fill between the taker and the maker in `maker_slot`.
     #[allow(clippy::too_many_arguments)]
     fn settle(
         &mut self,
-        symbol: &str,
-        taker_side: Side,
-        (taker_id, taker): (u64, &mut Resting),
-        (maker_id, maker_account, maker_price): (u64, AccountId, Amount),
+        book_index: usize,
+        (taker_slot, taker): (usize, &mut Order),
+        maker_slot: u32,
         price: Amount,
         quantity: Amount,
         quote_quantity: Amount,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        let book = self.books.get_mut(symbol).expect("known symbol");
-        let (base, quote) = (book.base.clone(), book.quote.clone());
+        let book = &mut self.books[book_index];
+        let (base, quote) = (book.base, book.quote);
         let (maker_rate, taker_rate) = (book.market.maker_fee, book.market.taker_fee);
-        let trade_id = book.next_trade_id;
-        book.next_trade_id += 1;
+        let maker = &book.slab[maker_slot as usize];
+        let (maker_id, maker_account, maker_price) = (maker.order_id, maker.account, maker.price);
+        let taker_side = taker.side;
         // The buyer's lock shrinks by what this fill may cost at its own limit
         // (maker buys: their price; taker buys: their limit, or the quote paid
         // for market orders); the seller's by the base sold.
@@ -750,24 +1089,14 @@ impl Engine {
             Side::Buy => quantity,
             Side::Sell => mul(maker_price, quantity).ok_or(Reject::Overflow)?,
         };
-        let (buyer, seller) = match taker_side {
-            Side::Buy => (taker.account, maker_account),
-            Side::Sell => (maker_account, taker.account),
-        };
-        let (buyer_rate, seller_rate) = match taker_side {
-            Side::Buy => (taker_rate, maker_rate),
-            Side::Sell => (maker_rate, taker_rate),
+        let (buyer_rate, seller_rate, buyer_spent) = match taker_side {
+            Side::Buy => (taker_rate, maker_rate, taker_spent),
+            Side::Sell => (maker_rate, taker_rate, maker_spent),
         };
         let buyer_fee = quantity.checked_mul(buyer_rate).ok_or(Reject::Overflow)?;
         let seller_fee = quote_quantity
             .checked_mul(seller_rate)
             .ok_or(Reject::Overflow)?;
-        let buyer_spent = if taker_side == Side::Buy {
-            taker_spent
-        } else {
-            maker_spent
-        };
-
         // Buyer: its quote reservation for this fill is released, the part
         // not paid (price improvement) back to free; it receives base net of fee.
         let improvement = buyer_spent
@@ -777,52 +1106,68 @@ impl Engine {
         let seller_gets = quote_quantity
             .checked_sub(seller_fee)
             .ok_or(Reject::Overflow)?;
-        let fee_account = self.fee_account;
-        self.settle_leg(buyer, &quote, buyer_spent, improvement)?;
-        self.settle_leg(buyer, &base, Amount::ZERO, buyer_gets)?;
+
+        let maker_slot_in_ledger = self.ledger.slot(maker_account);
+        let (buyer, seller) = match taker_side {
+            Side::Buy => (taker_slot, maker_slot_in_ledger),
+            Side::Sell => (maker_slot_in_ledger, taker_slot),
+        };
+        let ledger = &mut self.ledger;
+        ledger.settle_leg(buyer, quote, buyer_spent, improvement)?;
+        ledger.settle_leg(buyer, base, Amount::ZERO, buyer_gets)?;
         // Seller: its base reservation goes; it receives quote net of fee.
-        self.settle_leg(seller, &base, quantity, Amount::ZERO)?;
-        self.settle_leg(seller, &quote, Amount::ZERO, seller_gets)?;
-        self.settle_leg(fee_account, &base, Amount::ZERO, buyer_fee)?;
-        self.settle_leg(fee_account, &quote, Amount::ZERO, seller_fee)?;
+        ledger.settle_leg(seller, base, quantity, Amount::ZERO)?;
+        ledger.settle_leg(seller, quote, Amount::ZERO, seller_gets)?;
+        let fees = ledger.fee_slot;
+        ledger.settle_leg(fees, base, Amount::ZERO, buyer_fee)?;
+        ledger.settle_leg(fees, quote, Amount::ZERO, seller_fee)?;
         taker.fill(quantity, quote_quantity, taker_spent)?;
 
+        let trade_id = book.next_trade_id;
+        book.next_trade_id += 1;
         let (maker_fee, taker_fee) = match taker_side {
             Side::Buy => (seller_fee, buyer_fee),
             Side::Sell => (buyer_fee, seller_fee),
         };
         events.push(Event::Trade(Trade {
-            symbol: self.books[symbol].symbol.clone(),
+            market: book.id,
             trade_id,
             price,
             quantity,
             quote_quantity,
             maker: (maker_id, maker_account),
-            taker: (taker_id, taker.account),
+            taker: (taker.order_id, taker.account),
             taker_side,
             maker_fee,
             taker_fee,
+            time_ms: self.now_ms,
         }));
 
-        let book = self.books.get_mut(symbol).expect("known symbol");
-        let resting = book.orders.get_mut(&maker_id).expect("maker rests");
-        resting.fill(quantity, quote_quantity, maker_spent)?;
-        if resting.remaining.is_zero() {
-            self.remove_resting(symbol, maker_id, OrderStatus::Filled, events)?;
+        let maker = &mut book.slab[maker_slot as usize];
+        maker.fill(quantity, quote_quantity, maker_spent)?;
+        let levels = match maker.side {
+            Side::Buy => &mut book.bids,
+            Side::Sell => &mut book.asks,
+        };
+        if let Some(level) = levels.get_mut(&price) {
+            level.quantity = level.quantity.saturating_sub(quantity);
+        }
+        if maker.remaining.is_zero() {
+            self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events)?;
         } else {
-            let resting = &self.books[symbol].orders[&maker_id];
             events.push(Event::Order(OrderState {
-                symbol: self.books[symbol].symbol.clone(),
+                market: book.id,
                 order_id: maker_id,
-                account: resting.account,
+                account: maker_account,
                 status: OrderStatus::PartiallyFilled,
-                executed: resting.executed,
-                cumulative_quote: resting.cumulative_quote,
+                executed: maker.executed,
+                cumulative_quote: maker.cumulative_quote,
+                time_ms: self.now_ms,
             }));
         }
-        for account in [buyer, seller] {
-            self.emit_balance(account, &base, events);
-            self.emit_balance(account, &quote, events);
+        for slot in [buyer, seller] {
+            self.ledger.emit(slot, base, events);
+            self.ledger.emit(slot, quote, events);
         }
         Ok(())
     }
@@ -830,176 +1175,204 @@ impl Engine {
     /// Takes a resting order off the book, releasing what it still locks.
     fn remove_resting(
         &mut self,
-        symbol: &str,
-        order_id: u64,
+        book_index: usize,
+        slot: u32,
         status: OrderStatus,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        let book = self.books.get_mut(symbol).expect("known symbol");
-        let order = book.orders.remove(&order_id).ok_or(Reject::UnknownOrder)?;
-        let levels = if order.side == Side::Buy {
-            &mut book.bids
-        } else {
-            &mut book.asks
-        };
-        if let Some(level) = levels.get_mut(&order.price) {
-            level.live -= 1;
-            if level.live == 0 {
-                levels.remove(&order.price);
-            }
-        }
-        if let Some(open) = book.open_by_account.get_mut(&order.account) {
-            *open -= 1;
-            if *open == 0 {
-                book.open_by_account.remove(&order.account);
-            }
-        }
-        if let Some(id) = &order.client_order_id {
-            book.client_ids.remove(&(order.account, id.clone()));
-        }
-        let asset = if order.side == Side::Buy {
-            book.quote.clone()
-        } else {
-            book.base.clone()
-        };
-        if !order.locked.is_zero() {
-            self.shift(order.account, &asset, order.locked, false)?;
-        }
+        let book = &mut self.books[book_index];
+        let order = book.unlink(slot);
         events.push(Event::Order(OrderState {
-            symbol: self.books[symbol].symbol.clone(),
-            order_id,
+            market: book.id,
+            order_id: order.order_id,
             account: order.account,
             status,
             executed: order.executed,
             cumulative_quote: order.cumulative_quote,
+            time_ms: self.now_ms,
         }));
-        self.emit_balance(order.account, &asset, events);
+        if !order.locked.is_zero() {
+            let asset = book.locked_asset(order.side);
+            let owner = self.ledger.slot(order.account);
+            self.ledger.shift(owner, asset, order.locked, false)?;
+            self.ledger.emit(owner, asset, events);
+        }
         Ok(())
     }
 
     fn cancel(
         &mut self,
         account: AccountId,
-        symbol: &str,
+        market: MarketId,
         order_id: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        let book = self.books.get(symbol).ok_or(Reject::UnknownSymbol)?;
-        if book
-            .orders
-            .get(&order_id)
-            .is_none_or(|o| o.account != account)
-        {
+        let index = usize::from(market.0);
+        let book = self.books.get(index).ok_or(Reject::UnknownSymbol)?;
+        let slot = book.slots.get(order_id).ok_or(Reject::UnknownOrder)?;
+        if book.slab[slot as usize].account != account {
             return Err(Reject::UnknownOrder);
         }
-        self.remove_resting(symbol, order_id, OrderStatus::Canceled, events)
+        self.remove_resting(index, slot, OrderStatus::Canceled, events)
+    }
+
+    fn cancel_all(
+        &mut self,
+        account: AccountId,
+        market: MarketId,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        let index = usize::from(market.0);
+        let book = self.books.get(index).ok_or(Reject::UnknownSymbol)?;
+        let slots: Vec<u32> = book.own_slots(account).collect();
+        if slots.is_empty() {
+            return Err(Reject::UnknownOrder);
+        }
+        for slot in slots {
+            self.remove_resting(index, slot, OrderStatus::Canceled, events)?;
+        }
+        Ok(())
     }
 
     /// A canonical description of the whole state (balances, resting orders
     /// in book order, id counters), for comparing two engines.
     pub fn snapshot(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .balances
-            .iter()
-            .flat_map(|(account, assets)| assets.iter().map(move |(asset, b)| (account, asset, b)))
-            .filter(|(_, _, b)| !b.free.is_zero() || !b.locked.is_zero())
-            .map(|(account, asset, b)| format!("balance {account} {asset} {} {}", b.free, b.locked))
-            .collect();
+        let mut lines: Vec<String> = Vec::new();
+        for (slot, account) in self.ledger.accounts.iter().enumerate() {
+            for (asset, name) in self.catalog.assets() {
+                let b = self.ledger.rows[slot * self.ledger.assets + usize::from(asset.0)];
+                if !b.free.is_zero() || !b.locked.is_zero() {
+                    lines.push(format!("balance {account} {name} {} {}", b.free, b.locked));
+                }
+            }
+        }
         lines.sort();
-        let mut symbols: Vec<&String> = self.books.keys().collect();
-        symbols.sort();
-        for symbol in symbols {
-            let book = &self.books[symbol];
+        for book in &self.books {
             lines.push(format!(
-                "book {symbol} next order {} next trade {}",
-                book.next_order_id, book.next_trade_id
+                "book {} next order {} next trade {}",
+                book.market.symbol, book.next_order_id, book.next_trade_id
             ));
             for (side, levels) in [("bid", &book.bids), ("ask", &book.asks)] {
                 for (price, level) in levels {
-                    for id in level.ids(&book.orders) {
-                        let o = &book.orders[id];
+                    for slot in book.level_slots(level) {
+                        let o = &book.slab[slot as usize];
                         lines.push(format!(
-                            "{side} {price} #{id} account {} remaining {} executed {} quote {} locked {} {:?} {:?}",
-                            o.account, o.remaining, o.executed, o.cumulative_quote, o.locked, o.stp, o.client_order_id
+                            "{side} {price} #{} account {} remaining {} executed {} quote {} locked {} {:?} {:?}",
+                            o.order_id, o.account, o.remaining, o.executed, o.cumulative_quote, o.locked, o.stp, o.client_order_id
                         ));
                     }
                 }
             }
         }
-        let mut supply: Vec<String> = self
-            .supply
-            .iter()
-            .map(|(asset, amount)| format!("supply {asset} {amount}"))
-            .collect();
-        supply.sort();
-        lines.extend(supply);
+        for (asset, name) in self.catalog.assets() {
+            lines.push(format!(
+                "supply {name} {}",
+                self.ledger.supply[usize::from(asset.0)]
+            ));
+        }
         lines
     }
 
-    /// Checks the ledger and books: no crossed book, locked funds equal open
-    /// orders' reservations, and per asset the holdings equal credits minus debits.
+    /// Checks the ledger and books: no crossed book, every index agrees with
+    /// the resting orders, locked funds equal open orders' reservations, and
+    /// per asset the holdings equal credits minus debits.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut reserved: HashMap<(AccountId, Arc<str>), Amount> = HashMap::new();
-        for (symbol, book) in &self.books {
-            if let (Some(bid), Some(ask)) = (book.bids.keys().next_back(), book.asks.keys().next())
+        let assets = self.ledger.assets;
+        let mut reserved = vec![Amount::ZERO; self.ledger.rows.len()];
+        for book in &self.books {
+            let symbol = &book.market.symbol;
+            if let (Some((bid, _)), Some((ask, _))) =
+                (book.bids.last_key_value(), book.asks.first_key_value())
                 && bid >= ask
             {
                 return Err(format!("{symbol}: book crossed, bid {bid} ≥ ask {ask}"));
             }
-            let mut open: HashMap<AccountId, usize> = HashMap::new();
-            for order in book.orders.values() {
-                *open.entry(order.account).or_default() += 1;
+            let mut resting = 0usize;
+            for side in [Side::Buy, Side::Sell] {
+                for (price, level) in book.levels(side) {
+                    let (mut orders, mut quantity) = (0u32, Amount::ZERO);
+                    for slot in book.level_slots(level) {
+                        let o = &book.slab[slot as usize];
+                        if o.price != *price || o.side != side {
+                            return Err(format!(
+                                "{symbol}: order #{} in the wrong level",
+                                o.order_id
+                            ));
+                        }
+                        if book.slots.get(o.order_id) != Some(slot) {
+                            return Err(format!("{symbol}: order #{} not indexed", o.order_id));
+                        }
+                        orders += 1;
+                        quantity = quantity.saturating_add(o.remaining);
+                        let owner = *self
+                            .ledger
+                            .slots
+                            .get(&o.account)
+                            .ok_or("an order's owner has no ledger row")?
+                            as usize;
+                        let cell =
+                            &mut reserved[owner * assets + usize::from(book.locked_asset(side).0)];
+                        *cell = cell.checked_add(o.locked).ok_or("reservation overflow")?;
+                    }
+                    if orders == 0 || orders != level.orders || quantity != level.quantity {
+                        return Err(format!(
+                            "{symbol}: level {price} counts {} orders / {} but holds {orders} / {quantity}",
+                            level.orders, level.quantity
+                        ));
+                    }
+                    resting += orders as usize;
+                }
             }
-            if open != book.open_by_account {
+            if resting != book.slots.len() {
+                return Err(format!("{symbol}: the order index holds stale ids"));
+            }
+            let mut owned = 0usize;
+            for (account, own) in &book.own {
+                let slots: Vec<u32> = book.own_slots(*account).collect();
+                if slots.len() != own.count as usize
+                    || slots
+                        .iter()
+                        .any(|s| book.slab[*s as usize].account != *account)
+                {
+                    return Err(format!("{symbol}: account {account}'s order list is wrong"));
+                }
+                owned += slots.len();
+            }
+            if owned != resting {
                 return Err(format!(
                     "{symbol}: open-order counts disagree with the book"
                 ));
             }
-            for (price, level) in book.bids.iter().chain(&book.asks) {
-                if level.live == 0 || level.ids(&book.orders).count() != level.live {
+            let named = book
+                .slots
+                .iter()
+                .filter(|s| book.slab[*s as usize].client_order_id.is_some())
+                .count();
+            if named != book.client_ids.values().map(FxHashMap::len).sum::<usize>() {
+                return Err(format!("{symbol}: client order ids disagree with the book"));
+            }
+        }
+        let mut held = vec![0u128; assets];
+        for (slot, account) in self.ledger.accounts.iter().enumerate() {
+            for (asset, name) in self.catalog.assets() {
+                let i = slot * assets + usize::from(asset.0);
+                let balance = self.ledger.rows[i];
+                if balance.locked != reserved[i] {
                     return Err(format!(
-                        "{symbol}: level {price} counts {} live orders wrongly",
-                        level.live
+                        "account {account} {name}: locked {} but orders reserve {}",
+                        balance.locked, reserved[i]
                     ));
                 }
-            }
-            for order in book.orders.values() {
-                let asset = if order.side == Side::Buy {
-                    &book.quote
-                } else {
-                    &book.base
-                };
-                let entry = reserved.entry((order.account, asset.clone())).or_default();
-                *entry = entry
-                    .checked_add(order.locked)
-                    .ok_or("reservation overflow")?;
+                held[usize::from(asset.0)] +=
+                    u128::from(balance.free.units()) + u128::from(balance.locked.units());
             }
         }
-        let mut held: HashMap<&str, u128> = HashMap::new();
-        let balances = self.balances.iter().flat_map(|(account, assets)| {
-            assets
-                .iter()
-                .map(move |(asset, balance)| (account, asset, balance))
-        });
-        for (account, asset, balance) in balances {
-            let expected = reserved
-                .get(&(*account, asset.clone()))
-                .copied()
-                .unwrap_or_default();
-            if balance.locked != expected {
-                return Err(format!(
-                    "account {account} {asset}: locked {} but orders reserve {expected}",
-                    balance.locked
-                ));
-            }
-            *held.entry(asset.as_ref()).or_default() +=
-                u128::from(balance.free.units()) + u128::from(balance.locked.units());
-        }
-        for (asset, supply) in &self.supply {
-            let total = held.get(asset.as_ref()).copied().unwrap_or_default();
+        for (asset, name) in self.catalog.assets() {
+            let supply = self.ledger.supply[usize::from(asset.0)];
+            let total = held[usize::from(asset.0)];
             if total != u128::from(supply.units()) {
                 return Err(format!(
-                    "{asset}: ledger holds {total} units, credits − debits = {}",
+                    "{name}: ledger holds {total} units, credits − debits = {}",
                     supply.units()
                 ));
             }
@@ -1011,26 +1384,36 @@ impl Engine {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::market::tests_support::eth_usdt;
+    use crate::market::tests_support::{eth_btc, eth_usdt};
     use crate::order::ResponseType;
 
     const FEES: AccountId = 999;
+    const ETHUSDT: MarketId = MarketId(0);
+    const ETHBTC: MarketId = MarketId(1);
+    const ETH: AssetId = AssetId(0);
+    const USDT: AssetId = AssetId(1);
+    const BTC: AssetId = AssetId(2);
+
+    /// ETHUSDT and ETHBTC: assets ETH, USDT, BTC.
+    pub(crate) fn two_markets() -> Arc<Catalog> {
+        Arc::new(Catalog::new(vec![eth_usdt(), eth_btc()]))
+    }
 
     fn a(text: &str) -> Amount {
         text.parse().unwrap()
     }
 
     fn engine() -> Engine {
-        let mut engine = Engine::new(vec![eth_usdt()], FEES);
+        let mut engine = Engine::new(two_markets(), FEES);
         for account in [1, 2] {
             engine.apply(Command::Credit {
                 account,
-                asset: "USDT".into(),
+                asset: USDT,
                 amount: a("100000"),
             });
             engine.apply(Command::Credit {
                 account,
-                asset: "ETH".into(),
+                asset: ETH,
                 amount: a("100"),
             });
         }
@@ -1045,7 +1428,7 @@ pub(crate) mod tests {
         price: Option<&str>,
     ) -> NewOrder {
         NewOrder {
-            symbol: "ETHUSDT".into(),
+            market: ETHUSDT,
             side,
             order_type,
             time_in_force: tif,
@@ -1103,19 +1486,19 @@ pub(crate) mod tests {
     #[test]
     fn credits_debits_and_refused_debits() {
         let mut engine = engine();
-        assert_eq!(engine.balance(1, "USDT"), (a("100000"), Amount::ZERO));
+        assert_eq!(engine.balance(1, USDT), (a("100000"), Amount::ZERO));
         engine.apply(Command::Debit {
             account: 1,
-            asset: "USDT".into(),
+            asset: USDT,
             amount: a("1"),
         });
         let refused = engine.apply(Command::Debit {
             account: 1,
-            asset: "USDT".into(),
+            asset: USDT,
             amount: a("100000"),
         });
         assert_eq!(refused, vec![Event::Rejected(Reject::InsufficientBalance)]);
-        assert_eq!(engine.balance(1, "USDT"), (a("99999"), Amount::ZERO));
+        assert_eq!(engine.balance(1, USDT), (a("99999"), Amount::ZERO));
     }
 
     #[test]
@@ -1123,18 +1506,20 @@ pub(crate) mod tests {
         let mut engine = engine();
         let events = place(&mut engine, 1, limit(Side::Buy, "2", "3000"));
         assert_eq!(status(&events, 1), OrderStatus::New);
-        assert_eq!(engine.balance(1, "USDT"), (a("94000"), a("6000")));
+        assert_eq!(engine.balance(1, USDT), (a("94000"), a("6000")));
         let events = engine.apply(Command::Cancel {
             account: 1,
-            symbol: "ETHUSDT".into(),
+            market: ETHUSDT,
             order_id: 1,
+            time_ms: 0,
         });
         assert_eq!(status(&events, 1), OrderStatus::Canceled);
-        assert_eq!(engine.balance(1, "USDT"), (a("100000"), Amount::ZERO));
+        assert_eq!(engine.balance(1, USDT), (a("100000"), Amount::ZERO));
         let again = engine.apply(Command::Cancel {
             account: 1,
-            symbol: "ETHUSDT".into(),
+            market: ETHUSDT,
             order_id: 1,
+            time_ms: 0,
         });
         assert_eq!(again, vec![Event::Rejected(Reject::UnknownOrder)]);
     }
@@ -1154,13 +1539,13 @@ pub(crate) mod tests {
             (a("2990"), a("1"), a("2990"))
         );
         // Buyer (taker) pays 2990, gets 1 ETH minus 0.1 % fee; the price improvement comes back.
-        assert_eq!(engine.balance(2, "USDT"), (a("97010"), Amount::ZERO));
-        assert_eq!(engine.balance(2, "ETH"), (a("100.999"), Amount::ZERO));
+        assert_eq!(engine.balance(2, USDT), (a("97010"), Amount::ZERO));
+        assert_eq!(engine.balance(2, ETH), (a("100.999"), Amount::ZERO));
         // Seller (maker) gets 2990 USDT minus 0.1 %.
-        assert_eq!(engine.balance(1, "USDT"), (a("102987.01"), Amount::ZERO));
-        assert_eq!(engine.balance(1, "ETH"), (a("99"), Amount::ZERO));
-        assert_eq!(engine.balance(FEES, "ETH").0, a("0.001"));
-        assert_eq!(engine.balance(FEES, "USDT").0, a("2.99"));
+        assert_eq!(engine.balance(1, USDT), (a("102987.01"), Amount::ZERO));
+        assert_eq!(engine.balance(1, ETH), (a("99"), Amount::ZERO));
+        assert_eq!(engine.balance(FEES, ETH).0, a("0.001"));
+        assert_eq!(engine.balance(FEES, USDT).0, a("2.99"));
     }
 
     #[test]
@@ -1177,7 +1562,7 @@ pub(crate) mod tests {
         );
         assert_eq!(status(&events, 4), OrderStatus::PartiallyFilled);
         assert_eq!(
-            engine.balance(2, "USDT"),
+            engine.balance(2, USDT),
             (
                 a("100000")
                     .checked_sub(a("6001"))
@@ -1190,11 +1575,12 @@ pub(crate) mod tests {
         // Cancel of a partially filled order releases only what is left.
         let events = engine.apply(Command::Cancel {
             account: 2,
-            symbol: "ETHUSDT".into(),
+            market: ETHUSDT,
             order_id: 4,
+            time_ms: 0,
         });
         assert_eq!(status(&events, 4), OrderStatus::Canceled);
-        assert_eq!(engine.balance(2, "USDT"), (a("93999"), Amount::ZERO));
+        assert_eq!(engine.balance(2, USDT), (a("93999"), Amount::ZERO));
     }
 
     #[test]
@@ -1215,7 +1601,7 @@ pub(crate) mod tests {
         assert_eq!(status(&ioc, 2), OrderStatus::Expired);
         assert_eq!(trades(&ioc).len(), 1);
         assert_eq!(
-            engine.balance(2, "USDT").1,
+            engine.balance(2, USDT).1,
             Amount::ZERO,
             "nothing stays locked"
         );
@@ -1256,7 +1642,7 @@ pub(crate) mod tests {
             order(Side::Buy, OrderType::Market, TimeInForce::Gtc, "1", None),
         );
         assert_eq!(status(&empty, 1), OrderStatus::Expired);
-        assert_eq!(engine.balance(2, "USDT"), (a("100000"), Amount::ZERO));
+        assert_eq!(engine.balance(2, USDT), (a("100000"), Amount::ZERO));
         place(&mut engine, 1, limit(Side::Sell, "1", "3000"));
         place(&mut engine, 1, limit(Side::Sell, "1", "3100"));
         let by_quantity = place(
@@ -1265,7 +1651,7 @@ pub(crate) mod tests {
             order(Side::Buy, OrderType::Market, TimeInForce::Gtc, "1.5", None),
         );
         assert_eq!(status(&by_quantity, 4), OrderStatus::Filled);
-        assert_eq!(engine.balance(2, "USDT"), (a("95450"), Amount::ZERO));
+        assert_eq!(engine.balance(2, USDT), (a("95450"), Amount::ZERO));
         let mut by_quote = order(Side::Buy, OrderType::Market, TimeInForce::Gtc, "1", None);
         by_quote.quantity = None;
         by_quote.quote_quantity = Some(a("310"));
@@ -1385,22 +1771,19 @@ pub(crate) mod tests {
     fn a_quote_budget_never_buys_base_for_nothing() {
         // 0.05001 BTC does not divide 1e-8 BTC evenly: an unrounded budget of
         // one unit would "afford" 19 units of ETH for a quote rounding to 0.
-        let mut engine = Engine::new(
-            vec![eth_usdt(), crate::market::tests_support::eth_btc()],
-            FEES,
-        );
-        for (account, asset) in [(1, "ETH"), (2, "BTC")] {
+        let mut engine = Engine::new(two_markets(), FEES);
+        for (account, asset) in [(1, ETH), (2, BTC)] {
             engine.apply(Command::Credit {
                 account,
-                asset: asset.into(),
+                asset,
                 amount: a("100"),
             });
         }
         let mut sell = limit(Side::Sell, "10", "0.05001");
-        sell.symbol = "ETHBTC".into();
+        sell.market = ETHBTC;
         place(&mut engine, 1, sell);
         let mut buy = order(Side::Buy, OrderType::Market, TimeInForce::Gtc, "1", None);
-        buy.symbol = "ETHBTC".into();
+        buy.market = ETHBTC;
         buy.quantity = None;
         buy.quote_quantity = Some(a("0.005"));
         let events = place(&mut engine, 2, buy);
@@ -1411,7 +1794,7 @@ pub(crate) mod tests {
             (a("0.099"), a("0.00495099"))
         );
         assert_eq!(
-            engine.balance(2, "BTC"),
+            engine.balance(2, BTC),
             (a("99.99504901"), Amount::ZERO),
             "the unspent budget comes back"
         );
@@ -1442,7 +1825,49 @@ pub(crate) mod tests {
             OrderStatus::New,
             "ids are per account"
         );
-        assert_eq!(engine.balance(1, "USDT"), (a("97000"), a("3000")));
+        assert_eq!(engine.balance(1, USDT), (a("97000"), a("3000")));
+    }
+
+    #[test]
+    fn cancel_all_ends_every_open_order_of_the_account_on_that_market_only() {
+        let mut engine = engine();
+        place(&mut engine, 1, limit(Side::Buy, "1", "2990"));
+        place(&mut engine, 2, limit(Side::Buy, "1", "2991"));
+        place(&mut engine, 1, limit(Side::Sell, "1", "3010"));
+        place(&mut engine, 1, limit(Side::Sell, "2", "3000"));
+        place(&mut engine, 2, limit(Side::Buy, "1", "3000")); // fills half of #4
+        let events = engine.apply(Command::CancelAll {
+            account: 1,
+            market: ETHUSDT,
+            time_ms: 5,
+        });
+        let canceled: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Order(o) if o.status == OrderStatus::Canceled => Some(o.order_id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(canceled, vec![1, 3, 4], "oldest first");
+        assert_eq!(engine.balance(1, USDT).1, Amount::ZERO);
+        assert_eq!(engine.balance(1, ETH).1, Amount::ZERO);
+        assert_eq!(engine.resting_orders(ETHUSDT), 1, "account 2's order stays");
+        assert_eq!(
+            engine.apply(Command::CancelAll {
+                account: 1,
+                market: ETHUSDT,
+                time_ms: 6,
+            }),
+            vec![Event::Rejected(Reject::UnknownOrder)]
+        );
+        assert_eq!(
+            engine.apply(Command::CancelAll {
+                account: 1,
+                market: MarketId(7),
+                time_ms: 6,
+            }),
+            vec![Event::Rejected(Reject::UnknownSymbol)]
+        );
     }
 
     /// A random but always well-formed command over two markets and three accounts.
@@ -1459,17 +1884,13 @@ pub(crate) mod tests {
         )
             .prop_map(
                 |(kind, account, buy, quantity, tick, extra, second_market)| {
-                    let (symbol, price, quote) = if second_market {
-                        (
-                            "ETHBTC",
-                            Amount::from_units(5_000_000 + tick * 1_000),
-                            "BTC",
-                        )
+                    let (market, price, quote) = if second_market {
+                        (ETHBTC, Amount::from_units(5_000_000 + tick * 1_000), BTC)
                     } else {
                         (
-                            "ETHUSDT",
+                            ETHUSDT,
                             Amount::from_units((2990 + tick) * 100_000_000),
-                            "USDT",
+                            USDT,
                         )
                     };
                     let quantity = Amount::from_units(quantity * 1_000_000);
@@ -1481,11 +1902,11 @@ pub(crate) mod tests {
                         StpMode::ExpireBoth,
                     ][extra as usize];
                     let mut new = order(side, OrderType::Limit, TimeInForce::Gtc, "1", None);
-                    new.symbol = symbol.into();
+                    new.market = market;
                     new.quantity = Some(quantity);
                     new.price = Some(price);
                     new.stp = stp;
-                    let asset = [quote, "ETH"][extra as usize % 2].to_owned();
+                    let asset = [quote, ETH][extra as usize % 2];
                     match kind {
                         0 => Command::Credit {
                             account,
@@ -1524,10 +1945,16 @@ pub(crate) mod tests {
                                 time_ms: 0,
                             }
                         }
+                        6 if extra == 0 => Command::CancelAll {
+                            account,
+                            market,
+                            time_ms: 0,
+                        },
                         6 => Command::Cancel {
                             account,
-                            symbol: symbol.into(),
+                            market,
                             order_id: quantity.units() / 1_000_000,
+                            time_ms: 0,
                         },
                         _ => {
                             new.order_type = OrderType::Market;
@@ -1549,11 +1976,15 @@ pub(crate) mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
         #[test]
         fn random_commands_keep_every_invariant(commands in proptest::collection::vec(command_strategy(), 1..100)) {
-            let mut engine = Engine::new(vec![eth_usdt(), crate::market::tests_support::eth_btc()], FEES);
+            let mut engine = Engine::new(two_markets(), FEES);
+            // Preallocated memory changes where orders live, never what happens.
+            let mut preallocated = Engine::with_capacity(two_markets(), FEES, 4);
             for command in commands {
-                engine.apply(command);
+                let events = engine.apply(command.clone());
                 proptest::prop_assert_eq!(engine.check_invariants(), Ok(()));
+                proptest::prop_assert_eq!(preallocated.apply(command), events);
             }
+            proptest::prop_assert_eq!(engine.snapshot(), preallocated.snapshot());
         }
     }
 
@@ -1568,10 +1999,7 @@ pub(crate) mod tests {
     fn the_random_command_generator_produces_trades() {
         use proptest::strategy::{Strategy, ValueTree};
         let mut runner = proptest::test_runner::TestRunner::deterministic();
-        let mut engine = Engine::new(
-            vec![eth_usdt(), crate::market::tests_support::eth_btc()],
-            FEES,
-        );
+        let mut engine = Engine::new(two_markets(), FEES);
         let mut trades = 0;
         for _ in 0..3000 {
             let command = command_strategy().new_tree(&mut runner).unwrap().current();

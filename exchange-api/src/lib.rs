@@ -2,6 +2,7 @@
 //! and the Binance Spot-compatible API around them.
 
 pub mod amount;
+pub mod catalog;
 pub mod engine;
 pub mod error;
 pub mod market;
@@ -10,6 +11,7 @@ mod routes;
 pub mod sequencer;
 
 pub use amount::{Amount, AmountError};
+pub use catalog::{AssetId, Catalog, MarketId};
 pub use error::{BinanceError, BinanceFace};
 pub use market::{ExchangeConfig, Market, StpMode};
 pub use routes::router;

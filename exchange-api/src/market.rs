@@ -6,10 +6,11 @@ use crate::amount::Amount;
 use crate::error::BinanceError;
 
 /// Self-trade prevention modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum StpMode {
     /// Trade with yourself.
+    #[default]
     None,
     /// Expire the incoming order.
     ExpireTaker,

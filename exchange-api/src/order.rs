@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 
 use crate::amount::{Amount, AmountError};
+use crate::catalog::{Catalog, MarketId};
 use crate::error::BinanceError;
-use crate::market::{ExchangeConfig, Market, StpMode};
+use crate::market::{Market, StpMode};
 
 /// BUY or SELL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Side {
     /// Buy base with quote.
+    #[default]
     Buy,
     /// Sell base for quote.
     Sell,
@@ -52,8 +54,8 @@ pub enum ResponseType {
 /// A validated new order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewOrder {
-    /// Market symbol.
-    pub symbol: String,
+    /// Market.
+    pub market: MarketId,
     /// Side.
     pub side: Side,
     /// Type.
@@ -160,11 +162,12 @@ impl OrderParams {
         }
     }
 
-    /// Validates a new order against `exchange`'s markets and filters.
-    pub fn new_order(&self, exchange: &ExchangeConfig) -> Result<NewOrder, BinanceError> {
+    /// Validates a new order against the catalog's markets and filters.
+    pub fn new_order(&self, catalog: &Catalog) -> Result<NewOrder, BinanceError> {
         let symbol = self.required("symbol")?;
-        let market = exchange
-            .market(symbol)
+        let (market_id, market) = catalog
+            .market_id(symbol)
+            .and_then(|id| Some((id, catalog.market(id)?)))
             .ok_or_else(|| BinanceError::bad(-1121, "Invalid symbol."))?;
         let side = match self.required("side")? {
             "BUY" => Side::Buy,
@@ -269,7 +272,7 @@ impl OrderParams {
             id => id.map(str::to_owned),
         };
         Ok(NewOrder {
-            symbol: market.symbol.clone(),
+            market: market_id,
             side,
             order_type,
             time_in_force,
@@ -306,10 +309,8 @@ fn stp(market: &Market, requested: Option<&str>) -> Result<StpMode, BinanceError
 mod tests {
     use super::*;
 
-    fn exchange() -> ExchangeConfig {
-        ExchangeConfig {
-            markets: vec![crate::market::tests_support::eth_usdt()],
-        }
+    fn exchange() -> Catalog {
+        Catalog::new(vec![crate::market::tests_support::eth_usdt()])
     }
 
     fn order(query: &str) -> Result<NewOrder, (i32, String)> {

@@ -10,8 +10,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use weiport_access::{Access, Caller, Endpoint, Permission, Security, guarded};
 
+use crate::catalog::Catalog;
 use crate::error::{BinanceError, BinanceFace};
-use crate::market::ExchangeConfig;
 use crate::order::OrderParams;
 
 fn now_ms() -> u64 {
@@ -67,7 +67,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// `POST /api/v3/order/test`: validates an order exactly as placing it would,
 /// without sending it to the engine.
 async fn test_order(
-    State(exchange): State<Arc<ExchangeConfig>>,
+    State(catalog): State<Arc<Catalog>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
@@ -77,14 +77,14 @@ async fn test_order(
         Ok(params) => params,
         Err(error) => return error.into_response(),
     };
-    let order = match params.new_order(&exchange) {
+    let order = match params.new_order(&catalog) {
         Ok(order) => order,
         Err(error) => return error.into_response(),
     };
     if params.get("computeCommissionRates") != Some("true") {
         return Json(serde_json::json!({})).into_response();
     }
-    let market = exchange.market(&order.symbol).expect("validated above");
+    let market = catalog.market(order.market).expect("validated above");
     let zero = crate::Amount::ZERO.to_string();
     Json(serde_json::json!({
         "standardCommissionForOrder": { "maker": market.maker_fee.to_string(), "taker": market.taker_fee.to_string() },
@@ -104,7 +104,7 @@ fn test_order_weight(query: &str) -> u32 {
 }
 
 /// The exchange's routes, every one behind `access`.
-pub fn router(access: Arc<Access>, exchange: Arc<ExchangeConfig>) -> Router {
+pub fn router(access: Arc<Access>, catalog: Arc<Catalog>) -> Router {
     let face = BinanceFace;
     let public = Endpoint::new(Security::Public);
     let trade = Endpoint::new(Security::Signed(Permission::Trade));
@@ -118,7 +118,7 @@ pub fn router(access: Arc<Access>, exchange: Arc<ExchangeConfig>) -> Router {
                 post(test_order),
             ),
         )
-        .with_state(exchange);
+        .with_state(catalog);
     Router::new()
         .merge(with_markets)
         .route("/api/v3/ping", guarded(&access, &face, public, get(ping)))

@@ -12,8 +12,9 @@ use tokio::sync::{broadcast, oneshot};
 use weiport_storage::{CommandRecord, OrderRecord, StorageError, Store};
 
 use crate::amount::Amount;
+use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
-use crate::market::{Market, StpMode};
+use crate::market::StpMode;
 use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 
 /// Most commands written in one group commit.
@@ -76,8 +77,9 @@ const STPS: [StpMode; 4] = [
     StpMode::ExpireBoth,
 ];
 
-/// The log's form of a command.
-fn to_record(command: &Command) -> CommandRecord {
+/// The log's form of a command: markets and assets by name, so a log
+/// survives markets being added to the configuration.
+fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
     match command {
         Command::Credit {
             account,
@@ -85,7 +87,7 @@ fn to_record(command: &Command) -> CommandRecord {
             amount,
         } => CommandRecord::Credit {
             account: *account,
-            asset: asset.clone(),
+            asset: catalog.asset(*asset).to_owned(),
             amount: amount.units(),
         },
         Command::Debit {
@@ -94,7 +96,7 @@ fn to_record(command: &Command) -> CommandRecord {
             amount,
         } => CommandRecord::Debit {
             account: *account,
-            asset: asset.clone(),
+            asset: catalog.asset(*asset).to_owned(),
             amount: amount.units(),
         },
         Command::Place {
@@ -105,7 +107,7 @@ fn to_record(command: &Command) -> CommandRecord {
             account: *account,
             time_ms: *time_ms,
             order: OrderRecord {
-                symbol: order.symbol.clone(),
+                symbol: catalog.symbol(order.market).to_owned(),
                 side: tag(order.side, &SIDES),
                 order_type: tag(order.order_type, &TYPES),
                 time_in_force: tag(order.time_in_force, &TIFS),
@@ -119,35 +121,61 @@ fn to_record(command: &Command) -> CommandRecord {
         },
         Command::Cancel {
             account,
-            symbol,
+            market,
             order_id,
+            time_ms,
         } => CommandRecord::Cancel {
             account: *account,
-            symbol: symbol.clone(),
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
             order_id: *order_id,
+        },
+        Command::CancelAll {
+            account,
+            market,
+            time_ms,
+        } => CommandRecord::CancelAll {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
         },
     }
 }
 
 /// The engine's form of a logged command.
-fn from_record(sequence: u64, record: CommandRecord) -> Result<Command, SequencerError> {
+fn from_record(
+    catalog: &Catalog,
+    sequence: u64,
+    record: CommandRecord,
+) -> Result<Command, SequencerError> {
+    let corrupt = |reason| SequencerError::Corrupt { sequence, reason };
+    let market = |symbol: &str| {
+        catalog
+            .market_id(symbol)
+            .ok_or_else(|| corrupt("a market no longer configured"))
+    };
+    let asset = |name: &str| {
+        catalog
+            .asset_id(name)
+            .ok_or_else(|| corrupt("an asset no longer traded"))
+    };
     Ok(match record {
         CommandRecord::Credit {
             account,
-            asset,
+            asset: name,
             amount,
         } => Command::Credit {
             account,
-            asset,
+            asset: asset(&name)?,
             amount: Amount::from_units(amount),
         },
         CommandRecord::Debit {
             account,
-            asset,
+            asset: name,
             amount,
         } => Command::Debit {
             account,
-            asset,
+            asset: asset(&name)?,
             amount: Amount::from_units(amount),
         },
         CommandRecord::Place {
@@ -158,7 +186,7 @@ fn from_record(sequence: u64, record: CommandRecord) -> Result<Command, Sequence
             account,
             time_ms,
             order: NewOrder {
-                symbol: order.symbol,
+                market: market(&order.symbol)?,
                 side: untag(order.side, &SIDES, sequence)?,
                 order_type: untag(order.order_type, &TYPES, sequence)?,
                 time_in_force: untag(order.time_in_force, &TIFS, sequence)?,
@@ -172,30 +200,43 @@ fn from_record(sequence: u64, record: CommandRecord) -> Result<Command, Sequence
         },
         CommandRecord::Cancel {
             account,
+            time_ms,
             symbol,
             order_id,
         } => Command::Cancel {
             account,
-            symbol,
+            market: market(&symbol)?,
             order_id,
+            time_ms,
+        },
+        CommandRecord::CancelAll {
+            account,
+            time_ms,
+            symbol,
+        } => Command::CancelAll {
+            account,
+            market: market(&symbol)?,
+            time_ms,
         },
     })
 }
 
 impl Sequencer {
-    /// Replays the command log of `store` into a new engine over `markets`
+    /// Replays the command log of `store` into a new engine over the catalog's markets
     /// and starts the engine thread with a queue of `capacity` commands.
     pub fn start(
         store: Store,
-        markets: Vec<Market>,
+        catalog: Arc<Catalog>,
         fee_account: u64,
         capacity: usize,
     ) -> Result<Self, SequencerError> {
-        let mut engine = Engine::new(markets, fee_account);
+        let mut engine = Engine::new(catalog.clone(), fee_account);
         let mut next = 1;
+        let mut events = Vec::new();
         for item in store.commands() {
             let (sequence, record) = item?;
-            engine.apply(from_record(sequence, record)?);
+            events.clear();
+            engine.apply_into(from_record(&catalog, sequence, record)?, &mut events);
             next = sequence + 1;
         }
         let (requests, receiver) = sync_channel(capacity.max(1));
@@ -273,13 +314,14 @@ fn run(
         }
         let mut records = Vec::with_capacity(batch.len());
         let mut outcomes = Vec::with_capacity(batch.len());
-        for request in &batch {
-            let events = engine.apply(request.command.clone());
+        for Request { command, reply } in batch {
+            let record = to_record(engine.catalog(), &command);
+            let events = engine.apply(command);
             // Refused commands change nothing, so the log skips them.
             if !matches!(events.first(), Some(Event::Rejected(_))) {
-                records.push(to_record(&request.command));
+                records.push(record);
             }
-            outcomes.push(Arc::new(events));
+            outcomes.push((reply, Arc::new(events)));
         }
         if let Err(error) = store.append_commands(next, &records) {
             // Memory is now ahead of disk: acknowledge nothing and stop; a
@@ -288,9 +330,9 @@ fn run(
             return engine;
         }
         next += records.len() as u64;
-        for (request, events) in batch.into_iter().zip(outcomes) {
+        for (reply, events) in outcomes {
             let _ = publisher.send(events.clone());
-            let _ = request.reply.send(events);
+            let _ = reply.send(events);
         }
     }
     engine
@@ -310,7 +352,7 @@ mod tests {
             account,
             time_ms: 1,
             order: NewOrder {
-                symbol: "ETHUSDT".into(),
+                market: crate::catalog::MarketId(0),
                 side,
                 order_type: OrderType::Limit,
                 time_in_force: TimeInForce::Gtc,
@@ -328,14 +370,15 @@ mod tests {
     async fn a_restart_replays_the_log_into_an_identical_engine() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &Default::default()).unwrap();
-        let sequencer = Sequencer::start(store.clone(), vec![eth_usdt()], 99, 64).unwrap();
+        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
+        let sequencer = Sequencer::start(store.clone(), catalog.clone(), 99, 64).unwrap();
         let mut published = sequencer.subscribe();
         for account in [1, 2] {
             for asset in ["USDT", "ETH"] {
                 sequencer
                     .submit(Command::Credit {
                         account,
-                        asset: asset.into(),
+                        asset: catalog.asset_id(asset).unwrap(),
                         amount: amount("10000"),
                     })
                     .await
@@ -350,8 +393,9 @@ mod tests {
         }
         submissions.push(Command::Cancel {
             account: 1,
-            symbol: "ETHUSDT".into(),
+            market: crate::catalog::MarketId(0),
             order_id: 1,
+            time_ms: 2,
         });
         submissions.push(place(1, Side::Buy, "100000", "3000")); // refused: not logged
         // Concurrent submitters share group commits.
@@ -370,7 +414,7 @@ mod tests {
         let before = Arc::into_inner(sequencer).unwrap().shutdown().unwrap();
         before.check_invariants().unwrap();
 
-        let after = Sequencer::start(store, vec![eth_usdt()], 99, 64)
+        let after = Sequencer::start(store, catalog, 99, 64)
             .unwrap()
             .shutdown()
             .unwrap();
@@ -387,7 +431,7 @@ mod tests {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path(), &Default::default()).unwrap();
-            let markets = || vec![eth_usdt(), crate::market::tests_support::eth_btc()];
+            let markets = crate::engine::tests::two_markets;
             let sequencer = Sequencer::start(store.clone(), markets(), 99, 16).unwrap();
             runtime.block_on(async {
                 for command in commands {

@@ -63,10 +63,21 @@ pub enum CommandRecord {
     Cancel {
         /// Account.
         account: u64,
+        /// Engine time, ms.
+        time_ms: u64,
         /// Market.
         symbol: String,
         /// Order id.
         order_id: u64,
+    },
+    /// Every open order of an account on one market canceled.
+    CancelAll {
+        /// Account.
+        account: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+        /// Market.
+        symbol: String,
     },
 }
 
@@ -125,13 +136,25 @@ impl CommandRecord {
             }
             Self::Cancel {
                 account,
+                time_ms,
                 symbol,
                 order_id,
             } => {
                 w.u8(3);
                 w.u64(*account);
+                w.u64(*time_ms);
                 w.bytes(symbol.as_bytes());
                 w.u64(*order_id);
+            }
+            Self::CancelAll {
+                account,
+                time_ms,
+                symbol,
+            } => {
+                w.u8(4);
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.bytes(symbol.as_bytes());
             }
         }
         w.0
@@ -188,8 +211,14 @@ impl CommandRecord {
             }
             3 => Self::Cancel {
                 account: r.u64()?,
+                time_ms: r.u64()?,
                 symbol: r.string()?,
                 order_id: r.u64()?,
+            },
+            4 => Self::CancelAll {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
             },
             _ => return Err(r.corrupt()),
         };
@@ -243,8 +272,14 @@ mod tests {
             },
             CommandRecord::Cancel {
                 account: 4,
+                time_ms: 8,
                 symbol: "ETHUSDT".into(),
                 order_id: 11,
+            },
+            CommandRecord::CancelAll {
+                account: 5,
+                time_ms: 9,
+                symbol: "ETHBTC".into(),
             },
         ];
         for record in records {
