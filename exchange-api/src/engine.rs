@@ -1005,7 +1005,12 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<bool, Reject> {
         loop {
-            if taker.remaining.is_zero() || quote_budget.is_some_and(|q| q.is_zero()) {
+            // A spent quote amount ends the order; a market buy by quantity
+            // whose budget is empty still meets the book, so that self-trade
+            // prevention can end it the way it would with funds.
+            if taker.remaining.is_zero()
+                || (order.quote_quantity.is_some() && quote_budget.is_some_and(|q| q.is_zero()))
+            {
                 return Ok(false);
             }
             let book = &mut self.books[book_index];
@@ -1826,6 +1831,94 @@ pub(crate) mod tests {
             "ids are per account"
         );
         assert_eq!(engine.balance(1, USDT), (a("97000"), a("3000")));
+    }
+
+    #[test]
+    fn every_order_type_time_in_force_and_self_trade_mode() {
+        use OrderStatus::{Expired, ExpiredInMatch, Filled, New, PartiallyFilled};
+        use OrderType::{Limit, LimitMaker, Market};
+        use StpMode::{ExpireBoth, ExpireMaker, ExpireTaker, None as Off};
+        use TimeInForce::{Fok, Gtc, Ioc};
+        // Book: account 1 sells 1 @ 3000 (order 1), account 2 sells 1 @ 3001
+        // (order 2). Account 1 then buys 2 (up to 3001): its own order is met first.
+        // (type, tif, stp, taker status, trades, own maker's status after)
+        let cases = [
+            (Limit, Gtc, Off, Some(Filled), 2, Filled),
+            (Limit, Gtc, ExpireTaker, Some(ExpiredInMatch), 0, New),
+            (
+                Limit,
+                Gtc,
+                ExpireMaker,
+                Some(PartiallyFilled),
+                1,
+                ExpiredInMatch,
+            ),
+            (
+                Limit,
+                Gtc,
+                ExpireBoth,
+                Some(ExpiredInMatch),
+                0,
+                ExpiredInMatch,
+            ),
+            (Limit, Ioc, Off, Some(Filled), 2, Filled),
+            (Limit, Ioc, ExpireTaker, Some(ExpiredInMatch), 0, New),
+            (Limit, Ioc, ExpireMaker, Some(Expired), 1, ExpiredInMatch),
+            (
+                Limit,
+                Ioc,
+                ExpireBoth,
+                Some(ExpiredInMatch),
+                0,
+                ExpiredInMatch,
+            ),
+            (Limit, Fok, Off, Some(Filled), 2, Filled),
+            (Limit, Fok, ExpireTaker, Some(Expired), 0, New),
+            (Limit, Fok, ExpireMaker, Some(Expired), 0, New),
+            (Limit, Fok, ExpireBoth, Some(Expired), 0, New),
+            (Market, Gtc, Off, Some(Filled), 2, Filled),
+            (Market, Gtc, ExpireTaker, Some(ExpiredInMatch), 0, New),
+            (Market, Gtc, ExpireMaker, Some(Expired), 1, ExpiredInMatch),
+            (
+                Market,
+                Gtc,
+                ExpireBoth,
+                Some(ExpiredInMatch),
+                0,
+                ExpiredInMatch,
+            ),
+            (LimitMaker, Gtc, Off, None, 0, New),
+            (LimitMaker, Gtc, ExpireTaker, None, 0, New),
+            (LimitMaker, Gtc, ExpireMaker, None, 0, New),
+            (LimitMaker, Gtc, ExpireBoth, None, 0, New),
+        ];
+        for (order_type, tif, stp, expected, fills, maker_after) in cases {
+            let case = format!("{order_type:?} {tif:?} {stp:?}");
+            let mut engine = engine();
+            let first = place(&mut engine, 1, limit(Side::Sell, "1", "3000"));
+            place(&mut engine, 2, limit(Side::Sell, "1", "3001"));
+            let price = (order_type != Market).then_some("3001");
+            let mut buy = order(Side::Buy, order_type, tif, "2", price);
+            buy.stp = stp;
+            let events = place(&mut engine, 1, buy);
+            match expected {
+                Some(expected) => assert_eq!(status(&events, 3), expected, "{case}"),
+                None => assert_eq!(events, vec![Event::Rejected(Reject::WouldTake)], "{case}"),
+            }
+            assert_eq!(trades(&events).len(), fills, "{case}");
+            let maker = if maker_after == New {
+                status(&first, 1)
+            } else {
+                status(&events, 1)
+            };
+            assert_eq!(maker, maker_after, "{case}: own resting order");
+            assert_eq!(engine.check_invariants(), Ok(()), "{case}");
+            // Own maker if untouched, account 2's order if nothing traded, the taker if it rests.
+            let resting = usize::from(maker_after == New)
+                + usize::from(fills == 0)
+                + usize::from(expected == Some(PartiallyFilled));
+            assert_eq!(engine.resting_orders(ETHUSDT), resting, "{case}: resting");
+        }
     }
 
     #[test]
