@@ -168,14 +168,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             http_200_errors: config.query.http_200_errors,
         },
     );
-    let exchange = weiport_exchange_api::router(
-        access.clone(),
-        Arc::new(weiport_exchange_api::Catalog::new(
-            config.exchange.markets.clone(),
-        )),
+    let exchange = Arc::new(open_exchange(&config, &store, &access)?);
+    let app = router(
+        ops,
+        query.merge(weiport_exchange_api::router(exchange.clone())),
+        &config,
     );
-    let app = router(ops, query.merge(exchange), &config);
-    let admin_app = weiport_access::admin::router(access.clone(), &admin_token);
+    let admin_app = weiport_access::admin::router(
+        access.clone(),
+        &admin_token,
+        weiport_exchange_api::admin_router(exchange.clone()),
+    );
 
     let mut servers = tokio::task::JoinSet::new();
     for (listener, app) in [(listener, app), (admin_listener, admin_app)] {
@@ -220,10 +223,41 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     if let Some(job) = indexer_job {
         let _ = job.await;
     }
+    // The engine thread finishes its queue when the last handle goes.
+    drop(exchange);
     store.flush().context("flushing the database on shutdown")?;
     drop(store);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Replays the exchange's command log and starts its engine thread.
+fn open_exchange(
+    config: &Config,
+    store: &Store,
+    access: &Arc<weiport_access::Access>,
+) -> anyhow::Result<weiport_exchange_api::Exchange> {
+    let catalog = Arc::new(weiport_exchange_api::Catalog::new(
+        config.exchange.markets.clone(),
+    ));
+    let started = std::time::Instant::now();
+    let sequencer = weiport_exchange_api::sequencer::Sequencer::start(
+        store.clone(),
+        catalog.clone(),
+        config.exchange.fee_account,
+        config.exchange.queue_capacity,
+    )
+    .context("starting the exchange engine")?;
+    tracing::info!(
+        commands = sequencer.view().sequence,
+        elapsed = ?started.elapsed(),
+        "exchange state rebuilt from the command log"
+    );
+    Ok(weiport_exchange_api::Exchange {
+        catalog,
+        sequencer,
+        access: access.clone(),
+    })
 }
 
 /// The public listener's routes: operations, plus the API faces in `faces`.

@@ -105,13 +105,6 @@ async fn revoke_key(
     Ok(Json(revoked).into_response())
 }
 
-async fn ledger_unavailable() -> AdminError {
-    AdminError(
-        StatusCode::NOT_IMPLEMENTED,
-        "the exchange ledger is not enabled in this server".into(),
-    )
-}
-
 async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
     let presented = request
         .headers()
@@ -139,18 +132,16 @@ mod subtle_compare {
     }
 }
 
-/// The admin routes under `/admin`, guarded by `token`. The ledger routes
-/// (`/admin/accounts/{id}/credit|debit`) answer 501 until an exchange router
-/// that serves them is merged in front of these.
-pub fn router(access: Arc<Access>, token: &str) -> Router {
+/// The admin routes under `/admin`, plus `extra` routes of other parts
+/// (the exchange's ledger transfers), all guarded by `token`.
+pub fn router(access: Arc<Access>, token: &str, extra: Router) -> Router {
     Router::new()
         .route("/admin/accounts", post(create_account).get(list_accounts))
         .route("/admin/keys", post(create_key).get(list_keys))
         .route("/admin/keys/{id}/rotate", post(rotate_key))
         .route("/admin/keys/{id}/revoke", post(revoke_key))
-        .route("/admin/accounts/{id}/credit", post(ledger_unavailable))
-        .route("/admin/accounts/{id}/debit", post(ledger_unavailable))
         .with_state(access)
+        .merge(extra)
         .layer(axum::middleware::from_fn_with_state(
             Arc::<str>::from(token),
             require_token,

@@ -307,6 +307,11 @@ impl KeyStore {
         Ok(self.store.create_account(label, now_ms())?)
     }
 
+    /// Whether account `id` exists.
+    pub fn account_exists(&self, id: u64) -> Result<bool, KeyStoreError> {
+        Ok(self.store.account(id)?.is_some())
+    }
+
     /// Every account.
     pub fn accounts(&self) -> Result<Vec<AccountRecord>, KeyStoreError> {
         Ok(self.store.accounts()?)

@@ -290,6 +290,20 @@ impl Limiter {
         Ok((ten, day))
     }
 
+    /// Orders `account` placed in the current 10-second and day windows.
+    pub fn order_counts(&self, account: u64, now_ms: u64) -> (u32, u32) {
+        self.order_windows.get(&account).map_or((0, 0), |w| {
+            let current = |window: &Window, length_ms: u64| {
+                if window.start_ms == now_ms - now_ms % length_ms {
+                    window.used
+                } else {
+                    0
+                }
+            };
+            (current(&w.0, 10_000), current(&w.1, 86_400_000))
+        })
+    }
+
     /// Charges one query-API call to the account's tier.
     pub fn charge_query(
         &self,

@@ -2,6 +2,7 @@
 //! and the Binance Spot-compatible API around them.
 
 pub mod amount;
+pub mod api;
 pub mod catalog;
 pub mod engine;
 pub mod error;
@@ -9,9 +10,11 @@ pub mod market;
 pub mod order;
 mod routes;
 pub mod sequencer;
+pub mod view;
 
 pub use amount::{Amount, AmountError};
+pub use api::Exchange;
 pub use catalog::{AssetId, Catalog, MarketId};
 pub use error::{BinanceError, BinanceFace};
 pub use market::{ExchangeConfig, Market, StpMode};
-pub use routes::router;
+pub use routes::{admin_router, router};

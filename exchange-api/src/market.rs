@@ -159,6 +159,10 @@ fn filter_failure(filter: &str) -> BinanceError {
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExchangeConfig {
+    /// Account that receives trading fees.
+    pub fee_account: u64,
+    /// Commands waiting for the engine before submitters have to wait.
+    pub queue_capacity: usize,
     /// The markets.
     pub markets: Vec<Market>,
 }
@@ -293,6 +297,8 @@ mod tests {
         );
         eth_btc().validate().unwrap();
         let config = ExchangeConfig {
+            fee_account: 0,
+            queue_capacity: 16,
             markets: vec![eth_usdt(), eth_usdt()],
         };
         assert_eq!(config.validate().unwrap_err().problem, "defined twice");

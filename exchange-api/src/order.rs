@@ -77,11 +77,11 @@ pub struct NewOrder {
 }
 
 /// Request parameters by name, from the query string and the body.
-pub struct OrderParams {
+pub struct Params {
     values: HashMap<String, String>,
 }
 
-impl OrderParams {
+impl Params {
     /// Collects parameters from a raw query and a form or JSON body. A
     /// parameter sent twice is refused (-1101).
     pub fn parse(query: &str, body: &[u8], body_is_json: bool) -> Result<Self, BinanceError> {
@@ -134,11 +134,11 @@ impl OrderParams {
             .filter(|v| !v.is_empty())
     }
 
-    fn required(&self, name: &str) -> Result<&str, BinanceError> {
+    pub(crate) fn required(&self, name: &str) -> Result<&str, BinanceError> {
         self.get(name).ok_or_else(|| BinanceError::mandatory(name))
     }
 
-    fn amount(&self, name: &str) -> Result<Option<Amount>, BinanceError> {
+    pub(crate) fn amount(&self, name: &str) -> Result<Option<Amount>, BinanceError> {
         let Some(text) = self.get(name) else {
             return Ok(None);
         };
@@ -314,7 +314,7 @@ mod tests {
     }
 
     fn order(query: &str) -> Result<NewOrder, (i32, String)> {
-        OrderParams::parse(query, b"", false)
+        Params::parse(query, b"", false)
             .and_then(|p| p.new_order(&exchange()))
             .map_err(|e| (e.code, e.msg))
     }
@@ -336,7 +336,7 @@ mod tests {
         );
         order("symbol=ETHUSDT&side=BUY&type=MARKET&quoteOrderQty=100").unwrap();
         let json = br#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT_MAKER","quantity":"0.01","price":"3100.5"}"#;
-        let maker = OrderParams::parse("timestamp=1", json, true)
+        let maker = Params::parse("timestamp=1", json, true)
             .unwrap()
             .new_order(&exchange())
             .unwrap();

@@ -1,24 +1,21 @@
-//! The Binance Spot-compatible routes that exist so far.
+//! The Binance Spot-compatible routes, each with its security and weight,
+//! and the admin routes that move funds in and out of the ledger.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Extension, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use weiport_access::{Access, Caller, Endpoint, Permission, Security, guarded};
+use weiport_access::{Caller, Endpoint, Permission, Security, guarded};
 
-use crate::catalog::Catalog;
+use crate::amount::Amount;
+use crate::api::{self, Exchange, is_json, now_ms};
+use crate::engine::{Command, Event, Reject};
 use crate::error::{BinanceError, BinanceFace};
-use crate::order::OrderParams;
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::order::Params;
 
 async fn ping() -> Json<serde_json::Value> {
     Json(serde_json::json!({}))
@@ -57,27 +54,20 @@ async fn api_restrictions(Extension(caller): Extension<Caller>) -> Response {
     .into_response()
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
-}
-
 /// `POST /api/v3/order/test`: validates an order exactly as placing it would,
 /// without sending it to the engine.
 async fn test_order(
-    State(catalog): State<Arc<Catalog>>,
+    State(exchange): State<Arc<Exchange>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let params = match OrderParams::parse(query.as_deref().unwrap_or(""), &body, is_json(&headers))
-    {
+    let params = match Params::parse(query.as_deref().unwrap_or(""), &body, is_json(&headers)) {
         Ok(params) => params,
         Err(error) => return error.into_response(),
     };
-    let order = match params.new_order(&catalog) {
+    let catalog = &exchange.catalog;
+    let order = match params.new_order(catalog) {
         Ok(order) => order,
         Err(error) => return error.into_response(),
     };
@@ -103,33 +93,215 @@ fn test_order_weight(query: &str) -> u32 {
     }
 }
 
-/// The exchange's routes, every one behind `access`.
-pub fn router(access: Arc<Access>, catalog: Arc<Catalog>) -> Router {
+/// The exchange's public routes, every one behind `access`.
+pub fn router(exchange: Arc<Exchange>) -> Router {
+    let access = exchange.access.clone();
     let face = BinanceFace;
-    let public = Endpoint::new(Security::Public);
+    let public = |weight| Endpoint::new(Security::Public).weight(weight);
+    let read = |weight| Endpoint::new(Security::Signed(Permission::Read)).weight(weight);
     let trade = Endpoint::new(Security::Signed(Permission::Trade));
-    let with_markets = Router::new()
+    let guard = |endpoint, route| guarded(&access, &face, endpoint, route);
+    Router::new()
+        .route("/api/v3/ping", guard(public(1), get(ping)))
+        .route("/api/v3/time", guard(public(1), get(time)))
+        .route(
+            "/api/v3/exchangeInfo",
+            guard(public(20), get(api::exchange_info)),
+        )
+        .route(
+            "/api/v3/depth",
+            guard(
+                Endpoint::new(Security::Public).weight_by(api::depth_weight),
+                get(api::depth),
+            ),
+        )
+        .route("/api/v3/trades", guard(public(25), get(api::trades)))
+        .route(
+            "/api/v3/historicalTrades",
+            guard(public(25), get(api::trades)),
+        )
+        .route("/api/v3/aggTrades", guard(public(4), get(api::agg_trades)))
+        .route("/api/v3/klines", guard(public(2), get(api::klines)))
+        .route("/api/v3/uiKlines", guard(public(2), get(api::klines)))
+        .route("/api/v3/avgPrice", guard(public(2), get(api::avg_price)))
+        .route(
+            "/api/v3/ticker/24hr",
+            guard(public(2), get(api::ticker_24hr)),
+        )
+        .route(
+            "/api/v3/ticker/price",
+            guard(public(2), get(api::ticker_price)),
+        )
+        .route(
+            "/api/v3/ticker/bookTicker",
+            guard(public(2), get(api::book_ticker)),
+        )
+        .route("/api/v3/ticker", guard(public(4), get(api::ticker_window)))
+        .route(
+            "/api/v3/order",
+            guard(trade.order(), post(api::new_order))
+                .merge(guard(read(4), get(api::query_order)))
+                .merge(guard(trade, delete(api::cancel_order))),
+        )
         .route(
             "/api/v3/order/test",
-            guarded(
-                &access,
-                &face,
-                trade.weight_by(test_order_weight),
-                post(test_order),
+            guard(trade.weight_by(test_order_weight), post(test_order)),
+        )
+        .route(
+            "/api/v3/openOrders",
+            guard(
+                Endpoint::new(Security::Signed(Permission::Read))
+                    .weight_by(api::open_orders_weight),
+                get(api::open_orders),
+            )
+            .merge(guard(trade, delete(api::cancel_open_orders))),
+        )
+        .route("/api/v3/allOrders", guard(read(20), get(api::all_orders)))
+        .route("/api/v3/account", guard(read(20), get(api::account)))
+        .route(
+            "/api/v3/myTrades",
+            guard(
+                Endpoint::new(Security::Signed(Permission::Read)).weight_by(api::my_trades_weight),
+                get(api::my_trades),
             ),
         )
-        .with_state(catalog);
-    Router::new()
-        .merge(with_markets)
-        .route("/api/v3/ping", guarded(&access, &face, public, get(ping)))
-        .route("/api/v3/time", guarded(&access, &face, public, get(time)))
+        .route(
+            "/api/v3/rateLimit/order",
+            guard(read(40), get(api::order_rate_limit)),
+        )
+        .route(
+            "/api/v3/account/commission",
+            guard(read(20), get(api::account_commission)),
+        )
         .route(
             "/sapi/v1/account/apiRestrictions",
-            guarded(
-                &access,
-                &face,
-                Endpoint::new(Security::Signed(Permission::Read)),
-                get(api_restrictions),
+            guard(read(1), get(api_restrictions)),
+        )
+        .route(
+            "/sapi/v1/capital/config/getall",
+            guard(read(10), get(api::capital_config)),
+        )
+        .route(
+            "/sapi/v1/margin/allPairs",
+            guard(public(1), get(api::no_margin_pairs)),
+        )
+        .route(
+            "/sapi/v1/margin/isolated/allPairs",
+            guard(read(10), get(api::no_margin_pairs)),
+        )
+        .route(
+            "/fapi/v1/exchangeInfo",
+            guard(public(1), get(api::no_futures)),
+        )
+        .route(
+            "/dapi/v1/exchangeInfo",
+            guard(public(1), get(api::no_futures)),
+        )
+        .with_state(exchange)
+}
+
+#[derive(serde::Deserialize)]
+struct Transfer {
+    asset: String,
+    amount: String,
+}
+
+/// `POST /admin/accounts/{id}/credit|debit` with `{"asset","amount"}`.
+async fn transfer(
+    exchange: Arc<Exchange>,
+    account: u64,
+    body: Result<Json<Transfer>, axum::extract::rejection::JsonRejection>,
+    credit: bool,
+) -> Response {
+    let refuse = |status, message: String| {
+        (status, Json(serde_json::json!({ "error": message }))).into_response()
+    };
+    let bad = axum::http::StatusCode::BAD_REQUEST;
+    let Ok(Json(transfer)) = body else {
+        return refuse(
+            bad,
+            "expected a JSON body {\"asset\": …, \"amount\": \"decimal\"}".into(),
+        );
+    };
+    let Some(asset) = exchange.catalog.asset_id(&transfer.asset) else {
+        return refuse(bad, format!("unknown asset {}", transfer.asset));
+    };
+    let amount: Amount = match transfer.amount.parse() {
+        Ok(amount) => amount,
+        Err(error) => return refuse(bad, format!("amount: {error}")),
+    };
+    match exchange.access.keys.account_exists(account) {
+        Ok(true) => {}
+        Ok(false) => {
+            return refuse(
+                axum::http::StatusCode::NOT_FOUND,
+                format!("no account {account}"),
+            );
+        }
+        Err(error) => {
+            return refuse(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                error.to_string(),
+            );
+        }
+    }
+    let command = if credit {
+        Command::Credit {
+            account,
+            asset,
+            amount,
+        }
+    } else {
+        Command::Debit {
+            account,
+            asset,
+            amount,
+        }
+    };
+    let events = match exchange.sequencer.submit(command).await {
+        Ok(events) => events,
+        Err(error) => {
+            return refuse(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                error.to_string(),
+            );
+        }
+    };
+    match events.first() {
+        Some(Event::Balance { free, locked, .. }) => Json(serde_json::json!({
+            "account": account,
+            "asset": transfer.asset,
+            "free": free.to_string(),
+            "locked": locked.to_string(),
+        }))
+        .into_response(),
+        Some(Event::Rejected(Reject::InsufficientBalance)) => refuse(
+            axum::http::StatusCode::CONFLICT,
+            "insufficient free balance".into(),
+        ),
+        other => refuse(bad, format!("refused: {other:?}")),
+    }
+}
+
+/// Admin routes that credit and debit accounts (merged into the admin
+/// listener, behind its bearer token).
+pub fn admin_router(exchange: Arc<Exchange>) -> Router {
+    Router::new()
+        .route(
+            "/admin/accounts/{id}/credit",
+            post(
+                |State(exchange): State<Arc<Exchange>>, Path(id): Path<u64>, body| {
+                    transfer(exchange, id, body, true)
+                },
             ),
         )
+        .route(
+            "/admin/accounts/{id}/debit",
+            post(
+                |State(exchange): State<Arc<Exchange>>, Path(id): Path<u64>, body| {
+                    transfer(exchange, id, body, false)
+                },
+            ),
+        )
+        .with_state(exchange)
 }

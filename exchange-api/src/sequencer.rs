@@ -4,8 +4,8 @@
 //! acknowledged and published. On start the log is replayed, which rebuilds
 //! books, balances and id counters exactly.
 
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 
 use tokio::sync::{broadcast, oneshot};
@@ -16,6 +16,7 @@ use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
 use crate::market::StpMode;
 use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use crate::view::View;
 
 /// Most commands written in one group commit.
 const MAX_BATCH: usize = 1024;
@@ -46,6 +47,7 @@ struct Request {
 
 /// Handle to the engine thread.
 pub struct Sequencer {
+    view: Arc<RwLock<View>>,
     requests: Option<SyncSender<Request>>,
     events: broadcast::Sender<Arc<Vec<Event>>>,
     thread: Option<JoinHandle<Engine>>,
@@ -231,22 +233,38 @@ impl Sequencer {
         capacity: usize,
     ) -> Result<Self, SequencerError> {
         let mut engine = Engine::new(catalog.clone(), fee_account);
+        let mut view = View::new(&catalog);
         let mut next = 1;
         let mut events = Vec::new();
+        let mut clock = 0;
         for item in store.commands() {
             let (sequence, record) = item?;
+            let command = from_record(&catalog, sequence, record)?;
+            clock = clock.max(command_time(&command));
             events.clear();
-            engine.apply_into(from_record(&catalog, sequence, record)?, &mut events);
+            engine.apply_into(command.clone(), &mut events);
+            view.apply(&command, &events);
             next = sequence + 1;
         }
+        let view = Arc::new(RwLock::new(view));
+        let shared = view.clone();
         let (requests, receiver) = sync_channel(capacity.max(1));
         let (events, _) = broadcast::channel(4096);
         let publisher = events.clone();
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
-            .spawn(move || run(engine, store, next, receiver, publisher))
+            .spawn(move || {
+                run(
+                    engine,
+                    Log { store, next, clock },
+                    &shared,
+                    receiver,
+                    publisher,
+                )
+            })
             .expect("spawning the engine thread");
         Ok(Self {
+            view,
             requests: Some(requests),
             events,
             thread: Some(thread),
@@ -276,6 +294,13 @@ impl Sequencer {
         answer.await.map_err(|_| SequencerError::Stopped)
     }
 
+    /// The read side, current with every acknowledged command.
+    pub fn view(&self) -> std::sync::RwLockReadGuard<'_, View> {
+        self.view
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Every acknowledged command's events, in sequence order.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Vec<Event>>> {
         self.events.subscribe()
@@ -297,10 +322,45 @@ impl Drop for Sequencer {
     }
 }
 
+/// The durable side of the engine thread.
+struct Log {
+    store: Store,
+    /// Sequence number of the next command.
+    next: u64,
+    /// Engine time: wall-clock ms, never going backwards.
+    clock: u64,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn command_time(command: &Command) -> u64 {
+    match command {
+        Command::Place { time_ms, .. }
+        | Command::Cancel { time_ms, .. }
+        | Command::CancelAll { time_ms, .. } => *time_ms,
+        Command::Credit { .. } | Command::Debit { .. } => 0,
+    }
+}
+
+/// Stamps `command` with the engine's clock, so times in events and in the
+/// log are monotonic whoever submitted first.
+fn stamp(command: &mut Command, clock: u64) {
+    match command {
+        Command::Place { time_ms, .. }
+        | Command::Cancel { time_ms, .. }
+        | Command::CancelAll { time_ms, .. } => *time_ms = clock,
+        Command::Credit { .. } | Command::Debit { .. } => {}
+    }
+}
+
 fn run(
     mut engine: Engine,
-    store: Store,
-    mut next: u64,
+    mut log: Log,
+    view: &RwLock<View>,
     receiver: Receiver<Request>,
     publisher: broadcast::Sender<Arc<Vec<Event>>>,
 ) -> Engine {
@@ -312,25 +372,38 @@ fn run(
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
+        log.clock = log.clock.max(now_ms());
         let mut records = Vec::with_capacity(batch.len());
         let mut outcomes = Vec::with_capacity(batch.len());
-        for Request { command, reply } in batch {
+        for Request { mut command, reply } in batch {
+            stamp(&mut command, log.clock);
             let record = to_record(engine.catalog(), &command);
-            let events = engine.apply(command);
+            let events = engine.apply(command.clone());
             // Refused commands change nothing, so the log skips them.
-            if !matches!(events.first(), Some(Event::Rejected(_))) {
+            let accepted = !matches!(events.first(), Some(Event::Rejected(_)));
+            if accepted {
                 records.push(record);
             }
-            outcomes.push((reply, Arc::new(events)));
+            outcomes.push((command, accepted, reply, Arc::new(events)));
         }
-        if let Err(error) = store.append_commands(next, &records) {
+        if let Err(error) = log.store.append_commands(log.next, &records) {
             // Memory is now ahead of disk: acknowledge nothing and stop; a
             // restart replays what is durable.
             tracing::error!(%error, "writing the command log failed; the exchange engine stops");
             return engine;
         }
-        next += records.len() as u64;
-        for (reply, events) in outcomes {
+        log.next += records.len() as u64;
+        {
+            let mut view = view
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (command, accepted, _, events) in &outcomes {
+                if *accepted {
+                    view.apply(command, events);
+                }
+            }
+        }
+        for (_, _, reply, events) in outcomes {
             let _ = publisher.send(events.clone());
             let _ = reply.send(events);
         }

@@ -1,0 +1,1341 @@
+//! Handlers of the Binance Spot-compatible REST API over the sequencer and
+//! its read side: market data, orders, account and history.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Extension, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use weiport_access::{Access, Caller};
+
+use crate::amount::Amount;
+use crate::catalog::{Catalog, MarketId};
+use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
+use crate::error::BinanceError;
+use crate::market::{Market, StpMode};
+use crate::order::{OrderType, Params, ResponseType, Side, TimeInForce};
+use crate::sequencer::Sequencer;
+use crate::view::{OrderView, View};
+
+/// The exchange as the API sees it: the markets, the engine behind its
+/// sequencer, and the access layer (for order-count figures).
+pub struct Exchange {
+    /// Markets and assets.
+    pub catalog: Arc<Catalog>,
+    /// The engine thread.
+    pub sequencer: Sequencer,
+    /// Keys and limits.
+    pub access: Arc<Access>,
+}
+
+type Answer = Result<Response, BinanceError>;
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// Parameters from the query and, when sent, a form or JSON body.
+pub(crate) fn params(
+    query: &Option<String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Params, BinanceError> {
+    Params::parse(query.as_deref().unwrap_or(""), body, is_json(headers))
+}
+
+fn caller_account(caller: &Caller) -> Result<AccountId, BinanceError> {
+    caller.key.as_ref().map(|key| key.account).ok_or_else(|| {
+        BinanceError::new(
+            axum::http::StatusCode::UNAUTHORIZED,
+            -2015,
+            "Invalid API-key, IP, or permissions for action.",
+        )
+    })
+}
+
+fn bad_symbol() -> BinanceError {
+    BinanceError::bad(-1121, "Invalid symbol.")
+}
+
+fn market<'a>(
+    catalog: &'a Catalog,
+    params: &Params,
+) -> Result<(MarketId, &'a Market), BinanceError> {
+    let symbol = params.required("symbol")?;
+    let id = catalog.market_id(symbol).ok_or_else(bad_symbol)?;
+    Ok((id, catalog.market(id).ok_or_else(bad_symbol)?))
+}
+
+/// `symbol`, `symbols` (a JSON array) or neither (every market).
+fn markets(catalog: &Catalog, params: &Params) -> Result<(Vec<MarketId>, bool), BinanceError> {
+    match (params.get("symbol"), params.get("symbols")) {
+        (Some(_), Some(_)) => Err(BinanceError::bad(
+            -1128,
+            "Combination of optional parameters invalid.",
+        )),
+        (Some(symbol), None) => Ok((
+            vec![catalog.market_id(symbol).ok_or_else(bad_symbol)?],
+            true,
+        )),
+        (None, Some(list)) => {
+            let names: Vec<String> = serde_json::from_str(list).map_err(|_| {
+                BinanceError::bad(-1100, "Illegal characters found in parameter 'symbols'; legal range is '^\\[(\"[A-Z0-9-_.]{1,20}\"(,\"[A-Z0-9-_.]{1,20}\"){0,}){0,1}\\]$'.")
+            })?;
+            if names.is_empty() {
+                return Err(BinanceError::mandatory("symbols"));
+            }
+            let mut ids = Vec::new();
+            for name in names {
+                let id = catalog.market_id(&name).ok_or_else(bad_symbol)?;
+                if ids.contains(&id) {
+                    return Err(BinanceError::bad(
+                        -1151,
+                        "Symbol is present multiple times in the list.",
+                    ));
+                }
+                ids.push(id);
+            }
+            Ok((ids, false))
+        }
+        (None, None) => Ok((catalog.markets().map(|(id, _)| id).collect(), false)),
+    }
+}
+
+fn one_or_many(values: Vec<Value>, single: bool) -> Response {
+    if single {
+        Json(values.into_iter().next().unwrap_or(Value::Null)).into_response()
+    } else {
+        Json(Value::Array(values)).into_response()
+    }
+}
+
+fn integer(params: &Params, name: &str) -> Result<Option<u64>, BinanceError> {
+    params
+        .get(name)
+        .map(|text| {
+            text.parse::<u64>().map_err(|_| {
+                BinanceError::bad(-1100, format!("Illegal characters found in parameter '{name}'; legal range is '^[0-9]{{1,20}}$'."))
+            })
+        })
+        .transpose()
+}
+
+fn limit(params: &Params, default: usize, max: usize) -> Result<usize, BinanceError> {
+    Ok(match integer(params, "limit")? {
+        None => default,
+        Some(0) => default,
+        Some(n) => (n as usize).min(max),
+    })
+}
+
+fn boolean(params: &Params, name: &str) -> bool {
+    params.get(name) == Some("true")
+}
+
+fn status_name(status: OrderStatus) -> &'static str {
+    match status {
+        OrderStatus::New => "NEW",
+        OrderStatus::PartiallyFilled => "PARTIALLY_FILLED",
+        OrderStatus::Filled => "FILLED",
+        OrderStatus::Canceled => "CANCELED",
+        OrderStatus::Rejected => "REJECTED",
+        OrderStatus::Expired => "EXPIRED",
+        OrderStatus::ExpiredInMatch => "EXPIRED_IN_MATCH",
+    }
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Buy => "BUY",
+        Side::Sell => "SELL",
+    }
+}
+
+fn type_name(order_type: OrderType) -> &'static str {
+    match order_type {
+        OrderType::Limit => "LIMIT",
+        OrderType::Market => "MARKET",
+        OrderType::LimitMaker => "LIMIT_MAKER",
+    }
+}
+
+fn tif_name(tif: TimeInForce) -> &'static str {
+    match tif {
+        TimeInForce::Gtc => "GTC",
+        TimeInForce::Ioc => "IOC",
+        TimeInForce::Fok => "FOK",
+    }
+}
+
+fn stp_name(stp: StpMode) -> &'static str {
+    match stp {
+        StpMode::None => "NONE",
+        StpMode::ExpireTaker => "EXPIRE_TAKER",
+        StpMode::ExpireMaker => "EXPIRE_MAKER",
+        StpMode::ExpireBoth => "EXPIRE_BOTH",
+    }
+}
+
+/// An order in the shape of `GET /api/v3/order`.
+fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
+    json!({
+        "symbol": catalog.symbol(order.market),
+        "orderId": order.order_id,
+        "orderListId": -1,
+        "clientOrderId": order.client_order_id,
+        "price": order.price.to_string(),
+        "origQty": order.orig_qty.to_string(),
+        "executedQty": order.executed.to_string(),
+        "cummulativeQuoteQty": order.cumulative_quote.to_string(),
+        "status": status_name(order.status),
+        "timeInForce": tif_name(order.time_in_force),
+        "type": type_name(order.order_type),
+        "side": side_name(order.side),
+        "stopPrice": Amount::ZERO.to_string(),
+        "icebergQty": Amount::ZERO.to_string(),
+        "time": order.time_ms,
+        "updateTime": order.update_ms,
+        "isWorking": true,
+        "workingTime": order.time_ms,
+        "origQuoteOrderQty": order.orig_quote_qty.to_string(),
+        "selfTradePreventionMode": stp_name(order.stp),
+    })
+}
+
+/// A cancel report, as `DELETE /api/v3/order` answers.
+fn cancel_json(catalog: &Catalog, order: &OrderView, cancel_id: &str, now: u64) -> Value {
+    json!({
+        "symbol": catalog.symbol(order.market),
+        "origClientOrderId": order.client_order_id,
+        "orderId": order.order_id,
+        "orderListId": -1,
+        "clientOrderId": cancel_id,
+        "transactTime": now,
+        "price": order.price.to_string(),
+        "origQty": order.orig_qty.to_string(),
+        "executedQty": order.executed.to_string(),
+        "origQuoteOrderQty": order.orig_quote_qty.to_string(),
+        "cummulativeQuoteQty": order.cumulative_quote.to_string(),
+        "status": status_name(order.status),
+        "timeInForce": tif_name(order.time_in_force),
+        "type": type_name(order.order_type),
+        "side": side_name(order.side),
+        "selfTradePreventionMode": stp_name(order.stp),
+    })
+}
+
+fn engine_refusal(reject: Reject, placing: bool) -> BinanceError {
+    let (code, msg) = match reject {
+        Reject::UnknownSymbol => (-1121, "Invalid symbol."),
+        Reject::UnknownAsset => (-1130, "Data sent for parameter 'asset' is not valid."),
+        Reject::InsufficientBalance => (
+            -2010,
+            "Account has insufficient balance for requested action.",
+        ),
+        Reject::WouldTake => (-2010, "Order would immediately match and take."),
+        Reject::UnknownOrder if placing => (-2010, "Unknown order sent."),
+        Reject::UnknownOrder => (-2011, "Unknown order sent."),
+        Reject::DuplicateClientOrderId => (-2010, "Duplicate order sent."),
+        Reject::TooManyOrders => (-2010, "Filter failure: MAX_NUM_ORDERS"),
+        Reject::Overflow => (-1108, "Parameter 'quantity' overflowed."),
+        Reject::OffGrid => (-1013, "Filter failure: LOT_SIZE"),
+    };
+    BinanceError::bad(code, msg)
+}
+
+fn unavailable() -> BinanceError {
+    BinanceError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        -1001,
+        "Internal error; unable to process your request. Please try again.",
+    )
+}
+
+async fn submit(exchange: &Exchange, command: Command) -> Result<Arc<Vec<Event>>, BinanceError> {
+    exchange.sequencer.submit(command).await.map_err(|error| {
+        tracing::error!(%error, "the exchange engine refused work");
+        unavailable()
+    })
+}
+
+fn random_client_id() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..22)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+// ---------------------------------------------------------------- market data
+
+pub(crate) async fn exchange_info(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (ids, _) = markets(&exchange.catalog, &params)?;
+    let limits = exchange.access.limiter.config();
+    let symbols: Vec<Value> = ids
+        .iter()
+        .filter_map(|id| exchange.catalog.market(*id))
+        .map(|m| {
+            json!({
+                "symbol": m.symbol, "status": "TRADING",
+                "baseAsset": m.base, "baseAssetPrecision": 8,
+                "quoteAsset": m.quote, "quotePrecision": 8, "quoteAssetPrecision": 8,
+                "baseCommissionPrecision": 8, "quoteCommissionPrecision": 8,
+                "orderTypes": ["LIMIT", "LIMIT_MAKER", "MARKET"],
+                "icebergAllowed": false, "ocoAllowed": false, "otoAllowed": false, "opoAllowed": false,
+                "quoteOrderQtyMarketAllowed": true, "allowTrailingStop": false,
+                "cancelReplaceAllowed": false, "amendAllowed": false, "pegInstructionsAllowed": false,
+                "isSpotTradingAllowed": true, "isMarginTradingAllowed": false,
+                "filters": [
+                    {"filterType": "PRICE_FILTER", "minPrice": m.min_price.to_string(), "maxPrice": m.max_price.to_string(), "tickSize": m.tick_size.to_string()},
+                    {"filterType": "LOT_SIZE", "minQty": m.min_qty.to_string(), "maxQty": m.max_qty.to_string(), "stepSize": m.step_size.to_string()},
+                    {"filterType": "MARKET_LOT_SIZE", "minQty": m.min_qty.to_string(), "maxQty": m.market_max_qty.to_string(), "stepSize": m.step_size.to_string()},
+                    {"filterType": "NOTIONAL", "minNotional": m.min_notional.to_string(), "applyMinToMarket": true, "maxNotional": "9000000000.00000000", "applyMaxToMarket": false, "avgPriceMins": 5},
+                    {"filterType": "MAX_NUM_ORDERS", "maxNumOrders": m.max_num_orders},
+                ],
+                "permissions": [],
+                "permissionSets": [["SPOT"]],
+                "defaultSelfTradePreventionMode": stp_name(m.default_stp),
+                "allowedSelfTradePreventionModes": m.allowed_stp.iter().map(|s| stp_name(*s)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "timezone": "UTC",
+        "serverTime": now_ms(),
+        "rateLimits": [
+            {"rateLimitType": "REQUEST_WEIGHT", "interval": "MINUTE", "intervalNum": 1, "limit": limits.ip_weight_per_minute},
+            {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": limits.orders_per_10s},
+            {"rateLimitType": "ORDERS", "interval": "DAY", "intervalNum": 1, "limit": limits.orders_per_day},
+        ],
+        "exchangeFilters": [],
+        "symbols": symbols,
+    }))
+    .into_response())
+}
+
+pub(crate) fn depth_weight(query: &str) -> u32 {
+    let limit = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "limit")
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+        .unwrap_or(100);
+    match limit {
+        0..=100 => 5,
+        101..=500 => 25,
+        501..=1000 => 50,
+        _ => 250,
+    }
+}
+
+pub(crate) async fn depth(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (id, _) = market(&exchange.catalog, &params)?;
+    let limit = limit(&params, 100, 5000)?;
+    let view = exchange.sequencer.view();
+    let book = view.market(id).ok_or_else(bad_symbol)?;
+    let level =
+        |(price, quantity): (&Amount, &Amount)| json!([price.to_string(), quantity.to_string()]);
+    let bids: Vec<Value> = book.bids.iter().rev().take(limit).map(level).collect();
+    let asks: Vec<Value> = book.asks.iter().take(limit).map(level).collect();
+    Ok(Json(json!({ "lastUpdateId": book.update_id, "bids": bids, "asks": asks })).into_response())
+}
+
+fn trade_json(trade: &Trade) -> Value {
+    json!({
+        "id": trade.trade_id,
+        "price": trade.price.to_string(),
+        "qty": trade.quantity.to_string(),
+        "quoteQty": trade.quote_quantity.to_string(),
+        "time": trade.time_ms,
+        "isBuyerMaker": trade.taker_side == Side::Sell,
+        "isBestMatch": true,
+    })
+}
+
+pub(crate) async fn trades(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (id, _) = market(&exchange.catalog, &params)?;
+    let limit = limit(&params, 500, 1000)?;
+    let from = integer(&params, "fromId")?;
+    let view = exchange.sequencer.view();
+    let book = view.market(id).ok_or_else(bad_symbol)?;
+    let from = from.unwrap_or_else(|| {
+        (book.trades.len() as u64 + 1)
+            .saturating_sub(limit as u64)
+            .max(1)
+    });
+    let trades: Vec<Value> = book
+        .trades_from(from, limit)
+        .iter()
+        .map(trade_json)
+        .collect();
+    Ok(Json(Value::Array(trades)).into_response())
+}
+
+pub(crate) async fn agg_trades(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (id, _) = market(&exchange.catalog, &params)?;
+    let limit = limit(&params, 500, 1000)?;
+    let from = integer(&params, "fromId")?;
+    let start = integer(&params, "startTime")?;
+    let end = integer(&params, "endTime")?;
+    if from.is_some() && (start.is_some() || end.is_some()) {
+        return Err(BinanceError::bad(
+            -1128,
+            "Combination of optional parameters invalid.",
+        ));
+    }
+    let view = exchange.sequencer.view();
+    let book = view.market(id).ok_or_else(bad_symbol)?;
+    let aggs = &book.aggs;
+    let selected: Vec<_> = match (from, start, end) {
+        (Some(from), _, _) => aggs
+            .iter()
+            .skip((from.max(1) - 1) as usize)
+            .take(limit)
+            .collect(),
+        (None, None, None) => aggs.iter().skip(aggs.len().saturating_sub(limit)).collect(),
+        (None, start, end) => {
+            let start = start.unwrap_or(0);
+            let end = end.unwrap_or(u64::MAX);
+            let first = aggs.partition_point(|a| a.time_ms < start);
+            aggs[first..]
+                .iter()
+                .take_while(|a| a.time_ms <= end)
+                .take(limit)
+                .collect()
+        }
+    };
+    let out: Vec<Value> = selected
+        .into_iter()
+        .map(|a| {
+            json!({
+                "a": a.id, "p": a.price.to_string(), "q": a.quantity.to_string(),
+                "f": a.first_trade, "l": a.last_trade, "T": a.time_ms,
+                "m": a.buyer_is_maker, "M": true,
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+/// Interval length in ms (months as 30 days is wrong, so `1M` is by calendar).
+fn interval_ms(interval: &str) -> Option<u64> {
+    const MIN: u64 = 60_000;
+    Some(match interval {
+        "1s" => 1_000,
+        "1m" => MIN,
+        "3m" => 3 * MIN,
+        "5m" => 5 * MIN,
+        "15m" => 15 * MIN,
+        "30m" => 30 * MIN,
+        "1h" => 60 * MIN,
+        "2h" => 120 * MIN,
+        "4h" => 240 * MIN,
+        "6h" => 360 * MIN,
+        "8h" => 480 * MIN,
+        "12h" => 720 * MIN,
+        "1d" => 1_440 * MIN,
+        "3d" => 3 * 1_440 * MIN,
+        "1w" => 7 * 1_440 * MIN,
+        "1M" => 0,
+        _ => return None,
+    })
+}
+
+/// Start of the period holding `time_ms`: weeks start on Monday, months on the 1st (UTC).
+fn period_start(time_ms: u64, length: u64) -> (u64, u64) {
+    const DAY: u64 = 86_400_000;
+    if length == 0 {
+        let (y, m, _) = civil_from_days((time_ms / DAY) as i64);
+        let start = days_from_civil(y, m, 1) as u64 * DAY;
+        let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+        let next = days_from_civil(ny, nm, 1) as u64 * DAY;
+        return (start, next);
+    }
+    if length == 7 * DAY {
+        // 1970-01-01 was a Thursday; Mondays are 4 days later.
+        let offset = 4 * DAY;
+        let start = (time_ms + 7 * DAY - offset) / length * length + offset - 7 * DAY;
+        let start = if start + length <= time_ms {
+            start + length
+        } else {
+            start
+        };
+        return (start, start + length);
+    }
+    let start = time_ms - time_ms % length;
+    (start, start + length)
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (i64::from(m) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// One kline.
+#[derive(Default)]
+struct Candle {
+    open_time: u64,
+    close_time: u64,
+    open: Amount,
+    high: Amount,
+    low: Amount,
+    close: Amount,
+    volume: Amount,
+    quote_volume: Amount,
+    trades: u64,
+    taker_buy_volume: Amount,
+    taker_buy_quote_volume: Amount,
+}
+
+impl Candle {
+    fn add(&mut self, trade: &Trade) {
+        self.high = self.high.max(trade.price);
+        self.low = self.low.min(trade.price);
+        self.close = trade.price;
+        self.volume = self.volume.saturating_add(trade.quantity);
+        self.quote_volume = self.quote_volume.saturating_add(trade.quote_quantity);
+        self.trades += 1;
+        if trade.taker_side == Side::Buy {
+            self.taker_buy_volume = self.taker_buy_volume.saturating_add(trade.quantity);
+            self.taker_buy_quote_volume = self
+                .taker_buy_quote_volume
+                .saturating_add(trade.quote_quantity);
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!([
+            self.open_time,
+            self.open.to_string(),
+            self.high.to_string(),
+            self.low.to_string(),
+            self.close.to_string(),
+            self.volume.to_string(),
+            self.close_time,
+            self.quote_volume.to_string(),
+            self.trades,
+            self.taker_buy_volume.to_string(),
+            self.taker_buy_quote_volume.to_string(),
+            "0"
+        ])
+    }
+}
+
+pub(crate) async fn klines(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (id, _) = market(&exchange.catalog, &params)?;
+    let length = interval_ms(params.required("interval")?)
+        .ok_or_else(|| BinanceError::bad(-1120, "Invalid interval."))?;
+    let limit = limit(&params, 500, 1000)?;
+    let start = integer(&params, "startTime")?;
+    let end = integer(&params, "endTime")?.unwrap_or(u64::MAX);
+    let view = exchange.sequencer.view();
+    let trades = &view.market(id).ok_or_else(bad_symbol)?.trades;
+    let first = trades.partition_point(|t| t.time_ms < start.unwrap_or(0));
+    let mut candles: Vec<Candle> = Vec::new();
+    for trade in trades[first..].iter().take_while(|t| t.time_ms <= end) {
+        let (open_time, next) = period_start(trade.time_ms, length);
+        if candles.last().is_none_or(|c| c.open_time != open_time) {
+            candles.push(Candle {
+                open_time,
+                close_time: next - 1,
+                open: trade.price,
+                high: trade.price,
+                low: trade.price,
+                ..Candle::default()
+            });
+        }
+        candles.last_mut().expect("just pushed").add(trade);
+    }
+    // Without a start time, the most recent candles.
+    let skip = if start.is_none() {
+        candles.len().saturating_sub(limit)
+    } else {
+        0
+    };
+    let out: Vec<Value> = candles
+        .iter()
+        .skip(skip)
+        .take(limit)
+        .map(Candle::to_json)
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+/// Trades of `market` in the last `window_ms` before `now`.
+fn window(view: &View, id: MarketId, now: u64, window_ms: u64) -> &[Trade] {
+    let trades = view.market(id).map_or(&[][..], |m| &m.trades[..]);
+    let first = trades.partition_point(|t| t.time_ms < now.saturating_sub(window_ms));
+    &trades[first..]
+}
+
+/// Best bid and ask of `id`, each (price, quantity), zeros when absent.
+fn best(view: &View, id: MarketId) -> ((Amount, Amount), (Amount, Amount)) {
+    view.market(id)
+        .map_or_else(Default::default, |m| (m.best_bid(), m.best_ask()))
+}
+
+/// Quote per unit of base over trades summing to `base` and `quote` units.
+fn average_price(base: u128, quote: u128) -> Option<Amount> {
+    let price = (quote * 100_000_000).checked_div(base)?;
+    Some(Amount::from_units(u64::try_from(price).unwrap_or(u64::MAX)))
+}
+
+fn last_price(view: &View, id: MarketId) -> Option<&Trade> {
+    view.market(id).and_then(|m| m.trades.last())
+}
+
+pub(crate) async fn ticker_price(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let view = exchange.sequencer.view();
+    let out = ids
+        .iter()
+        .map(|id| {
+            let price = last_price(&view, *id).map_or(Amount::ZERO, |t| t.price);
+            json!({ "symbol": exchange.catalog.symbol(*id), "price": price.to_string() })
+        })
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+pub(crate) async fn book_ticker(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let view = exchange.sequencer.view();
+    let out = ids
+        .iter()
+        .map(|id| {
+            let (bid, ask) = best(&view, *id);
+            json!({
+                "symbol": exchange.catalog.symbol(*id),
+                "bidPrice": bid.0.to_string(), "bidQty": bid.1.to_string(),
+                "askPrice": ask.0.to_string(), "askQty": ask.1.to_string(),
+            })
+        })
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+pub(crate) async fn avg_price(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (id, _) = market(&exchange.catalog, &params)?;
+    let view = exchange.sequencer.view();
+    let now = now_ms();
+    let trades = window(&view, id, now, 5 * 60_000);
+    let (base, quote) = trades.iter().fold((0u128, 0u128), |(b, q), t| {
+        (
+            b + u128::from(t.quantity.units()),
+            q + u128::from(t.quote_quantity.units()),
+        )
+    });
+    let price = average_price(base, quote)
+        .unwrap_or_else(|| last_price(&view, id).map_or(Amount::ZERO, |t| t.price));
+    let close = trades.last().map_or(now, |t| t.time_ms);
+    Ok(Json(json!({ "mins": 5, "price": price.to_string(), "closeTime": close })).into_response())
+}
+
+/// Rolling statistics of `id` over `window_ms`, FULL or MINI.
+fn rolling_stats(
+    exchange: &Exchange,
+    view: &View,
+    id: MarketId,
+    now: u64,
+    window_ms: u64,
+    full: bool,
+) -> Value {
+    let trades = window(view, id, now, window_ms);
+    let last = trades.last();
+    let open = trades.first().map_or(Amount::ZERO, |t| t.price);
+    let close = last.map_or(Amount::ZERO, |t| t.price);
+    let high = trades.iter().map(|t| t.price).max().unwrap_or_default();
+    let low = trades.iter().map(|t| t.price).min().unwrap_or_default();
+    let (base, quote) = trades
+        .iter()
+        .fold((Amount::ZERO, Amount::ZERO), |(b, q), t| {
+            (
+                b.saturating_add(t.quantity),
+                q.saturating_add(t.quote_quantity),
+            )
+        });
+    let mut out = json!({
+        "symbol": exchange.catalog.symbol(id),
+        "openPrice": open.to_string(), "highPrice": high.to_string(), "lowPrice": low.to_string(),
+        "lastPrice": close.to_string(), "volume": base.to_string(), "quoteVolume": quote.to_string(),
+        "openTime": now.saturating_sub(window_ms), "closeTime": now,
+        "firstId": trades.first().map_or(-1, |t| t.trade_id as i64),
+        "lastId": last.map_or(-1, |t| t.trade_id as i64),
+        "count": trades.len(),
+    });
+    if full {
+        let change = i128::from(close.units()) - i128::from(open.units());
+        let percent = if open.is_zero() {
+            0.0
+        } else {
+            change as f64 * 100.0 / open.units() as f64
+        };
+        let weighted =
+            average_price(u128::from(base.units()), u128::from(quote.units())).unwrap_or_default();
+        let (bid, ask) = best(view, id);
+        let sign = if change < 0 { "-" } else { "" };
+        let magnitude = Amount::from_units(change.unsigned_abs() as u64);
+        let fields = json!({
+            "priceChange": format!("{sign}{magnitude}"),
+            "priceChangePercent": format!("{percent:.3}"),
+            "weightedAvgPrice": weighted.to_string(),
+            "prevClosePrice": open.to_string(),
+            "lastQty": last.map_or(Amount::ZERO, |t| t.quantity).to_string(),
+            "bidPrice": bid.0.to_string(), "bidQty": bid.1.to_string(),
+            "askPrice": ask.0.to_string(), "askQty": ask.1.to_string(),
+        });
+        if let (Value::Object(out), Value::Object(fields)) = (&mut out, fields) {
+            out.extend(fields);
+        }
+    }
+    out
+}
+
+fn ticker_type(params: &Params) -> Result<bool, BinanceError> {
+    match params.get("type") {
+        None | Some("FULL") => Ok(true),
+        Some("MINI") => Ok(false),
+        Some(_) => Err(BinanceError::bad(-1139, "Invalid ticker type.")),
+    }
+}
+
+pub(crate) async fn ticker_24hr(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let full = ticker_type(&params)?;
+    let view = exchange.sequencer.view();
+    let now = now_ms();
+    let out = ids
+        .iter()
+        .map(|id| rolling_stats(&exchange, &view, *id, now, 86_400_000, full))
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+pub(crate) async fn ticker_window(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+    if params.get("symbol").is_none() && params.get("symbols").is_none() {
+        return Err(BinanceError::bad(
+            -1102,
+            "Param 'symbol' or 'symbols' must be sent, but both were empty/null!",
+        ));
+    }
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let full = ticker_type(&params)?;
+    let size = params.get("windowSize").unwrap_or("1d");
+    let invalid = || {
+        BinanceError::bad(
+            -1100,
+            "Illegal characters found in parameter 'windowSize'; legal range is '^[0-9]{1,2}[mhd]$'.",
+        )
+    };
+    let (number, unit) = size.split_at(size.len().saturating_sub(1));
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let window_ms = match (unit, number) {
+        ("m", 1..=59) => number * 60_000,
+        ("h", 1..=23) => number * 3_600_000,
+        ("d", 1..=7) => number * 86_400_000,
+        _ => return Err(invalid()),
+    };
+    let view = exchange.sequencer.view();
+    let now = now_ms();
+    let out = ids
+        .iter()
+        .map(|id| rolling_stats(&exchange, &view, *id, now, window_ms, full))
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+// ---------------------------------------------------------------- trading
+
+pub(crate) async fn new_order(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let mut order = params.new_order(&exchange.catalog)?;
+    order.client_order_id.get_or_insert_with(random_client_id);
+    let (market, response_type) = (order.market, order.response_type);
+    let events = submit(
+        &exchange,
+        Command::Place {
+            account,
+            order,
+            time_ms: 0,
+        },
+    )
+    .await?;
+    if let Some(Event::Rejected(reject)) = events.first() {
+        return Err(engine_refusal(*reject, true));
+    }
+    // The new order has the market's highest id among the events.
+    let order_id = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Order(o) if o.market == market => Some(o.order_id),
+            _ => None,
+        })
+        .max()
+        .ok_or_else(unavailable)?;
+    let view = exchange.sequencer.view();
+    let order = view
+        .market(market)
+        .and_then(|m| m.order(order_id))
+        .ok_or_else(unavailable)?;
+    let mut out = json!({
+        "symbol": exchange.catalog.symbol(market),
+        "orderId": order.order_id,
+        "orderListId": -1,
+        "clientOrderId": order.client_order_id,
+        "transactTime": order.time_ms,
+    });
+    if response_type != ResponseType::Ack {
+        let full = order_json(&exchange.catalog, order);
+        for field in [
+            "price",
+            "origQty",
+            "executedQty",
+            "origQuoteOrderQty",
+            "cummulativeQuoteQty",
+            "status",
+            "timeInForce",
+            "type",
+            "side",
+            "workingTime",
+            "selfTradePreventionMode",
+        ] {
+            out[field] = full[field].clone();
+        }
+    }
+    if response_type == ResponseType::Full {
+        let (base, quote) = exchange.catalog.pair(market).ok_or_else(unavailable)?;
+        let fills: Vec<Value> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Trade(t) if t.taker.0 == order_id => Some(t),
+                _ => None,
+            })
+            .map(|t| {
+                let asset = if t.taker_side == Side::Buy {
+                    base
+                } else {
+                    quote
+                };
+                json!({
+                    "price": t.price.to_string(), "qty": t.quantity.to_string(),
+                    "commission": t.taker_fee.to_string(),
+                    "commissionAsset": exchange.catalog.asset(asset),
+                    "tradeId": t.trade_id,
+                })
+            })
+            .collect();
+        out["fills"] = Value::Array(fills);
+    }
+    Ok(Json(out).into_response())
+}
+
+fn order_ref(params: &Params) -> Result<(Option<u64>, Option<String>), BinanceError> {
+    let order_id = integer(params, "orderId")?;
+    let client = params.get("origClientOrderId").map(str::to_owned);
+    if order_id.is_none() && client.is_none() {
+        return Err(BinanceError::bad(
+            -1102,
+            "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!",
+        ));
+    }
+    Ok((order_id, client))
+}
+
+pub(crate) async fn query_order(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let (order_id, client) = order_ref(&params)?;
+    let view = exchange.sequencer.view();
+    let order = view
+        .find_order(account, market, order_id, client.as_deref())
+        .ok_or_else(|| BinanceError::bad(-2013, "Order does not exist."))?;
+    Ok(Json(order_json(&exchange.catalog, order)).into_response())
+}
+
+pub(crate) async fn cancel_order(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let (order_id, client) = order_ref(&params)?;
+    let unknown = || BinanceError::bad(-2011, "Unknown order sent.");
+    let order_id = exchange
+        .sequencer
+        .view()
+        .find_order(account, market, order_id, client.as_deref())
+        .map(|o| o.order_id)
+        .ok_or_else(unknown)?;
+    let events = submit(
+        &exchange,
+        Command::Cancel {
+            account,
+            market,
+            order_id,
+            time_ms: 0,
+        },
+    )
+    .await?;
+    if let Some(Event::Rejected(reject)) = events.first() {
+        return Err(engine_refusal(*reject, false));
+    }
+    let cancel_id = params
+        .get("newClientOrderId")
+        .map_or_else(random_client_id, str::to_owned);
+    let view = exchange.sequencer.view();
+    let order = view
+        .market(market)
+        .and_then(|m| m.order(order_id))
+        .ok_or_else(unavailable)?;
+    Ok(Json(cancel_json(
+        &exchange.catalog,
+        order,
+        &cancel_id,
+        order.update_ms,
+    ))
+    .into_response())
+}
+
+pub(crate) async fn cancel_open_orders(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let events = submit(
+        &exchange,
+        Command::CancelAll {
+            account,
+            market,
+            time_ms: 0,
+        },
+    )
+    .await?;
+    if let Some(Event::Rejected(reject)) = events.first() {
+        return Err(engine_refusal(*reject, false));
+    }
+    let view = exchange.sequencer.view();
+    let book = view.market(market).ok_or_else(unavailable)?;
+    let out: Vec<Value> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Order(o) if o.status == OrderStatus::Canceled => book.order(o.order_id),
+            _ => None,
+        })
+        .map(|o| cancel_json(&exchange.catalog, o, &random_client_id(), o.update_ms))
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+pub(crate) fn open_orders_weight(query: &str) -> u32 {
+    if form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == "symbol" && !v.is_empty()) {
+        6
+    } else {
+        80
+    }
+}
+
+pub(crate) async fn open_orders(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let only = match params.get("symbol") {
+        Some(_) => Some(market(&exchange.catalog, &params)?.0),
+        None => None,
+    };
+    let view = exchange.sequencer.view();
+    let out: Vec<Value> = view
+        .accounts
+        .get(&account)
+        .map(|a| {
+            a.open
+                .iter()
+                .filter(|(m, _)| only.is_none_or(|only| only == *m))
+                .filter_map(|(m, id)| view.market(*m)?.order(*id))
+                .map(|o| order_json(&exchange.catalog, o))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+/// Checks `startTime`/`endTime`: at most 24 hours apart, start not after end.
+fn time_window(params: &Params) -> Result<(Option<u64>, Option<u64>), BinanceError> {
+    let start = integer(params, "startTime")?;
+    let end = integer(params, "endTime")?;
+    if let (Some(s), Some(e)) = (start, end) {
+        if s > e {
+            return Err(BinanceError::bad(
+                -1128,
+                "Combination of optional parameters invalid.",
+            ));
+        }
+        if e - s > 86_400_000 {
+            return Err(BinanceError::bad(
+                -1127,
+                "More than 24 hours between startTime and endTime.",
+            ));
+        }
+    }
+    Ok((start, end))
+}
+
+pub(crate) async fn all_orders(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let limit = limit(&params, 500, 1000)?;
+    let from = integer(&params, "orderId")?;
+    let (start, end) = time_window(&params)?;
+    let view = exchange.sequencer.view();
+    let book = view.market(market).ok_or_else(bad_symbol)?;
+    let ids: &[u64] = view
+        .accounts
+        .get(&account)
+        .and_then(|a| a.orders.get(&market))
+        .map_or(&[], Vec::as_slice);
+    let orders = ids.iter().filter_map(|id| book.order(*id));
+    let selected: Vec<&OrderView> = if let Some(from) = from {
+        orders.filter(|o| o.order_id >= from).take(limit).collect()
+    } else if start.is_some() || end.is_some() {
+        let (start, end) = (start.unwrap_or(0), end.unwrap_or(u64::MAX));
+        orders
+            .filter(|o| o.time_ms >= start && o.time_ms <= end)
+            .take(limit)
+            .collect()
+    } else {
+        let all: Vec<&OrderView> = orders.collect();
+        all[all.len().saturating_sub(limit)..].to_vec()
+    };
+    let out: Vec<Value> = selected
+        .into_iter()
+        .map(|o| order_json(&exchange.catalog, o))
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+fn commission_rates(exchange: &Exchange, market: Option<&Market>) -> Value {
+    let (maker, taker) = market
+        .or_else(|| exchange.catalog.markets().next().map(|(_, m)| m))
+        .map_or((Amount::ZERO, Amount::ZERO), |m| (m.maker_fee, m.taker_fee));
+    json!({ "maker": maker.to_string(), "taker": taker.to_string(), "buyer": Amount::ZERO.to_string(), "seller": Amount::ZERO.to_string() })
+}
+
+/// Basis points of a fee rate, as `makerCommission` reports it.
+fn basis_points(rate: Amount) -> u64 {
+    rate.units() / 10_000
+}
+
+pub(crate) async fn account(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let omit_zero = boolean(&params, "omitZeroBalances");
+    let view = exchange.sequencer.view();
+    let held = view.accounts.get(&account);
+    let balances: Vec<Value> = exchange
+        .catalog
+        .assets()
+        .filter_map(|(id, name)| {
+            let (free, locked) = held
+                .and_then(|a| a.balances.get(&id))
+                .copied()
+                .unwrap_or_default();
+            (!omit_zero || !free.is_zero() || !locked.is_zero()).then(
+                || json!({ "asset": name, "free": free.to_string(), "locked": locked.to_string() }),
+            )
+        })
+        .collect();
+    let rates = commission_rates(&exchange, None);
+    let first = exchange.catalog.markets().next().map(|(_, m)| m);
+    let key = caller.key.as_ref();
+    let can = |p| key.is_some_and(|k| k.permissions.allows(p));
+    Ok(Json(json!({
+        "makerCommission": first.map_or(0, |m| basis_points(m.maker_fee)),
+        "takerCommission": first.map_or(0, |m| basis_points(m.taker_fee)),
+        "buyerCommission": 0,
+        "sellerCommission": 0,
+        "commissionRates": rates,
+        "canTrade": can(weiport_access::Permission::Trade),
+        "canWithdraw": can(weiport_access::Permission::Withdraw),
+        "canDeposit": true,
+        "brokered": false,
+        "requireSelfTradePrevention": false,
+        "preventSor": false,
+        "updateTime": held.map_or(0, |a| a.update_ms),
+        "accountType": "SPOT",
+        "balances": balances,
+        "permissions": ["SPOT"],
+        "uid": account,
+    }))
+    .into_response())
+}
+
+pub(crate) fn my_trades_weight(query: &str) -> u32 {
+    if form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "orderId") {
+        5
+    } else {
+        20
+    }
+}
+
+pub(crate) async fn my_trades(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let params = params(&query, &headers, &body)?;
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let limit = limit(&params, 500, 1000)?;
+    let order_id = integer(&params, "orderId")?;
+    let from = integer(&params, "fromId")?;
+    let (start, end) = time_window(&params)?;
+    if from.is_some() && (start.is_some() || end.is_some()) {
+        return Err(BinanceError::bad(
+            -1128,
+            "Combination of optional parameters invalid.",
+        ));
+    }
+    let (base, quote) = exchange.catalog.pair(market).ok_or_else(bad_symbol)?;
+    let view = exchange.sequencer.view();
+    let book = view.market(market).ok_or_else(bad_symbol)?;
+    let ids: &[u64] = view
+        .accounts
+        .get(&account)
+        .and_then(|a| a.trades.get(&market))
+        .map_or(&[], Vec::as_slice);
+    let trades = ids
+        .iter()
+        .filter_map(|id| book.trades.get((*id - 1) as usize))
+        .filter(|t| {
+            order_id.is_none_or(|o| {
+                (t.maker.0 == o && t.maker.1 == account) || (t.taker.0 == o && t.taker.1 == account)
+            })
+        })
+        .filter(|t| from.is_none_or(|f| t.trade_id >= f))
+        .filter(|t| start.is_none_or(|s| t.time_ms >= s) && end.is_none_or(|e| t.time_ms <= e));
+    let selected: Vec<&Trade> = if from.is_some() || start.is_some() {
+        trades.take(limit).collect()
+    } else {
+        let all: Vec<&Trade> = trades.collect();
+        all[all.len().saturating_sub(limit)..].to_vec()
+    };
+    let mut out = Vec::new();
+    for t in selected {
+        // A self-trade is reported from both sides.
+        for (is_maker, (order, owner)) in [(true, t.maker), (false, t.taker)] {
+            if owner != account || order_id.is_some_and(|o| o != order) {
+                continue;
+            }
+            let taker_buys = t.taker_side == Side::Buy;
+            let is_buyer = taker_buys != is_maker;
+            let fee = if is_maker { t.maker_fee } else { t.taker_fee };
+            out.push(json!({
+                "symbol": exchange.catalog.symbol(market),
+                "id": t.trade_id,
+                "orderId": order,
+                "orderListId": -1,
+                "price": t.price.to_string(),
+                "qty": t.quantity.to_string(),
+                "quoteQty": t.quote_quantity.to_string(),
+                "commission": fee.to_string(),
+                "commissionAsset": exchange.catalog.asset(if is_buyer { base } else { quote }),
+                "time": t.time_ms,
+                "isBuyer": is_buyer,
+                "isMaker": is_maker,
+                "isBestMatch": true,
+            }));
+        }
+    }
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+pub(crate) async fn order_rate_limit(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let limits = exchange.access.limiter.config();
+    let (ten, day) = exchange.access.limiter.order_counts(account, now_ms());
+    Ok(Json(json!([
+        {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": limits.orders_per_10s, "count": ten},
+        {"rateLimitType": "ORDERS", "interval": "DAY", "intervalNum": 1, "limit": limits.orders_per_day, "count": day},
+    ]))
+    .into_response())
+}
+
+pub(crate) async fn account_commission(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let params = params(&query, &headers, &body)?;
+    let (id, m) = market(&exchange.catalog, &params)?;
+    let zero = json!({ "maker": Amount::ZERO.to_string(), "taker": Amount::ZERO.to_string(), "buyer": Amount::ZERO.to_string(), "seller": Amount::ZERO.to_string() });
+    Ok(Json(json!({
+        "symbol": exchange.catalog.symbol(id),
+        "standardCommission": commission_rates(&exchange, Some(m)),
+        "specialCommission": zero,
+        "taxCommission": zero,
+        "discount": { "enabledForAccount": false, "enabledForSymbol": false, "discountAsset": "BNB", "discount": Amount::ZERO.to_string() },
+    }))
+    .into_response())
+}
+
+// ---------------------------------------------------------------- /sapi
+
+pub(crate) async fn capital_config(
+    State(exchange): State<Arc<Exchange>>,
+    Extension(caller): Extension<Caller>,
+) -> Answer {
+    let account = caller_account(&caller)?;
+    let view = exchange.sequencer.view();
+    let held = view.accounts.get(&account);
+    let out: Vec<Value> = exchange
+        .catalog
+        .assets()
+        .map(|(id, name)| {
+            let (free, locked) = held
+                .and_then(|a| a.balances.get(&id))
+                .copied()
+                .unwrap_or_default();
+            json!({
+                "coin": name, "name": name, "free": free.to_string(), "locked": locked.to_string(),
+                "freeze": "0", "withdrawing": "0", "ipoing": "0", "ipoable": "0", "storage": "0",
+                "isLegalMoney": false, "trading": true,
+                "depositAllEnable": false, "withdrawAllEnable": false,
+                "networkList": [],
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+/// Futures exchange information (`/fapi`, `/dapi`): this exchange lists no
+/// futures, which clients that load every market type need to hear.
+pub(crate) async fn no_futures() -> Json<Value> {
+    Json(json!({
+        "timezone": "UTC",
+        "serverTime": now_ms(),
+        "rateLimits": [],
+        "exchangeFilters": [],
+        "assets": [],
+        "symbols": [],
+    }))
+}
+
+/// Margin pair lists: this exchange has no margin trading.
+pub(crate) async fn no_margin_pairs() -> Json<Value> {
+    Json(json!([]))
+}

@@ -1,0 +1,438 @@
+//! The Binance-compatible exchange API over real HTTP on `weiport serve`:
+//! unchanged SDKs (ccxt, binance-sdk-spot) through a full trading
+//! lifecycle, raw requests (a JSON body signed over its raw text) and every
+//! refusal with Binance's code, message and status.
+
+mod common;
+
+use std::process::Command;
+
+use common::Weiport;
+use serde_json::{Value, json};
+use weiport_access::sign_hmac_sha256;
+
+struct Key {
+    id: String,
+    secret: String,
+    account: u64,
+}
+
+struct Setup {
+    weiport: Weiport,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+impl Setup {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let weiport = Weiport::serve(dir.path(), &[("WEIPORT_INDEXER__ENABLED", "false")]);
+        Self {
+            weiport,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    /// A trading key on a new account holding `usdt` and `eth`.
+    async fn funded_key(&self, usdt: &str, eth: &str) -> Key {
+        let created = self
+            .weiport
+            .create_key(json!({ "permissions": ["read", "trade"] }))
+            .await;
+        let key = Key {
+            id: created["id"].as_str().unwrap().into(),
+            secret: created["secret"].as_str().unwrap().into(),
+            account: created["account"].as_u64().unwrap(),
+        };
+        for (asset, amount) in [("USDT", usdt), ("ETH", eth)] {
+            let (status, answer) = self
+                .weiport
+                .admin(
+                    reqwest::Method::POST,
+                    &format!("/admin/accounts/{}/credit", key.account),
+                    json!({ "asset": asset, "amount": amount }),
+                )
+                .await;
+            assert_eq!(status, 200, "{answer}");
+        }
+        key
+    }
+
+    /// A signed request with `params` in the query (timestamp added).
+    async fn signed(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &Key,
+        params: &str,
+    ) -> (u16, Value) {
+        let query = format!("{params}&timestamp={}", now_ms());
+        let signature = sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
+        let response = self
+            .http
+            .request(
+                method,
+                format!("{}{path}?{query}&signature={signature}", self.weiport.url),
+            )
+            .header("X-MBX-APIKEY", &key.id)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+
+    async fn public(&self, path_and_query: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .get(format!("{}{path_and_query}", self.weiport.url))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+}
+
+fn python() -> String {
+    std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/weiport/venv/bin/python",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccxt_and_the_official_sdk_trade_through_a_full_lifecycle() {
+    let setup = Setup::start();
+    let a = setup.funded_key("100000", "10").await;
+    let b = setup.funded_key("100000", "10").await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/binance_sdks.py");
+    let url = setup.weiport.url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .args([script, &url, &a.id, &a.secret, &b.id, &b.secret])
+            .output()
+            .expect("run python (scripts/setup.sh installs the clients)")
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("all clients ok"),
+        "{stderr}"
+    );
+
+    // Fees reached the fee account exactly: the ledger still balances.
+    let (status, book) = setup.public("/api/v3/depth?symbol=ETHUSDT").await;
+    assert_eq!(status, 200);
+    assert_eq!(book["bids"], json!([]));
+    assert_eq!(book["asks"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_order_signed_over_its_raw_text_and_market_data() {
+    let setup = Setup::start();
+    let maker = setup.funded_key("100000", "10").await;
+    let taker = setup.funded_key("100000", "10").await;
+
+    // JSON body, signed over the body text exactly as sent; signature in the query.
+    let body = r#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT","timeInForce":"GTC","quantity":"1.5","price":"3000.5","newClientOrderId":"json-1"}"#;
+    let query = format!("timestamp={}", now_ms());
+    let signature = sign_hmac_sha256(maker.secret.as_bytes(), format!("{query}{body}").as_bytes());
+    let response = setup
+        .http
+        .post(format!(
+            "{}/api/v3/order?{query}&signature={signature}",
+            setup.weiport.url
+        ))
+        .header("X-MBX-APIKEY", &maker.id)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let placed: Value = response.json().await.unwrap();
+    assert_eq!(placed["status"], "NEW");
+    assert_eq!(placed["clientOrderId"], "json-1");
+    assert_eq!(placed["origQty"], "1.50000000");
+    assert_eq!(placed["fills"], json!([]));
+
+    // Form body (python-binance style).
+    let form = format!(
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3001&newOrderRespType=RESULT&timestamp={}",
+        now_ms()
+    );
+    let signature = sign_hmac_sha256(taker.secret.as_bytes(), form.as_bytes());
+    let response = setup
+        .http
+        .post(format!("{}/api/v3/order", setup.weiport.url))
+        .header("X-MBX-APIKEY", &taker.id)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(format!("{form}&signature={signature}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let taken: Value = response.json().await.unwrap();
+    assert_eq!(taken["status"], "FILLED");
+    assert_eq!(taken["cummulativeQuoteQty"], "3000.50000000");
+    assert!(taken.get("fills").is_none(), "RESULT has no fills");
+
+    let (_, price) = setup.public("/api/v3/ticker/price?symbol=ETHUSDT").await;
+    assert_eq!(
+        price,
+        json!({ "symbol": "ETHUSDT", "price": "3000.50000000" })
+    );
+    let (_, prices) = setup
+        .public("/api/v3/ticker/price?symbols=%5B%22ETHUSDT%22%5D")
+        .await;
+    assert_eq!(prices[0]["price"], "3000.50000000");
+    let (_, depth) = setup.public("/api/v3/depth?symbol=ETHUSDT&limit=5").await;
+    assert_eq!(depth["asks"], json!([["3000.50000000", "0.50000000"]]));
+    assert!(depth["lastUpdateId"].as_u64().unwrap() > 0);
+    let (_, trades) = setup.public("/api/v3/trades?symbol=ETHUSDT").await;
+    assert_eq!(trades[0]["qty"], "1.00000000");
+    assert_eq!(trades[0]["isBuyerMaker"], false);
+    let (_, klines) = setup
+        .public("/api/v3/klines?symbol=ETHUSDT&interval=1m")
+        .await;
+    assert_eq!(klines[0][1], "3000.50000000");
+    assert_eq!(klines[0][5], "1.00000000");
+    assert_eq!(klines[0][8], 1);
+    let (_, stats) = setup.public("/api/v3/ticker/24hr?symbol=ETHUSDT").await;
+    assert_eq!(
+        (stats["count"].clone(), stats["askQty"].clone()),
+        (json!(1), json!("0.50000000"))
+    );
+    let (_, info) = setup.public("/api/v3/exchangeInfo?symbol=ETHUSDT").await;
+    assert_eq!(info["symbols"][0]["filters"][0]["tickSize"], "0.01000000");
+    let (_, avg) = setup.public("/api/v3/avgPrice?symbol=ETHUSDT").await;
+    assert_eq!(avg["price"], "3000.50000000");
+
+    // Read by client order id, and the account view.
+    let (status, order) = setup
+        .signed(
+            reqwest::Method::GET,
+            "/api/v3/order",
+            &maker,
+            "symbol=ETHUSDT&origClientOrderId=json-1",
+        )
+        .await;
+    assert_eq!(status, 200, "{order}");
+    assert_eq!(
+        (order["status"].clone(), order["executedQty"].clone()),
+        (json!("PARTIALLY_FILLED"), json!("1.00000000"))
+    );
+    let (_, account) = setup
+        .signed(
+            reqwest::Method::GET,
+            "/api/v3/account",
+            &maker,
+            "omitZeroBalances=true",
+        )
+        .await;
+    let eth = account["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["asset"] == "ETH")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        eth,
+        json!({ "asset": "ETH", "free": "8.50000000", "locked": "0.50000000" })
+    );
+    let (_, limits) = setup
+        .signed(reqwest::Method::GET, "/api/v3/rateLimit/order", &maker, "")
+        .await;
+    assert_eq!(limits[0]["count"], 1);
+
+    // Cancel-all answers with the canceled orders; then there is nothing left.
+    let (status, canceled) = setup
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/openOrders",
+            &maker,
+            "symbol=ETHUSDT",
+        )
+        .await;
+    assert_eq!(status, 200, "{canceled}");
+    assert_eq!(canceled[0]["origClientOrderId"], "json-1");
+    assert_eq!(canceled[0]["status"], "CANCELED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refusal_has_binances_code_message_and_status() {
+    let setup = Setup::start();
+    let key = setup.funded_key("1000", "1").await;
+    let post = reqwest::Method::POST;
+    let cases: Vec<(reqwest::Method, &str, &str, u16, i64, &str)> = vec![
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=1",
+            400,
+            -1121,
+            "Invalid symbol.",
+        ),
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&price=1",
+            400,
+            -1102,
+            "Mandatory parameter 'quantity' was not sent, was empty/null, or malformed.",
+        ),
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3000.001",
+            400,
+            -1013,
+            "Filter failure: PRICE_FILTER",
+        ),
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3000",
+            400,
+            -2010,
+            "Account has insufficient balance for requested action.",
+        ),
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.01&price=3000&newClientOrderId=same",
+            200,
+            0,
+            "",
+        ),
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.01&price=3000&newClientOrderId=same",
+            400,
+            -2010,
+            "Duplicate order sent.",
+        ),
+        (
+            post.clone(),
+            "/api/v3/order",
+            "symbol=ETHUSDT&side=SELL&type=LIMIT_MAKER&quantity=0.01&price=2999",
+            400,
+            -2010,
+            "Order would immediately match and take.",
+        ),
+        (
+            reqwest::Method::DELETE,
+            "/api/v3/order",
+            "symbol=ETHUSDT&orderId=999",
+            400,
+            -2011,
+            "Unknown order sent.",
+        ),
+        (
+            reqwest::Method::DELETE,
+            "/api/v3/order",
+            "symbol=ETHUSDT",
+            400,
+            -1102,
+            "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!",
+        ),
+        (
+            reqwest::Method::GET,
+            "/api/v3/order",
+            "symbol=ETHUSDT&orderId=999",
+            400,
+            -2013,
+            "Order does not exist.",
+        ),
+        (
+            reqwest::Method::GET,
+            "/api/v3/myTrades",
+            "symbol=ETHUSDT&startTime=0&endTime=90000000",
+            400,
+            -1127,
+            "More than 24 hours between startTime and endTime.",
+        ),
+    ];
+    for (method, path, params, status, code, msg) in cases {
+        let (got, body) = setup.signed(method.clone(), path, &key, params).await;
+        assert_eq!(got, status, "{method} {path}?{params}: {body}");
+        if status != 200 {
+            assert_eq!(
+                body,
+                json!({ "code": code, "msg": msg }),
+                "{method} {path}?{params}"
+            );
+        }
+    }
+    // Nothing refused moved funds: 30 USDT of the accepted order is locked.
+    let (_, account) = setup
+        .signed(reqwest::Method::GET, "/api/v3/account", &key, "")
+        .await;
+    let usdt = account["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["asset"] == "USDT")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        usdt,
+        json!({ "asset": "USDT", "free": "970.00000000", "locked": "30.00000000" })
+    );
+
+    let (status, body) = setup
+        .public("/api/v3/klines?symbol=ETHUSDT&interval=2m")
+        .await;
+    assert_eq!(
+        (status, body),
+        (400, json!({ "code": -1120, "msg": "Invalid interval." }))
+    );
+    let (status, body) = setup.public("/api/v3/depth?symbol=NOPE").await;
+    assert_eq!(
+        (status, body),
+        (400, json!({ "code": -1121, "msg": "Invalid symbol." }))
+    );
+    let stranger = Key {
+        id: "x".repeat(64),
+        secret: "y".repeat(64),
+        account: 0,
+    };
+    let (status, body) = setup
+        .signed(reqwest::Method::GET, "/api/v3/account", &stranger, "")
+        .await;
+    assert_eq!((status, body["code"].clone()), (401, json!(-2015)));
+    // An unknown asset or account cannot be credited.
+    let (status, _) = setup
+        .weiport
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/credit", key.account),
+            json!({ "asset": "DOGE", "amount": "1" }),
+        )
+        .await;
+    assert_eq!(status, 400);
+    let (status, _) = setup
+        .weiport
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/debit", key.account),
+            json!({ "asset": "ETH", "amount": "2" }),
+        )
+        .await;
+    assert_eq!(status, 409);
+}
