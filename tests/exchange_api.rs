@@ -20,7 +20,7 @@ struct Key {
 struct Setup {
     weiport: Weiport,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn now_ms() -> u128 {
@@ -37,8 +37,17 @@ impl Setup {
         Self {
             weiport,
             http: reqwest::Client::new(),
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// Stops the server with SIGTERM and starts it again on the same data.
+    fn restart(&mut self) {
+        let status = self
+            .weiport
+            .stop("TERM", std::time::Duration::from_secs(10));
+        assert!(status.is_some_and(|s| s.success()), "clean stop");
+        self.weiport = Weiport::serve(self.dir.path(), &[("WEIPORT_INDEXER__ENABLED", "false")]);
     }
 
     /// A trading key on a new account holding `usdt` and `eth`.
@@ -271,6 +280,100 @@ async fn a_json_body_order_signed_over_its_raw_text_and_market_data() {
     assert_eq!(status, 200, "{canceled}");
     assert_eq!(canceled[0]["origClientOrderId"], "json-1");
     assert_eq!(canceled[0]["status"], "CANCELED");
+
+    // A restart rebuilds orders, trades, balances and market data from the log.
+    let (_, depth_before) = setup.public("/api/v3/depth?symbol=ETHUSDT").await;
+    let (_, trades_before) = setup
+        .signed(
+            reqwest::Method::GET,
+            "/api/v3/myTrades",
+            &taker,
+            "symbol=ETHUSDT",
+        )
+        .await;
+    let (_, account_before) = setup
+        .signed(reqwest::Method::GET, "/api/v3/account", &maker, "")
+        .await;
+    let mut setup = setup;
+    setup.restart();
+    let (_, order) = setup
+        .signed(
+            reqwest::Method::GET,
+            "/api/v3/order",
+            &maker,
+            "symbol=ETHUSDT&origClientOrderId=json-1",
+        )
+        .await;
+    assert_eq!(
+        (order["status"].clone(), order["executedQty"].clone()),
+        (json!("CANCELED"), json!("1.00000000"))
+    );
+    let (_, trades_after) = setup
+        .signed(
+            reqwest::Method::GET,
+            "/api/v3/myTrades",
+            &taker,
+            "symbol=ETHUSDT",
+        )
+        .await;
+    assert_eq!(trades_after, trades_before);
+    let (_, account_after) = setup
+        .signed(reqwest::Method::GET, "/api/v3/account", &maker, "")
+        .await;
+    assert_eq!(account_after["balances"], account_before["balances"]);
+    let (_, depth_after) = setup.public("/api/v3/depth?symbol=ETHUSDT").await;
+    assert_eq!(depth_after, depth_before);
+    let (_, price) = setup.public("/api/v3/ticker/price?symbol=ETHUSDT").await;
+    assert_eq!(price["price"], "3000.50000000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_lists_exactly_the_routes_that_answer() {
+    let setup = Setup::start();
+    let (status, document) = setup.public("/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(document["openapi"], "3.1.0");
+    let paths = document["paths"].as_object().unwrap();
+    for required in [
+        "/api/v3/order",
+        "/api/v3/depth",
+        "/api/v3/ticker/price",
+        "/api/v3/account",
+        "/api/v3/myTrades",
+        "/api/v3/allOrders",
+        "/api/v3/openOrders",
+    ] {
+        assert!(paths.contains_key(required), "{required} is documented");
+    }
+    let mut operations = 0;
+    for (path, methods) in paths {
+        for (method, operation) in methods.as_object().unwrap() {
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let response = setup
+                .http
+                .request(method.clone(), format!("{}{path}", setup.weiport.url))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            // Every documented operation is routed: it answers, or refuses
+            // the missing key or parameters, never "no such route".
+            assert!(![404, 405].contains(&status), "{method} {path}: {status}");
+            let signed = !operation["security"].as_array().unwrap().is_empty();
+            if signed {
+                assert_eq!(status, 401, "{method} {path} needs a key");
+            }
+            operations += 1;
+        }
+    }
+    assert!(operations >= 30, "{operations} operations");
+    let response = setup
+        .http
+        .get(format!("{}/api/v3/nothing", setup.weiport.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,4 +17,4 @@ pub use api::Exchange;
 pub use catalog::{AssetId, Catalog, MarketId};
 pub use error::{BinanceError, BinanceFace};
 pub use market::{ExchangeConfig, Market, StpMode};
-pub use routes::{admin_router, router};
+pub use routes::{admin_router, openapi, router};

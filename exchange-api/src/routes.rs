@@ -1,13 +1,14 @@
 //! The Binance Spot-compatible routes, each with its security and weight,
 //! and the admin routes that move funds in and out of the ledger.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{MethodRouter, delete, get, post};
 use axum::{Json, Router};
 use weiport_access::{Caller, Endpoint, Permission, Security, guarded};
 
@@ -93,111 +94,332 @@ fn test_order_weight(query: &str) -> u32 {
     }
 }
 
-/// The exchange's public routes, every one behind `access`.
+/// One route: what it answers, who may call it and what it costs, and its
+/// handler. The router and the OpenAPI document are both built from the
+/// table of these, so they cannot disagree.
+struct Route {
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    endpoint: Endpoint,
+    handler: fn() -> MethodRouter<Arc<Exchange>>,
+}
+
+const fn public(weight: u32) -> Endpoint {
+    Endpoint::new(Security::Public).weight(weight)
+}
+
+const fn read(weight: u32) -> Endpoint {
+    Endpoint::new(Security::Signed(Permission::Read)).weight(weight)
+}
+
+const TRADE: Endpoint = Endpoint::new(Security::Signed(Permission::Trade));
+
+fn routes() -> Vec<Route> {
+    let route = |method, path, summary, endpoint, handler| Route {
+        method,
+        path,
+        summary,
+        endpoint,
+        handler,
+    };
+    let by_query = |weight| Endpoint::new(Security::Public).weight_by(weight);
+    let read_by_query =
+        |weight| Endpoint::new(Security::Signed(Permission::Read)).weight_by(weight);
+    vec![
+        route(
+            "GET",
+            "/api/v3/ping",
+            "Test connectivity",
+            public(1),
+            || get(ping),
+        ),
+        route("GET", "/api/v3/time", "Server time", public(1), || {
+            get(time)
+        }),
+        route(
+            "GET",
+            "/api/v3/exchangeInfo",
+            "Markets, filters and rate limits",
+            public(20),
+            || get(api::exchange_info),
+        ),
+        route(
+            "GET",
+            "/api/v3/depth",
+            "Order book",
+            by_query(api::depth_weight),
+            || get(api::depth),
+        ),
+        route("GET", "/api/v3/trades", "Recent trades", public(25), || {
+            get(api::trades)
+        }),
+        route(
+            "GET",
+            "/api/v3/historicalTrades",
+            "Older trades from an id",
+            public(25),
+            || get(api::trades),
+        ),
+        route(
+            "GET",
+            "/api/v3/aggTrades",
+            "Aggregate trades",
+            public(4),
+            || get(api::agg_trades),
+        ),
+        route("GET", "/api/v3/klines", "Candlesticks", public(2), || {
+            get(api::klines)
+        }),
+        route(
+            "GET",
+            "/api/v3/uiKlines",
+            "Candlesticks (UI)",
+            public(2),
+            || get(api::klines),
+        ),
+        route(
+            "GET",
+            "/api/v3/avgPrice",
+            "Five-minute average price",
+            public(2),
+            || get(api::avg_price),
+        ),
+        route(
+            "GET",
+            "/api/v3/ticker/24hr",
+            "24-hour statistics",
+            public(2),
+            || get(api::ticker_24hr),
+        ),
+        route(
+            "GET",
+            "/api/v3/ticker/price",
+            "Last prices",
+            public(2),
+            || get(api::ticker_price),
+        ),
+        route(
+            "GET",
+            "/api/v3/ticker/bookTicker",
+            "Best bid and ask",
+            public(2),
+            || get(api::book_ticker),
+        ),
+        route(
+            "GET",
+            "/api/v3/ticker",
+            "Rolling-window statistics",
+            public(4),
+            || get(api::ticker_window),
+        ),
+        route(
+            "POST",
+            "/api/v3/order",
+            "Place an order",
+            TRADE.order(),
+            || post(api::new_order),
+        ),
+        route("GET", "/api/v3/order", "Query an order", read(4), || {
+            get(api::query_order)
+        }),
+        route("DELETE", "/api/v3/order", "Cancel an order", TRADE, || {
+            delete(api::cancel_order)
+        }),
+        route(
+            "POST",
+            "/api/v3/order/test",
+            "Validate an order without placing it",
+            TRADE.weight_by(test_order_weight),
+            || post(test_order),
+        ),
+        route(
+            "GET",
+            "/api/v3/openOrders",
+            "Open orders",
+            read_by_query(api::open_orders_weight),
+            || get(api::open_orders),
+        ),
+        route(
+            "DELETE",
+            "/api/v3/openOrders",
+            "Cancel every open order on a market",
+            TRADE,
+            || delete(api::cancel_open_orders),
+        ),
+        route(
+            "GET",
+            "/api/v3/allOrders",
+            "Order history",
+            read(20),
+            || get(api::all_orders),
+        ),
+        route(
+            "GET",
+            "/api/v3/account",
+            "Balances and permissions",
+            read(20),
+            || get(api::account),
+        ),
+        route(
+            "GET",
+            "/api/v3/myTrades",
+            "Own trades",
+            read_by_query(api::my_trades_weight),
+            || get(api::my_trades),
+        ),
+        route(
+            "GET",
+            "/api/v3/rateLimit/order",
+            "Order counts against the limits",
+            read(40),
+            || get(api::order_rate_limit),
+        ),
+        route(
+            "GET",
+            "/api/v3/account/commission",
+            "Commission rates",
+            read(20),
+            || get(api::account_commission),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/account/apiRestrictions",
+            "The key's permissions",
+            read(1),
+            || get(api_restrictions),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/capital/config/getall",
+            "Assets and balances",
+            read(10),
+            || get(api::capital_config),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/margin/allPairs",
+            "Cross-margin pairs (none)",
+            public(1),
+            || get(api::no_margin_pairs),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/margin/isolated/allPairs",
+            "Isolated-margin pairs (none)",
+            read(10),
+            || get(api::no_margin_pairs),
+        ),
+        route(
+            "GET",
+            "/fapi/v1/exchangeInfo",
+            "USD-M futures (none)",
+            public(1),
+            || get(api::no_futures),
+        ),
+        route(
+            "GET",
+            "/dapi/v1/exchangeInfo",
+            "Coin-M futures (none)",
+            public(1),
+            || get(api::no_futures),
+        ),
+    ]
+}
+
+/// The exchange's public routes, every one behind its access checks, and
+/// `/openapi.json` describing them.
 pub fn router(exchange: Arc<Exchange>) -> Router {
     let access = exchange.access.clone();
-    let face = BinanceFace;
-    let public = |weight| Endpoint::new(Security::Public).weight(weight);
-    let read = |weight| Endpoint::new(Security::Signed(Permission::Read)).weight(weight);
-    let trade = Endpoint::new(Security::Signed(Permission::Trade));
-    let guard = |endpoint, route| guarded(&access, &face, endpoint, route);
-    Router::new()
-        .route("/api/v3/ping", guard(public(1), get(ping)))
-        .route("/api/v3/time", guard(public(1), get(time)))
-        .route(
-            "/api/v3/exchangeInfo",
-            guard(public(20), get(api::exchange_info)),
-        )
-        .route(
-            "/api/v3/depth",
-            guard(
-                Endpoint::new(Security::Public).weight_by(api::depth_weight),
-                get(api::depth),
-            ),
-        )
-        .route("/api/v3/trades", guard(public(25), get(api::trades)))
-        .route(
-            "/api/v3/historicalTrades",
-            guard(public(25), get(api::trades)),
-        )
-        .route("/api/v3/aggTrades", guard(public(4), get(api::agg_trades)))
-        .route("/api/v3/klines", guard(public(2), get(api::klines)))
-        .route("/api/v3/uiKlines", guard(public(2), get(api::klines)))
-        .route("/api/v3/avgPrice", guard(public(2), get(api::avg_price)))
-        .route(
-            "/api/v3/ticker/24hr",
-            guard(public(2), get(api::ticker_24hr)),
-        )
-        .route(
-            "/api/v3/ticker/price",
-            guard(public(2), get(api::ticker_price)),
-        )
-        .route(
-            "/api/v3/ticker/bookTicker",
-            guard(public(2), get(api::book_ticker)),
-        )
-        .route("/api/v3/ticker", guard(public(4), get(api::ticker_window)))
-        .route(
-            "/api/v3/order",
-            guard(trade.order(), post(api::new_order))
-                .merge(guard(read(4), get(api::query_order)))
-                .merge(guard(trade, delete(api::cancel_order))),
-        )
-        .route(
-            "/api/v3/order/test",
-            guard(trade.weight_by(test_order_weight), post(test_order)),
-        )
-        .route(
-            "/api/v3/openOrders",
-            guard(
-                Endpoint::new(Security::Signed(Permission::Read))
-                    .weight_by(api::open_orders_weight),
-                get(api::open_orders),
-            )
-            .merge(guard(trade, delete(api::cancel_open_orders))),
-        )
-        .route("/api/v3/allOrders", guard(read(20), get(api::all_orders)))
-        .route("/api/v3/account", guard(read(20), get(api::account)))
-        .route(
-            "/api/v3/myTrades",
-            guard(
-                Endpoint::new(Security::Signed(Permission::Read)).weight_by(api::my_trades_weight),
-                get(api::my_trades),
-            ),
-        )
-        .route(
-            "/api/v3/rateLimit/order",
-            guard(read(40), get(api::order_rate_limit)),
-        )
-        .route(
-            "/api/v3/account/commission",
-            guard(read(20), get(api::account_commission)),
-        )
-        .route(
-            "/sapi/v1/account/apiRestrictions",
-            guard(read(1), get(api_restrictions)),
-        )
-        .route(
-            "/sapi/v1/capital/config/getall",
-            guard(read(10), get(api::capital_config)),
-        )
-        .route(
-            "/sapi/v1/margin/allPairs",
-            guard(public(1), get(api::no_margin_pairs)),
-        )
-        .route(
-            "/sapi/v1/margin/isolated/allPairs",
-            guard(read(10), get(api::no_margin_pairs)),
-        )
-        .route(
-            "/fapi/v1/exchangeInfo",
-            guard(public(1), get(api::no_futures)),
-        )
-        .route(
-            "/dapi/v1/exchangeInfo",
-            guard(public(1), get(api::no_futures)),
-        )
+    let mut paths: BTreeMap<&str, MethodRouter<Arc<Exchange>>> = BTreeMap::new();
+    for route in routes() {
+        let guarded = guarded(&access, &BinanceFace, route.endpoint, (route.handler)());
+        let merged = match paths.remove(route.path) {
+            Some(existing) => existing.merge(guarded),
+            None => guarded,
+        };
+        paths.insert(route.path, merged);
+    }
+    let document = Arc::new(openapi());
+    paths
+        .into_iter()
+        .fold(Router::new(), |router, (path, methods)| {
+            router.route(path, methods)
+        })
         .with_state(exchange)
+        .route(
+            "/openapi.json",
+            get(move || {
+                let document = document.clone();
+                async move { Json((*document).clone()) }
+            }),
+        )
+}
+
+/// OpenAPI 3.1 description of every exchange route.
+pub fn openapi() -> serde_json::Value {
+    let mut paths = serde_json::Map::new();
+    for route in routes() {
+        let (security, tag) = match route.endpoint.security {
+            Security::Public => (serde_json::json!([]), "market"),
+            Security::Key(_) => (serde_json::json!([{ "apiKey": [] }]), "account"),
+            Security::Signed(Permission::Trade) => (
+                serde_json::json!([{ "apiKey": [], "signature": [] }]),
+                "trade",
+            ),
+            Security::Signed(_) => (
+                serde_json::json!([{ "apiKey": [], "signature": [] }]),
+                "account",
+            ),
+        };
+        let weight = match route.endpoint.weight {
+            weiport_access::Weight::Fixed(weight) => serde_json::json!(weight),
+            weiport_access::Weight::ByQuery(_) => serde_json::json!("by parameters"),
+        };
+        let operation = serde_json::json!({
+            "summary": route.summary,
+            "operationId": format!("{} {}", route.method, route.path),
+            "tags": [tag],
+            "security": security,
+            "x-weight": weight,
+            "x-counts-order": route.endpoint.counts_order,
+            "responses": {
+                "200": { "description": "Binance-compatible JSON answer" },
+                "400": { "$ref": "#/components/responses/Error" },
+                "401": { "$ref": "#/components/responses/Error" },
+                "418": { "$ref": "#/components/responses/Error" },
+                "429": { "$ref": "#/components/responses/Error" },
+            },
+        });
+        paths
+            .entry(route.path)
+            .or_insert_with(|| serde_json::json!({}))[route.method.to_lowercase()] = operation;
+    }
+    serde_json::json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "weiport exchange API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Binance Spot-compatible REST API. Signed endpoints take `timestamp`, optional `recvWindow` and `signature` (HMAC-SHA256 hex or Ed25519 base64 over the raw query string followed by the raw body).",
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "apiKey": { "type": "apiKey", "in": "header", "name": "X-MBX-APIKEY" },
+                "signature": { "type": "apiKey", "in": "query", "name": "signature" },
+            },
+            "responses": {
+                "Error": {
+                    "description": "Binance error",
+                    "content": { "application/json": { "schema": {
+                        "type": "object",
+                        "required": ["code", "msg"],
+                        "properties": { "code": { "type": "integer" }, "msg": { "type": "string" } },
+                    } } },
+                },
+            },
+        },
+    })
 }
 
 #[derive(serde::Deserialize)]
