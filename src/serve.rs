@@ -257,6 +257,7 @@ fn open_exchange(
         catalog,
         sequencer,
         access: access.clone(),
+        depth_cache: Default::default(),
     })
 }
 

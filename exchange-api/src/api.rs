@@ -1,6 +1,7 @@
 //! Handlers of the Binance Spot-compatible REST API over the sequencer and
 //! its read side: market data, orders, account and history.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
@@ -29,6 +30,8 @@ pub struct Exchange {
     pub sequencer: Sequencer,
     /// Keys and limits.
     pub access: Arc<Access>,
+    /// Last `depth` body per market and limit, with the book version it shows.
+    pub depth_cache: std::sync::Mutex<std::collections::HashMap<(MarketId, usize), (u64, Bytes)>>,
 }
 
 type Answer = Result<Response, BinanceError>;
@@ -352,11 +355,48 @@ pub(crate) async fn depth(
     let limit = limit(&params, 100, 5000)?;
     let view = exchange.sequencer.view();
     let book = view.market(id).ok_or_else(bad_symbol)?;
-    let level =
-        |(price, quantity): (&Amount, &Amount)| json!([price.to_string(), quantity.to_string()]);
-    let bids: Vec<Value> = book.bids.iter().rev().take(limit).map(level).collect();
-    let asks: Vec<Value> = book.asks.iter().take(limit).map(level).collect();
-    Ok(Json(json!({ "lastUpdateId": book.update_id, "bids": bids, "asks": asks })).into_response())
+    // The book changes less often than it is read: the last rendering per
+    // market and limit serves until the next change.
+    let key = (id, limit);
+    if let Some((update_id, body)) = exchange
+        .depth_cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+        && *update_id == book.update_id
+    {
+        return Ok(json_body(body.clone()));
+    }
+    // Written straight into the body: a deep book is thousands of strings,
+    // and building a JSON tree of them first costs more than the read.
+    let mut body = String::with_capacity(64 + 48 * limit.min(1000));
+    let _ = write!(body, "{{\"lastUpdateId\":{}", book.update_id);
+    let mut side = |name: &str, levels: &mut dyn Iterator<Item = (&Amount, &Amount)>| {
+        let _ = write!(body, ",\"{name}\":[");
+        for (i, (price, quantity)) in levels.take(limit).enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            let _ = write!(body, "{comma}[\"{price}\",\"{quantity}\"]");
+        }
+        body.push(']');
+    };
+    side("bids", &mut book.bids.iter().rev());
+    side("asks", &mut book.asks.iter());
+    body.push('}');
+    let body = Bytes::from(body);
+    exchange
+        .depth_cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(key, (book.update_id, body.clone()));
+    Ok(json_body(body))
+}
+
+fn json_body(body: Bytes) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 fn trade_json(trade: &Trade) -> Value {
