@@ -718,6 +718,23 @@ impl Engine {
             .map_or(0, |book| book.slots.len())
     }
 
+    /// The book of `market` as (price, resting quantity) levels, bids best
+    /// first, then asks best first.
+    pub fn depth(&self, market: MarketId) -> (Vec<(Amount, Amount)>, Vec<(Amount, Amount)>) {
+        let Some(book) = self.books.get(usize::from(market.0)) else {
+            return Default::default();
+        };
+        let levels = |side: &BTreeMap<Amount, Level>, reverse: bool| {
+            let all = side.iter().map(|(price, level)| (*price, level.quantity));
+            if reverse {
+                all.rev().collect()
+            } else {
+                all.collect()
+            }
+        };
+        (levels(&book.bids, true), levels(&book.asks, false))
+    }
+
     /// Free and locked amounts of `asset` held by `account`.
     pub fn balance(&self, account: AccountId, asset: AssetId) -> (Amount, Amount) {
         let b = self.ledger.get(account, asset);

@@ -365,3 +365,57 @@ impl View {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Engine;
+    use crate::engine::tests::{command_strategy, two_markets};
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// The read side agrees with the engine after any command sequence:
+        /// depth level by level, balances, open orders and every order's fills.
+        #[test]
+        fn the_read_side_agrees_with_the_engine(
+            commands in proptest::collection::vec(command_strategy(), 1..120)
+        ) {
+            let catalog = two_markets();
+            let mut engine = Engine::new(catalog.clone(), 99);
+            let mut view = View::new(&catalog);
+            for command in commands {
+                let events = engine.apply(command.clone());
+                view.apply(&command, &events);
+            }
+            for (id, _) in catalog.markets() {
+                let market = view.market(id).unwrap();
+                let bids: Vec<_> = market.bids.iter().rev().map(|(p, q)| (*p, *q)).collect();
+                let asks: Vec<_> = market.asks.iter().map(|(p, q)| (*p, *q)).collect();
+                proptest::prop_assert_eq!((bids, asks), engine.depth(id));
+                proptest::prop_assert_eq!(
+                    market.orders.iter().filter(|o| o.is_open()).count(),
+                    engine.resting_orders(id)
+                );
+                for order in &market.orders {
+                    let traded: Amount = order
+                        .trades
+                        .iter()
+                        .map(|t| market.trades[(*t - 1) as usize].quantity)
+                        .fold(Amount::ZERO, Amount::saturating_add);
+                    // A self-trade lists the trade on both of its orders once each.
+                    proptest::prop_assert_eq!(traded, order.executed, "order {}", order.order_id);
+                }
+            }
+            for (account, held) in &view.accounts {
+                for (asset, _) in catalog.assets() {
+                    let shown = held.balances.get(&asset).copied().unwrap_or_default();
+                    proptest::prop_assert_eq!(shown, engine.balance(*account, asset));
+                }
+                for (market, id) in &held.open {
+                    let order = view.market(*market).unwrap().order(*id).unwrap();
+                    proptest::prop_assert!(order.is_open() && order.account == *account);
+                }
+            }
+        }
+    }
+}
