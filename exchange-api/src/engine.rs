@@ -25,6 +25,9 @@ use crate::order::{NewOrder, OrderType, Side, TimeInForce};
 /// An account number.
 pub type AccountId = u64;
 
+/// Price levels as (price, resting quantity), best first.
+pub type Levels = Vec<(Amount, Amount)>;
+
 /// Order life-cycle states, as Binance names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderStatus {
@@ -720,7 +723,7 @@ impl Engine {
 
     /// The book of `market` as (price, resting quantity) levels, bids best
     /// first, then asks best first.
-    pub fn depth(&self, market: MarketId) -> (Vec<(Amount, Amount)>, Vec<(Amount, Amount)>) {
+    pub fn depth(&self, market: MarketId) -> (Levels, Levels) {
         let Some(book) = self.books.get(usize::from(market.0)) else {
             return Default::default();
         };
