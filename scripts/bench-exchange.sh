@@ -9,29 +9,10 @@
 #  - public GET /api/v3/ticker/price and /api/v3/depth over a book of 180
 #    resting orders.
 # Env: BENCH_SECS (default 10, at most 50), BENCH_CONCURRENCY (32).
-set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/rocksdb-prebuilt.sh"
-cd "$REPO_ROOT"
-apt_install hey curl openssl
-
-secs="${BENCH_SECS:-10}"
+source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 [ "$secs" -le 50 ] || { echo "BENCH_SECS must stay within the 60 s recvWindow" >&2; exit 2; }
-conc="${BENCH_CONCURRENCY:-32}"
-cargo build -j2 --locked --release --bin weiport --example baseline_server
-bin="$CARGO_TARGET_DIR/release"
-work="$(mktemp -d -t weiport-bench.XXXXXX)"
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
-cat > "$work/config.toml" <<TOML
-data_dir = "$work/data"
-[server]
-listen = "127.0.0.1:18080"
-[admin]
-listen = "127.0.0.1:18081"
-token = "bench"
+start_weiport /healthz <<TOML
 [indexer]
 enabled = false
 [access]
@@ -39,12 +20,7 @@ ip_weight_per_minute = 1000000000
 key_weight_per_minute = 1000000000
 orders_per_10s = 1000000000
 orders_per_day = 1000000000
-[log]
-level = "warn"
 TOML
-"$bin/weiport" --config "$work/config.toml" serve & pids+=($!)
-for _ in $(seq 100); do curl -fs -o /dev/null 127.0.0.1:18080/healthz && break; sleep 0.1; done
-admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:18081$1" --data "$2"; }
 account=$(admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
 created=$(admin /admin/keys "{\"account\":$account,\"permissions\":[\"read\",\"trade\"]}")
 key=$(echo "$created" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/')
@@ -66,10 +42,7 @@ for i in $(seq 0 89); do
     --data "$(post "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.01&price=$((4000 + i))")"
 done
 
-rps() { sed -nE 's/^ *Requests\/sec:\s+([0-9.]+).*/\1/p'; }
-pct() { sed -nE "s/^ *$1% in ([0-9.]+) secs.*/\\1/p"; }
 codes() { sed -nE 's/^ *\[([0-9]+)\]\s+([0-9]+) responses.*/\1:\2/p' | tr '\n' ' '; }
-ms() { awk -v s="$1" 'BEGIN { printf "%.2f", s * 1000 }'; }
 
 body=$(post "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=IOC&quantity=0.01&price=1000&newOrderRespType=ACK")
 curl -fs -H "X-MBX-APIKEY: $key" "127.0.0.1:18080/api/v3/order" --data "$body"; echo

@@ -3,29 +3,11 @@
 # index read) against a bare axum constant handler, same machine, same run.
 # Peak throughput with `hey` at fixed concurrency, then p50/p99 at half of
 # weiport's peak rate. Env: BENCH_SECS (default 10), BENCH_CONCURRENCY (32).
-set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/rocksdb-prebuilt.sh"
-cd "$REPO_ROOT"
-apt_install hey curl
-
-secs="${BENCH_SECS:-10}"
-conc="${BENCH_CONCURRENCY:-32}"
-cargo build -j2 --locked --release --bin weiport --example baseline_server
-bin="$CARGO_TARGET_DIR/release"
-work="$(mktemp -d -t weiport-bench.XXXXXX)"
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 
 "$WEIPORT_ANVIL" --host 127.0.0.1 --port 18545 --silent & pids+=($!)
-"$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
-cat > "$work/config.toml" <<TOML
-data_dir = "$work/data"
-[server]
-listen = "127.0.0.1:18080"
-[admin]
-listen = "127.0.0.1:18081"
-token = "bench"
+sleep 1
+start_weiport /readyz <<TOML
 [node]
 url = "http://127.0.0.1:18545"
 [access]
@@ -34,13 +16,7 @@ key_weight_per_minute = 1000000000
 [access.query_tiers]
 default = 5
 bench = 100000000
-[log]
-level = "warn"
 TOML
-sleep 1
-"$bin/weiport" --config "$work/config.toml" serve & pids+=($!)
-for _ in $(seq 100); do curl -fs -o /dev/null 127.0.0.1:18080/readyz && break; sleep 0.1; done
-admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:18081$1" --data "$2"; }
 account=$(admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
 key=$(admin /admin/keys "{\"account\":$account,\"tier\":\"bench\"}" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/')
 address=0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
@@ -48,8 +24,6 @@ weiport_url="http://127.0.0.1:18080/api?module=account&action=balance&address=$a
 baseline_url="http://127.0.0.1:18090/api?module=account&action=balance&address=$address&tag=latest&apikey=$key"
 curl -fs "$weiport_url"; echo
 
-rps() { sed -nE 's/^ *Requests\/sec:\s+([0-9.]+).*/\1/p'; }
-pct() { sed -nE "s/^ *$1% in ([0-9.]+) secs.*/\\1/p"; }
 run() { hey -z "${secs}s" -c "$conc" "$@"; }
 
 base_out=$(run "$baseline_url"); base_rps=$(echo "$base_out" | rps)
@@ -57,7 +31,6 @@ wei_out=$(run "$weiport_url"); wei_rps=$(echo "$wei_out" | rps)
 half=$(awk -v r="$wei_rps" -v c="$conc" 'BEGIN { printf "%d", r / 2 / c }')
 half_out=$(run -q "$half" "$weiport_url")
 base_half_out=$(run -q "$half" "$baseline_url")
-ms() { awk -v s="$1" 'BEGIN { printf "%.3f", s * 1000 }'; }
 echo
 echo "| target | peak req/s (c=$conc) | p50 at half load (ms) | p99 at half load (ms) |"
 echo "|---|---|---|---|"

@@ -142,7 +142,7 @@ async fn ccxt_and_the_official_sdk_trade_through_a_full_lifecycle() {
         "{stderr}"
     );
 
-    // Fees reached the fee account exactly: the ledger still balances.
+    // Every order the clients placed has ended: nothing rests on the book.
     let (status, book) = setup.public("/api/v3/depth?symbol=ETHUSDT").await;
     assert_eq!(status, 200);
     assert_eq!(book["bids"], json!([]));

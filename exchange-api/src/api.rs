@@ -6,17 +6,19 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, RawQuery, State};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use weiport_access::{Access, Caller};
+use weiport_access::{Access, ApiKey, Caller};
 
 use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
 use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
 use crate::error::BinanceError;
 use crate::market::{Market, StpMode};
+use crate::now_ms;
 use crate::order::{OrderType, Params, ResponseType, Side, TimeInForce};
 use crate::sequencer::Sequencer;
 use crate::view::{OrderView, View};
@@ -36,36 +38,61 @@ pub struct Exchange {
 
 type Answer = Result<Response, BinanceError>;
 
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"))
 }
 
-/// Parameters from the query and, when sent, a form or JSON body.
-pub(crate) fn params(
-    query: &Option<String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Params, BinanceError> {
-    Params::parse(query.as_deref().unwrap_or(""), body, is_json(headers))
+fn unauthorized() -> BinanceError {
+    BinanceError::new(
+        axum::http::StatusCode::UNAUTHORIZED,
+        -2015,
+        "Invalid API-key, IP, or permissions for action.",
+    )
 }
 
-fn caller_account(caller: &Caller) -> Result<AccountId, BinanceError> {
-    caller.key.as_ref().map(|key| key.account).ok_or_else(|| {
-        BinanceError::new(
-            axum::http::StatusCode::UNAUTHORIZED,
-            -2015,
-            "Invalid API-key, IP, or permissions for action.",
-        )
-    })
+/// The parameters of a public request (query string only).
+pub(crate) struct Query(pub(crate) Params);
+
+impl<S: Send + Sync> FromRequestParts<S> for Query {
+    type Rejection = BinanceError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Params::parse(parts.uri.query().unwrap_or(""), b"", false).map(Self)
+    }
+}
+
+/// A request that passed the access guard with a key: the key, its
+/// account, and the parameters from the query and a form or JSON body.
+pub(crate) struct Signed {
+    pub(crate) key: Arc<ApiKey>,
+    pub(crate) account: AccountId,
+    pub(crate) params: Params,
+}
+
+impl<S: Send + Sync> FromRequest<S> for Signed {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let key = request
+            .extensions()
+            .get::<Caller>()
+            .and_then(|caller| caller.key.clone())
+            .ok_or_else(|| unauthorized().into_response())?;
+        let query = request.uri().query().unwrap_or("").to_owned();
+        let json = is_json(request.headers());
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let params = Params::parse(&query, &body, json).map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            account: key.account,
+            key,
+            params,
+        })
+    }
 }
 
 fn bad_symbol() -> BinanceError {
@@ -218,14 +245,14 @@ fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
 }
 
 /// A cancel report, as `DELETE /api/v3/order` answers.
-fn cancel_json(catalog: &Catalog, order: &OrderView, cancel_id: &str, now: u64) -> Value {
+fn cancel_json(catalog: &Catalog, order: &OrderView, cancel_id: &str) -> Value {
     json!({
         "symbol": catalog.symbol(order.market),
         "origClientOrderId": order.client_order_id,
         "orderId": order.order_id,
         "orderListId": -1,
         "clientOrderId": cancel_id,
-        "transactTime": now,
+        "transactTime": order.update_ms,
         "price": order.price.to_string(),
         "origQty": order.orig_qty.to_string(),
         "executedQty": order.executed.to_string(),
@@ -239,7 +266,7 @@ fn cancel_json(catalog: &Catalog, order: &OrderView, cancel_id: &str, now: u64) 
     })
 }
 
-fn engine_refusal(reject: Reject, placing: bool) -> BinanceError {
+fn engine_refusal(reject: Reject) -> BinanceError {
     let (code, msg) = match reject {
         Reject::UnknownSymbol => (-1121, "Invalid symbol."),
         Reject::UnknownAsset => (-1130, "Data sent for parameter 'asset' is not valid."),
@@ -248,7 +275,6 @@ fn engine_refusal(reject: Reject, placing: bool) -> BinanceError {
             "Account has insufficient balance for requested action.",
         ),
         Reject::WouldTake => (-2010, "Order would immediately match and take."),
-        Reject::UnknownOrder if placing => (-2010, "Unknown order sent."),
         Reject::UnknownOrder => (-2011, "Unknown order sent."),
         Reject::DuplicateClientOrderId => (-2010, "Duplicate order sent."),
         Reject::TooManyOrders => (-2010, "Filter failure: MAX_NUM_ORDERS"),
@@ -266,11 +292,16 @@ fn unavailable() -> BinanceError {
     )
 }
 
+/// Sequences `command`; the engine's refusal comes back as Binance's error.
 async fn submit(exchange: &Exchange, command: Command) -> Result<Arc<Vec<Event>>, BinanceError> {
-    exchange.sequencer.submit(command).await.map_err(|error| {
+    let events = exchange.sequencer.submit(command).await.map_err(|error| {
         tracing::error!(%error, "the exchange engine refused work");
         unavailable()
-    })
+    })?;
+    match events.first() {
+        Some(Event::Rejected(reject)) => Err(engine_refusal(*reject)),
+        _ => Ok(events),
+    }
 }
 
 fn random_client_id() -> String {
@@ -286,9 +317,8 @@ fn random_client_id() -> String {
 
 pub(crate) async fn exchange_info(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     let (ids, _) = markets(&exchange.catalog, &params)?;
     let limits = exchange.access.limiter.config();
     let symbols: Vec<Value> = ids
@@ -346,11 +376,7 @@ pub(crate) fn depth_weight(query: &str) -> u32 {
     }
 }
 
-pub(crate) async fn depth(
-    State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
-) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 100, 5000)?;
     let view = exchange.sequencer.view();
@@ -411,11 +437,7 @@ fn trade_json(trade: &Trade) -> Value {
     })
 }
 
-pub(crate) async fn trades(
-    State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
-) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+pub(crate) async fn trades(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 500, 1000)?;
     let from = integer(&params, "fromId")?;
@@ -436,9 +458,8 @@ pub(crate) async fn trades(
 
 pub(crate) async fn agg_trades(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 500, 1000)?;
     let from = integer(&params, "fromId")?;
@@ -606,11 +627,7 @@ impl Candle {
     }
 }
 
-pub(crate) async fn klines(
-    State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
-) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
+pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let length = interval_ms(params.required("interval")?)
         .ok_or_else(|| BinanceError::bad(-1120, "Invalid interval."))?;
@@ -675,9 +692,8 @@ fn last_price(view: &View, id: MarketId) -> Option<&Trade> {
 
 pub(crate) async fn ticker_price(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     let (ids, single) = markets(&exchange.catalog, &params)?;
     let view = exchange.sequencer.view();
     let out = ids
@@ -692,9 +708,8 @@ pub(crate) async fn ticker_price(
 
 pub(crate) async fn book_ticker(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     let (ids, single) = markets(&exchange.catalog, &params)?;
     let view = exchange.sequencer.view();
     let out = ids
@@ -713,9 +728,8 @@ pub(crate) async fn book_ticker(
 
 pub(crate) async fn avg_price(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     let (id, _) = market(&exchange.catalog, &params)?;
     let view = exchange.sequencer.view();
     let now = now_ms();
@@ -802,9 +816,8 @@ fn ticker_type(params: &Params) -> Result<bool, BinanceError> {
 
 pub(crate) async fn ticker_24hr(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     let (ids, single) = markets(&exchange.catalog, &params)?;
     let full = ticker_type(&params)?;
     let view = exchange.sequencer.view();
@@ -818,9 +831,8 @@ pub(crate) async fn ticker_24hr(
 
 pub(crate) async fn ticker_window(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
+    Query(params): Query,
 ) -> Answer {
-    let params = Params::parse(query.as_deref().unwrap_or(""), b"", false)?;
     if params.get("symbol").is_none() && params.get("symbols").is_none() {
         return Err(BinanceError::bad(
             -1102,
@@ -857,13 +869,10 @@ pub(crate) async fn ticker_window(
 
 pub(crate) async fn new_order(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let mut order = params.new_order(&exchange.catalog)?;
     order.client_order_id.get_or_insert_with(random_client_id);
     let (market, response_type) = (order.market, order.response_type);
@@ -876,9 +885,6 @@ pub(crate) async fn new_order(
         },
     )
     .await?;
-    if let Some(Event::Rejected(reject)) = events.first() {
-        return Err(engine_refusal(*reject, true));
-    }
     // The new order has the market's highest id among the events.
     let order_id = events
         .iter()
@@ -959,13 +965,10 @@ fn order_ref(params: &Params) -> Result<(Option<u64>, Option<String>), BinanceEr
 
 pub(crate) async fn query_order(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let (market, _) = market(&exchange.catalog, &params)?;
     let (order_id, client) = order_ref(&params)?;
     let view = exchange.sequencer.view();
@@ -977,13 +980,10 @@ pub(crate) async fn query_order(
 
 pub(crate) async fn cancel_order(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let (market, _) = market(&exchange.catalog, &params)?;
     let (order_id, client) = order_ref(&params)?;
     let unknown = || BinanceError::bad(-2011, "Unknown order sent.");
@@ -993,7 +993,7 @@ pub(crate) async fn cancel_order(
         .find_order(account, market, order_id, client.as_deref())
         .map(|o| o.order_id)
         .ok_or_else(unknown)?;
-    let events = submit(
+    submit(
         &exchange,
         Command::Cancel {
             account,
@@ -1003,9 +1003,6 @@ pub(crate) async fn cancel_order(
         },
     )
     .await?;
-    if let Some(Event::Rejected(reject)) = events.first() {
-        return Err(engine_refusal(*reject, false));
-    }
     let cancel_id = params
         .get("newClientOrderId")
         .map_or_else(random_client_id, str::to_owned);
@@ -1014,24 +1011,15 @@ pub(crate) async fn cancel_order(
         .market(market)
         .and_then(|m| m.order(order_id))
         .ok_or_else(unavailable)?;
-    Ok(Json(cancel_json(
-        &exchange.catalog,
-        order,
-        &cancel_id,
-        order.update_ms,
-    ))
-    .into_response())
+    Ok(Json(cancel_json(&exchange.catalog, order, &cancel_id)).into_response())
 }
 
 pub(crate) async fn cancel_open_orders(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let (market, _) = market(&exchange.catalog, &params)?;
     let events = submit(
         &exchange,
@@ -1042,9 +1030,6 @@ pub(crate) async fn cancel_open_orders(
         },
     )
     .await?;
-    if let Some(Event::Rejected(reject)) = events.first() {
-        return Err(engine_refusal(*reject, false));
-    }
     let view = exchange.sequencer.view();
     let book = view.market(market).ok_or_else(unavailable)?;
     let out: Vec<Value> = events
@@ -1053,7 +1038,7 @@ pub(crate) async fn cancel_open_orders(
             Event::Order(o) if o.status == OrderStatus::Canceled => book.order(o.order_id),
             _ => None,
         })
-        .map(|o| cancel_json(&exchange.catalog, o, &random_client_id(), o.update_ms))
+        .map(|o| cancel_json(&exchange.catalog, o, &random_client_id()))
         .collect();
     Ok(Json(Value::Array(out)).into_response())
 }
@@ -1068,13 +1053,10 @@ pub(crate) fn open_orders_weight(query: &str) -> u32 {
 
 pub(crate) async fn open_orders(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let only = match params.get("symbol") {
         Some(_) => Some(market(&exchange.catalog, &params)?.0),
         None => None,
@@ -1118,13 +1100,10 @@ fn time_window(params: &Params) -> Result<(Option<u64>, Option<u64>), BinanceErr
 
 pub(crate) async fn all_orders(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let (market, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 500, 1000)?;
     let from = integer(&params, "orderId")?;
@@ -1170,13 +1149,12 @@ fn basis_points(rate: Amount) -> u64 {
 
 pub(crate) async fn account(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        key,
+        account,
+        params,
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let omit_zero = boolean(&params, "omitZeroBalances");
     let view = exchange.sequencer.view();
     let held = view.accounts.get(&account);
@@ -1195,8 +1173,7 @@ pub(crate) async fn account(
         .collect();
     let rates = commission_rates(&exchange, None);
     let first = exchange.catalog.markets().next().map(|(_, m)| m);
-    let key = caller.key.as_ref();
-    let can = |p| key.is_some_and(|k| k.permissions.allows(p));
+    let can = |p| key.permissions.allows(p);
     Ok(Json(json!({
         "makerCommission": first.map_or(0, |m| basis_points(m.maker_fee)),
         "takerCommission": first.map_or(0, |m| basis_points(m.taker_fee)),
@@ -1228,13 +1205,10 @@ pub(crate) fn my_trades_weight(query: &str) -> u32 {
 
 pub(crate) async fn my_trades(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed {
+        account, params, ..
+    }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
-    let params = params(&query, &headers, &body)?;
     let (market, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 500, 1000)?;
     let order_id = integer(&params, "orderId")?;
@@ -1302,9 +1276,8 @@ pub(crate) async fn my_trades(
 
 pub(crate) async fn order_rate_limit(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
+    Signed { account, .. }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
     let limits = exchange.access.limiter.config();
     let (ten, day) = exchange.access.limiter.order_counts(account, now_ms());
     Ok(Json(json!([
@@ -1316,11 +1289,8 @@ pub(crate) async fn order_rate_limit(
 
 pub(crate) async fn account_commission(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed { params, .. }: Signed,
 ) -> Answer {
-    let params = params(&query, &headers, &body)?;
     let (id, m) = market(&exchange.catalog, &params)?;
     let zero = json!({ "maker": Amount::ZERO.to_string(), "taker": Amount::ZERO.to_string(), "buyer": Amount::ZERO.to_string(), "seller": Amount::ZERO.to_string() });
     Ok(Json(json!({
@@ -1337,9 +1307,8 @@ pub(crate) async fn account_commission(
 
 pub(crate) async fn capital_config(
     State(exchange): State<Arc<Exchange>>,
-    Extension(caller): Extension<Caller>,
+    Signed { account, .. }: Signed,
 ) -> Answer {
-    let account = caller_account(&caller)?;
     let view = exchange.sequencer.view();
     let held = view.accounts.get(&account);
     let out: Vec<Value> = exchange

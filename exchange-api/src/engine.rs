@@ -122,6 +122,28 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// The engine time it carries (credits and debits carry none).
+    pub fn time_ms(&self) -> Option<u64> {
+        match self {
+            Self::Place { time_ms, .. }
+            | Self::Cancel { time_ms, .. }
+            | Self::CancelAll { time_ms, .. } => Some(*time_ms),
+            Self::Credit { .. } | Self::Debit { .. } => None,
+        }
+    }
+
+    /// Stamps it with the engine time `time_ms` (no-op for credits and debits).
+    pub fn set_time(&mut self, now_ms: u64) {
+        match self {
+            Self::Place { time_ms, .. }
+            | Self::Cancel { time_ms, .. }
+            | Self::CancelAll { time_ms, .. } => *time_ms = now_ms,
+            Self::Credit { .. } | Self::Debit { .. } => {}
+        }
+    }
+}
+
 /// A fill between a resting (maker) and an incoming (taker) order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trade {
@@ -287,6 +309,17 @@ impl Ledger {
         Ok(())
     }
 
+    /// Both assets of a market, base first.
+    fn emit_pair(
+        &mut self,
+        slot: usize,
+        (base, quote): (AssetId, AssetId),
+        events: &mut Vec<Event>,
+    ) {
+        self.emit(slot, base, events);
+        self.emit(slot, quote, events);
+    }
+
     fn emit(&mut self, slot: usize, asset: AssetId, events: &mut Vec<Event>) {
         let account = self.accounts[slot];
         let b = *self.at(slot, asset);
@@ -325,6 +358,19 @@ struct Order {
 }
 
 impl Order {
+    /// Its state as an event.
+    fn state(&self, market: MarketId, status: OrderStatus, time_ms: u64) -> Event {
+        Event::Order(OrderState {
+            market,
+            order_id: self.order_id,
+            account: self.account,
+            status,
+            executed: self.executed,
+            cumulative_quote: self.cumulative_quote,
+            time_ms,
+        })
+    }
+
     /// Books a fill of `quantity` for `quote` that consumes `spent` of the lock.
     fn fill(&mut self, quantity: Amount, quote: Amount, spent: Amount) -> Result<(), Reject> {
         self.remaining = self
@@ -757,6 +803,9 @@ impl Engine {
     /// exactly one [`Event::Rejected`].
     pub fn apply_into(&mut self, command: Command, events: &mut Vec<Event>) {
         let start = events.len();
+        if let Some(time_ms) = command.time_ms() {
+            self.now_ms = time_ms;
+        }
         let result = match command {
             Command::Credit {
                 account,
@@ -768,31 +817,16 @@ impl Engine {
                 asset,
                 amount,
             } => self.adjust(account, asset, amount, false, events),
-            Command::Place {
-                account,
-                order,
-                time_ms,
-            } => {
-                self.now_ms = time_ms;
-                self.place(account, order, events)
-            }
+            Command::Place { account, order, .. } => self.place(account, order, events),
             Command::Cancel {
                 account,
                 market,
                 order_id,
-                time_ms,
-            } => {
-                self.now_ms = time_ms;
-                self.cancel(account, market, order_id, events)
-            }
+                ..
+            } => self.cancel(account, market, order_id, events),
             Command::CancelAll {
-                account,
-                market,
-                time_ms,
-            } => {
-                self.now_ms = time_ms;
-                self.cancel_all(account, market, events)
-            }
+                account, market, ..
+            } => self.cancel_all(account, market, events),
         };
         if let Err(reject) = result {
             events.truncate(start);
@@ -992,15 +1026,7 @@ impl Engine {
             OrderStatus::PartiallyFilled
         };
         let book = &mut self.books[usize::from(order.market.0)];
-        events.push(Event::Order(OrderState {
-            market: book.id,
-            order_id,
-            account,
-            status,
-            executed: taker.executed,
-            cumulative_quote: taker.cumulative_quote,
-            time_ms: now_ms,
-        }));
+        events.push(taker.state(book.id, status, now_ms));
         let (base, quote) = (book.base, book.quote);
         if matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled) {
             taker.client_order_id = order.client_order_id.map(String::into_boxed_str);
@@ -1008,8 +1034,7 @@ impl Engine {
         } else if !taker.locked.is_zero() {
             self.ledger.shift(slot, lock_asset, taker.locked, false)?;
         }
-        self.ledger.emit(slot, base, events);
-        self.ledger.emit(slot, quote, events);
+        self.ledger.emit_pair(slot, (base, quote), events);
         Ok(())
     }
 
@@ -1180,19 +1205,10 @@ impl Engine {
         if maker.remaining.is_zero() {
             self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events)?;
         } else {
-            events.push(Event::Order(OrderState {
-                market: book.id,
-                order_id: maker_id,
-                account: maker_account,
-                status: OrderStatus::PartiallyFilled,
-                executed: maker.executed,
-                cumulative_quote: maker.cumulative_quote,
-                time_ms: self.now_ms,
-            }));
+            events.push(maker.state(book.id, OrderStatus::PartiallyFilled, self.now_ms));
         }
         for slot in [buyer, seller] {
-            self.ledger.emit(slot, base, events);
-            self.ledger.emit(slot, quote, events);
+            self.ledger.emit_pair(slot, (base, quote), events);
         }
         Ok(())
     }
@@ -1207,15 +1223,7 @@ impl Engine {
     ) -> Result<(), Reject> {
         let book = &mut self.books[book_index];
         let order = book.unlink(slot);
-        events.push(Event::Order(OrderState {
-            market: book.id,
-            order_id: order.order_id,
-            account: order.account,
-            status,
-            executed: order.executed,
-            cumulative_quote: order.cumulative_quote,
-            time_ms: self.now_ms,
-        }));
+        events.push(order.state(book.id, status, self.now_ms));
         if !order.locked.is_zero() {
             let asset = book.locked_asset(order.side);
             let owner = self.ledger.slot(order.account);

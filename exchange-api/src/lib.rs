@@ -18,3 +18,10 @@ pub use catalog::{AssetId, Catalog, MarketId};
 pub use error::{BinanceError, BinanceFace};
 pub use market::{ExchangeConfig, Market, StpMode};
 pub use routes::{admin_router, openapi, router};
+
+/// Wall-clock time in ms since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

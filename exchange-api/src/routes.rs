@@ -4,19 +4,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{Extension, Path, RawQuery, State};
-use axum::http::HeaderMap;
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post};
 use axum::{Json, Router};
-use weiport_access::{Caller, Endpoint, Permission, Security, guarded};
+use weiport_access::{Endpoint, Permission, Security, guarded};
 
 use crate::amount::Amount;
-use crate::api::{self, Exchange, is_json, now_ms};
+use crate::api::{self, Exchange, Signed};
 use crate::engine::{Command, Event, Reject};
-use crate::error::{BinanceError, BinanceFace};
-use crate::order::Params;
+use crate::error::BinanceFace;
+use crate::now_ms;
 
 async fn ping() -> Json<serde_json::Value> {
     Json(serde_json::json!({}))
@@ -27,15 +25,7 @@ async fn time() -> Json<serde_json::Value> {
 }
 
 /// `GET /sapi/v1/account/apiRestrictions`: what the calling key may do.
-async fn api_restrictions(Extension(caller): Extension<Caller>) -> Response {
-    let Some(key) = caller.key else {
-        return BinanceError::new(
-            axum::http::StatusCode::UNAUTHORIZED,
-            -2015,
-            "Invalid API-key, IP, or permissions for action.",
-        )
-        .into_response();
-    };
+async fn api_restrictions(Signed { key, .. }: Signed) -> Response {
     let can = |p| key.permissions.allows(p);
     Json(serde_json::json!({
         "ipRestrict": !key.allowed_ips.is_empty(),
@@ -59,14 +49,8 @@ async fn api_restrictions(Extension(caller): Extension<Caller>) -> Response {
 /// without sending it to the engine.
 async fn test_order(
     State(exchange): State<Arc<Exchange>>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed { params, .. }: Signed,
 ) -> Response {
-    let params = match Params::parse(query.as_deref().unwrap_or(""), &body, is_json(&headers)) {
-        Ok(params) => params,
-        Err(error) => return error.into_response(),
-    };
     let catalog = &exchange.catalog;
     let order = match params.new_order(catalog) {
         Ok(order) => order,
@@ -428,12 +412,11 @@ struct Transfer {
     amount: String,
 }
 
-/// `POST /admin/accounts/{id}/credit|debit` with `{"asset","amount"}`.
-async fn transfer(
-    exchange: Arc<Exchange>,
-    account: u64,
+/// `POST /admin/accounts/{id}/credit` (`CREDIT`) or `/debit` with `{"asset","amount"}`.
+async fn transfer<const CREDIT: bool>(
+    State(exchange): State<Arc<Exchange>>,
+    Path(account): Path<u64>,
     body: Result<Json<Transfer>, axum::extract::rejection::JsonRejection>,
-    credit: bool,
 ) -> Response {
     let refuse = |status, message: String| {
         (status, Json(serde_json::json!({ "error": message }))).into_response()
@@ -467,7 +450,7 @@ async fn transfer(
             );
         }
     }
-    let command = if credit {
+    let command = if CREDIT {
         Command::Credit {
             account,
             asset,
@@ -509,21 +492,7 @@ async fn transfer(
 /// listener, behind its bearer token).
 pub fn admin_router(exchange: Arc<Exchange>) -> Router {
     Router::new()
-        .route(
-            "/admin/accounts/{id}/credit",
-            post(
-                |State(exchange): State<Arc<Exchange>>, Path(id): Path<u64>, body| {
-                    transfer(exchange, id, body, true)
-                },
-            ),
-        )
-        .route(
-            "/admin/accounts/{id}/debit",
-            post(
-                |State(exchange): State<Arc<Exchange>>, Path(id): Path<u64>, body| {
-                    transfer(exchange, id, body, false)
-                },
-            ),
-        )
+        .route("/admin/accounts/{id}/credit", post(transfer::<true>))
+        .route("/admin/accounts/{id}/debit", post(transfer::<false>))
         .with_state(exchange)
 }

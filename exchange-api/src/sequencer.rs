@@ -15,6 +15,7 @@ use crate::amount::Amount;
 use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
 use crate::market::StpMode;
+use crate::now_ms;
 use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 use crate::view::View;
 
@@ -240,7 +241,7 @@ impl Sequencer {
         for item in store.commands() {
             let (sequence, record) = item?;
             let command = from_record(&catalog, sequence, record)?;
-            clock = clock.max(command_time(&command));
+            clock = clock.max(command.time_ms().unwrap_or(0));
             events.clear();
             engine.apply_into(command.clone(), &mut events);
             view.apply(&command, &events);
@@ -331,32 +332,6 @@ struct Log {
     clock: u64,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn command_time(command: &Command) -> u64 {
-    match command {
-        Command::Place { time_ms, .. }
-        | Command::Cancel { time_ms, .. }
-        | Command::CancelAll { time_ms, .. } => *time_ms,
-        Command::Credit { .. } | Command::Debit { .. } => 0,
-    }
-}
-
-/// Stamps `command` with the engine's clock, so times in events and in the
-/// log are monotonic whoever submitted first.
-fn stamp(command: &mut Command, clock: u64) {
-    match command {
-        Command::Place { time_ms, .. }
-        | Command::Cancel { time_ms, .. }
-        | Command::CancelAll { time_ms, .. } => *time_ms = clock,
-        Command::Credit { .. } | Command::Debit { .. } => {}
-    }
-}
-
 fn run(
     mut engine: Engine,
     mut log: Log,
@@ -376,7 +351,7 @@ fn run(
         let mut records = Vec::with_capacity(batch.len());
         let mut outcomes = Vec::with_capacity(batch.len());
         for Request { mut command, reply } in batch {
-            stamp(&mut command, log.clock);
+            command.set_time(log.clock);
             let record = to_record(engine.catalog(), &command);
             let events = engine.apply(command.clone());
             // Refused commands change nothing, so the log skips them.

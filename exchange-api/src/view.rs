@@ -158,7 +158,7 @@ pub struct AccountView {
     pub trades: HashMap<MarketId, Vec<u64>>,
     /// Latest order per (market, client order id).
     pub client_ids: HashMap<(MarketId, String), u64>,
-    /// Last balance change, ms.
+    /// Last balance change by a trading command, ms.
     pub update_ms: u64,
 }
 
@@ -238,6 +238,10 @@ impl View {
                 } => {
                     let view = self.accounts.entry(*account).or_default();
                     view.balances.insert(*asset, (*free, *locked));
+                    // Credits and debits carry no engine time; they keep the last one.
+                    if let Some(time_ms) = command.time_ms() {
+                        view.update_ms = time_ms;
+                    }
                 }
                 Event::Trade(trade) => self.record_trade(trade),
                 Event::Order(state) => {
