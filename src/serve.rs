@@ -254,6 +254,7 @@ fn open_exchange(
         "exchange state rebuilt from the command log"
     );
     Ok(weiport_exchange_api::Exchange {
+        history: weiport_exchange_api::history::History::new(store.clone(), catalog.clone()),
         catalog,
         sequencer,
         access: access.clone(),

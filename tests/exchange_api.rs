@@ -539,3 +539,169 @@ async fn every_refusal_has_binances_code_message_and_status() {
         .await;
     assert_eq!(status, 409);
 }
+
+/// The `field` of each object in `list`.
+fn field(list: &Value, name: &str) -> Vec<u64> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|item| item[name].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_pages_and_windows_follow_binance_and_survive_a_restart() {
+    let mut setup = Setup::start();
+    let maker = setup.funded_key("100000", "10").await;
+    let taker = setup.funded_key("100000", "10").await;
+    let started = now_ms();
+    // Orders 1..=12: the maker's sells at rising prices; 13..=24: the
+    // taker's buys, each taking one of them (trades 1..=12).
+    for i in 0..12 {
+        let (status, answer) = setup
+            .signed(
+                reqwest::Method::POST,
+                "/api/v3/order",
+                &maker,
+                &format!(
+                    "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.1&price={}",
+                    3000 + i
+                ),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    for i in 0..12 {
+        let (status, answer) = setup
+            .signed(
+                reqwest::Method::POST,
+                "/api/v3/order",
+                &taker,
+                &format!(
+                    "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=IOC&quantity=0.1&price={}",
+                    3000 + i
+                ),
+            )
+            .await;
+        assert_eq!((status, answer["status"].clone()), (200, json!("FILLED")));
+    }
+    let finished = now_ms();
+
+    let mut answers = Vec::new();
+    for round in 0..2 {
+        let signed = |key: &'static str, path: &'static str, params: String| {
+            let key = if key == "maker" { &maker } else { &taker };
+            let setup = &setup;
+            async move {
+                let (status, answer) = setup.signed(reqwest::Method::GET, path, key, &params).await;
+                assert_eq!(status, 200, "{path}?{params}: {answer}");
+                answer
+            }
+        };
+        let public = |path: String| {
+            let setup = &setup;
+            async move {
+                let (status, answer) = setup.public(&path).await;
+                assert_eq!(status, 200, "{path}: {answer}");
+                answer
+            }
+        };
+        let all = "symbol=ETHUSDT".to_owned();
+        // allOrders: newest `limit` without a start; from `orderId` on with one.
+        let latest = signed("maker", "/api/v3/allOrders", format!("{all}&limit=5")).await;
+        assert_eq!(field(&latest, "orderId"), [8, 9, 10, 11, 12]);
+        let from = signed(
+            "maker",
+            "/api/v3/allOrders",
+            format!("{all}&orderId=3&limit=4"),
+        )
+        .await;
+        assert_eq!(field(&from, "orderId"), [3, 4, 5, 6]);
+        let window = format!("{all}&startTime={started}&endTime={finished}");
+        let windowed = signed("taker", "/api/v3/allOrders", window.clone()).await;
+        assert_eq!(field(&windowed, "orderId"), (13..=24).collect::<Vec<_>>());
+        let future = format!("{all}&startTime={}", finished + 3_600_000);
+        assert_eq!(
+            signed("taker", "/api/v3/allOrders", future.clone()).await,
+            json!([])
+        );
+
+        // myTrades: by fromId, newest, one order's, in a window.
+        let from = signed(
+            "taker",
+            "/api/v3/myTrades",
+            format!("{all}&fromId=4&limit=3"),
+        )
+        .await;
+        assert_eq!(field(&from, "id"), [4, 5, 6]);
+        let newest = signed("maker", "/api/v3/myTrades", format!("{all}&limit=2")).await;
+        assert_eq!(field(&newest, "id"), [11, 12]);
+        assert_eq!(newest[1]["isMaker"], true);
+        let one = signed("taker", "/api/v3/myTrades", format!("{all}&orderId=14")).await;
+        assert_eq!(
+            (field(&one, "id"), field(&one, "orderId")),
+            (vec![2], vec![14])
+        );
+        let windowed = signed("taker", "/api/v3/myTrades", window).await;
+        assert_eq!(windowed.as_array().unwrap().len(), 12);
+        assert_eq!(signed("taker", "/api/v3/myTrades", future).await, json!([]));
+
+        // Public trades: newest, and from an id on.
+        let recent = public("/api/v3/trades?symbol=ETHUSDT&limit=3".into()).await;
+        assert_eq!(field(&recent, "id"), [10, 11, 12]);
+        let old = signed(
+            "taker",
+            "/api/v3/historicalTrades",
+            format!("{all}&fromId=2&limit=2"),
+        )
+        .await;
+        assert_eq!(field(&old, "id"), [2, 3]);
+        let aggs = public("/api/v3/aggTrades?symbol=ETHUSDT&fromId=5&limit=2".into()).await;
+        assert_eq!(field(&aggs, "a"), [5, 6]);
+        assert_eq!(
+            (aggs[0]["f"].clone(), aggs[0]["p"].clone()),
+            (json!(5), json!("3004.00000000"))
+        );
+        let aggs = public(format!(
+            "/api/v3/aggTrades?symbol=ETHUSDT&startTime={started}&limit=1"
+        ))
+        .await;
+        assert_eq!(field(&aggs, "a"), [1]);
+        let aggs = public("/api/v3/aggTrades?symbol=ETHUSDT&limit=1".into()).await;
+        assert_eq!(field(&aggs, "a"), [12]);
+
+        // Klines from candles (1m, 1d) and from trades (1s) agree on totals.
+        for interval in ["1s", "1m", "1d", "1M"] {
+            let klines = public(format!("/api/v3/klines?symbol=ETHUSDT&interval={interval}")).await;
+            let klines = klines.as_array().unwrap();
+            let count: u64 = klines.iter().map(|k| k[8].as_u64().unwrap()).sum();
+            assert_eq!(count, 12, "{interval}");
+            let high = klines
+                .iter()
+                .map(|k| k[2].as_str().unwrap().to_owned())
+                .max()
+                .unwrap();
+            assert_eq!(high, "3011.00000000", "{interval}");
+            assert_eq!(klines[0][1], "3000.00000000", "{interval}");
+        }
+        let stats = public("/api/v3/ticker/24hr?symbol=ETHUSDT".into()).await;
+        assert_eq!(
+            (
+                stats["count"].clone(),
+                stats["firstId"].clone(),
+                stats["lastId"].clone()
+            ),
+            (json!(12), json!(1), json!(12))
+        );
+        assert_eq!(
+            (stats["openPrice"].clone(), stats["lastPrice"].clone()),
+            (json!("3000.00000000"), json!("3011.00000000"))
+        );
+        answers.push(stats["volume"].clone());
+        if round == 0 {
+            setup.restart();
+        }
+    }
+    assert_eq!(answers[0], "1.20000000");
+    assert_eq!(answers[0], answers[1]);
+}

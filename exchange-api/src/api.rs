@@ -15,13 +15,18 @@ use weiport_access::{Access, ApiKey, Caller};
 
 use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
+use weiport_storage::{CandleRow, ScanDirection};
+
 use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
 use crate::error::BinanceError;
+use crate::history::{
+    CANDLE_MS, History, HistoryError, OrderView, candle_of, merge_earlier, merge_later,
+};
 use crate::market::{Market, StpMode};
 use crate::now_ms;
 use crate::order::{OrderType, Params, ResponseType, Side, TimeInForce};
-use crate::sequencer::Sequencer;
-use crate::view::{OrderView, View};
+use crate::sequencer::{Outcome, Sequencer};
+use crate::view::{MarketView, View};
 
 /// The exchange as the API sees it: the markets, the engine behind its
 /// sequencer, and the access layer (for order-count figures).
@@ -30,6 +35,8 @@ pub struct Exchange {
     pub catalog: Arc<Catalog>,
     /// The engine thread.
     pub sequencer: Sequencer,
+    /// Orders, trades and candles in storage.
+    pub history: History,
     /// Keys and limits.
     pub access: Arc<Access>,
     /// Last `depth` body per market and limit, with the book version it shows.
@@ -293,15 +300,41 @@ fn unavailable() -> BinanceError {
 }
 
 /// Sequences `command`; the engine's refusal comes back as Binance's error.
-async fn submit(exchange: &Exchange, command: Command) -> Result<Arc<Vec<Event>>, BinanceError> {
-    let events = exchange.sequencer.submit(command).await.map_err(|error| {
+async fn submit(exchange: &Exchange, command: Command) -> Result<Arc<Outcome>, BinanceError> {
+    let outcome = exchange.sequencer.submit(command).await.map_err(|error| {
         tracing::error!(%error, "the exchange engine refused work");
         unavailable()
     })?;
-    match events.first() {
+    match outcome.events.first() {
         Some(Event::Rejected(reject)) => Err(engine_refusal(*reject)),
-        _ => Ok(events),
+        _ => Ok(outcome),
     }
+}
+
+/// A history read's result, its failure logged and answered as Binance's internal error.
+fn stored<T>(result: Result<T, HistoryError>) -> Result<T, BinanceError> {
+    result.map_err(|error| {
+        tracing::error!(%error, "reading the exchange history failed");
+        unavailable()
+    })
+}
+
+/// The first `limit` items of `rows`, stopping at the first failure.
+fn first<T>(
+    rows: impl Iterator<Item = Result<T, HistoryError>>,
+    limit: usize,
+) -> Result<Vec<T>, BinanceError> {
+    stored(rows.take(limit).collect())
+}
+
+/// The last `limit` items before `from`, read backwards, in ascending order.
+fn latest<T>(
+    rows: impl Iterator<Item = Result<T, HistoryError>>,
+    limit: usize,
+) -> Result<Vec<T>, BinanceError> {
+    let mut out = first(rows, limit)?;
+    out.reverse();
+    Ok(out)
 }
 
 fn random_client_id() -> String {
@@ -440,19 +473,12 @@ fn trade_json(trade: &Trade) -> Value {
 pub(crate) async fn trades(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 500, 1000)?;
-    let from = integer(&params, "fromId")?;
-    let view = exchange.sequencer.view();
-    let book = view.market(id).ok_or_else(bad_symbol)?;
-    let from = from.unwrap_or_else(|| {
-        (book.trades.len() as u64 + 1)
-            .saturating_sub(limit as u64)
-            .max(1)
-    });
-    let trades: Vec<Value> = book
-        .trades_from(from, limit)
-        .iter()
-        .map(trade_json)
-        .collect();
+    let history = &exchange.history;
+    let trades = match integer(&params, "fromId")? {
+        Some(from) => first(history.trades(id, from, ScanDirection::Forward), limit)?,
+        None => latest(history.trades(id, u64::MAX, ScanDirection::Backward), limit)?,
+    };
+    let trades: Vec<Value> = trades.iter().map(trade_json).collect();
     Ok(Json(Value::Array(trades)).into_response())
 }
 
@@ -471,32 +497,35 @@ pub(crate) async fn agg_trades(
             "Combination of optional parameters invalid.",
         ));
     }
-    let view = exchange.sequencer.view();
-    let book = view.market(id).ok_or_else(bad_symbol)?;
-    let aggs = &book.aggs;
-    let selected: Vec<_> = match (from, start, end) {
-        (Some(from), _, _) => aggs
-            .iter()
-            .skip((from.max(1) - 1) as usize)
-            .take(limit)
-            .collect(),
-        (None, None, None) => aggs.iter().skip(aggs.len().saturating_sub(limit)).collect(),
+    let last = exchange
+        .sequencer
+        .view()
+        .market(id)
+        .map_or(0, |m| m.last_agg);
+    let history = &exchange.history;
+    let selected = match (from, start, end) {
+        (Some(from), _, _) => first(history.agg_trades(id, from, ScanDirection::Forward), limit)?,
+        (None, None, None) => latest(
+            history.agg_trades(id, u64::MAX, ScanDirection::Backward),
+            limit,
+        )?,
         (None, start, end) => {
-            let start = start.unwrap_or(0);
+            let from = stored(history.first_agg_at(id, start.unwrap_or(0), last))?;
             let end = end.unwrap_or(u64::MAX);
-            let first = aggs.partition_point(|a| a.time_ms < start);
-            aggs[first..]
-                .iter()
-                .take_while(|a| a.time_ms <= end)
-                .take(limit)
-                .collect()
+            first(
+                history
+                    .agg_trades(id, from, ScanDirection::Forward)
+                    .take_while(|a| a.as_ref().is_ok_and(|a| a.time_ms <= end) || a.is_err()),
+                limit,
+            )?
         }
     };
     let out: Vec<Value> = selected
         .into_iter()
         .map(|a| {
             json!({
-                "a": a.id, "p": a.price.to_string(), "q": a.quantity.to_string(),
+                "a": a.id, "p": Amount::from_units(a.price).to_string(),
+                "q": Amount::from_units(a.quantity).to_string(),
                 "f": a.first_trade, "l": a.last_trade, "T": a.time_ms,
                 "m": a.buyer_is_maker, "M": true,
             })
@@ -577,54 +606,23 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// One kline.
-#[derive(Default)]
-struct Candle {
-    open_time: u64,
-    close_time: u64,
-    open: Amount,
-    high: Amount,
-    low: Amount,
-    close: Amount,
-    volume: Amount,
-    quote_volume: Amount,
-    trades: u64,
-    taker_buy_volume: Amount,
-    taker_buy_quote_volume: Amount,
-}
-
-impl Candle {
-    fn add(&mut self, trade: &Trade) {
-        self.high = self.high.max(trade.price);
-        self.low = self.low.min(trade.price);
-        self.close = trade.price;
-        self.volume = self.volume.saturating_add(trade.quantity);
-        self.quote_volume = self.quote_volume.saturating_add(trade.quote_quantity);
-        self.trades += 1;
-        if trade.taker_side == Side::Buy {
-            self.taker_buy_volume = self.taker_buy_volume.saturating_add(trade.quantity);
-            self.taker_buy_quote_volume = self
-                .taker_buy_quote_volume
-                .saturating_add(trade.quote_quantity);
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        json!([
-            self.open_time,
-            self.open.to_string(),
-            self.high.to_string(),
-            self.low.to_string(),
-            self.close.to_string(),
-            self.volume.to_string(),
-            self.close_time,
-            self.quote_volume.to_string(),
-            self.trades,
-            self.taker_buy_volume.to_string(),
-            self.taker_buy_quote_volume.to_string(),
-            "0"
-        ])
-    }
+/// A kline in Binance's array shape; `candle` spans `open_time..close_time`.
+fn kline_json(candle: &CandleRow, close_time: u64) -> Value {
+    let amount = |units: u64| Amount::from_units(units).to_string();
+    json!([
+        candle.open_time,
+        amount(candle.open),
+        amount(candle.high),
+        amount(candle.low),
+        amount(candle.close),
+        amount(candle.volume),
+        close_time,
+        amount(candle.quote_volume),
+        candle.trades(),
+        amount(candle.taker_buy_volume),
+        amount(candle.taker_buy_quote_volume),
+        "0"
+    ])
 }
 
 pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
@@ -634,44 +632,82 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
     let limit = limit(&params, 500, 1000)?;
     let start = integer(&params, "startTime")?;
     let end = integer(&params, "endTime")?.unwrap_or(u64::MAX);
-    let view = exchange.sequencer.view();
-    let trades = &view.market(id).ok_or_else(bad_symbol)?.trades;
-    let first = trades.partition_point(|t| t.time_ms < start.unwrap_or(0));
-    let mut candles: Vec<Candle> = Vec::new();
-    for trade in trades[first..].iter().take_while(|t| t.time_ms <= end) {
-        let (open_time, next) = period_start(trade.time_ms, length);
-        if candles.last().is_none_or(|c| c.open_time != open_time) {
-            candles.push(Candle {
-                open_time,
-                close_time: next - 1,
-                open: trade.price,
-                high: trade.price,
-                low: trade.price,
-                ..Candle::default()
-            });
+    let history = &exchange.history;
+    // Seconds come from trades; every longer interval from one-minute candles.
+    let seconds = length == 1_000;
+    let last_trade = exchange
+        .sequencer
+        .view()
+        .market(id)
+        .map_or(0, MarketView::last_trade_id);
+    let pieces: Box<dyn Iterator<Item = Result<CandleRow, HistoryError>> + '_> =
+        match (seconds, start) {
+            (true, Some(start)) => {
+                let from = stored(history.first_trade_at(id, start, last_trade))?;
+                Box::new(
+                    history
+                        .trades(id, from, ScanDirection::Forward)
+                        .map(|t| t.map(|t| candle_of(&t, t.time_ms - t.time_ms % 1_000))),
+                )
+            }
+            (true, None) => Box::new(
+                history
+                    .trades(id, u64::MAX, ScanDirection::Backward)
+                    .map(|t| t.map(|t| candle_of(&t, t.time_ms - t.time_ms % 1_000))),
+            ),
+            (false, Some(start)) => {
+                Box::new(history.candles(id, start - start % CANDLE_MS, ScanDirection::Forward))
+            }
+            (false, None) => Box::new(history.candles(id, end, ScanDirection::Backward)),
+        };
+    let forward = start.is_some();
+    // (period start, period end, the merged candle), in scan order.
+    let mut klines: Vec<(u64, u64, CandleRow)> = Vec::new();
+    for piece in pieces {
+        let piece = stored(piece)?;
+        if forward && piece.open_time > end {
+            break;
         }
-        candles.last_mut().expect("just pushed").add(trade);
+        if !forward && piece.open_time > end {
+            continue;
+        }
+        let (open_time, next) = period_start(piece.open_time, length);
+        match klines.last_mut() {
+            Some((open, _, kline)) if *open == open_time => {
+                if forward {
+                    merge_later(kline, &piece);
+                } else {
+                    merge_earlier(kline, &piece);
+                }
+            }
+            _ => {
+                if klines.len() == limit {
+                    break;
+                }
+                let mut kline = piece;
+                kline.open_time = open_time;
+                klines.push((open_time, next, kline));
+            }
+        }
     }
-    // Without a start time, the most recent candles.
-    let skip = if start.is_none() {
-        candles.len().saturating_sub(limit)
-    } else {
-        0
-    };
-    let out: Vec<Value> = candles
+    if !forward {
+        klines.reverse();
+    }
+    let out: Vec<Value> = klines
         .iter()
-        .skip(skip)
-        .take(limit)
-        .map(Candle::to_json)
+        .map(|(_, next, kline)| kline_json(kline, next - 1))
         .collect();
     Ok(Json(Value::Array(out)).into_response())
 }
 
-/// Trades of `market` in the last `window_ms` before `now`.
-fn window(view: &View, id: MarketId, now: u64, window_ms: u64) -> &[Trade] {
-    let trades = view.market(id).map_or(&[][..], |m| &m.trades[..]);
-    let first = trades.partition_point(|t| t.time_ms < now.saturating_sub(window_ms));
-    &trades[first..]
+/// The one-minute candles of `view` overlapping the `window_ms` before `now`, merged.
+fn window(book: &MarketView, now: u64, window_ms: u64) -> Option<CandleRow> {
+    book.recent_candles(now, window_ms)
+        .copied()
+        .reduce(|mut total, later| {
+            merge_later(&mut total, &later);
+            total
+        })
 }
 
 /// Best bid and ask of `id`, each (price, quantity), zeros when absent.
@@ -687,7 +723,7 @@ fn average_price(base: u128, quote: u128) -> Option<Amount> {
 }
 
 fn last_price(view: &View, id: MarketId) -> Option<&Trade> {
-    view.market(id).and_then(|m| m.trades.last())
+    view.market(id).and_then(|m| m.last_trade.as_ref())
 }
 
 pub(crate) async fn ticker_price(
@@ -732,17 +768,16 @@ pub(crate) async fn avg_price(
 ) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let view = exchange.sequencer.view();
+    let book = view.market(id).ok_or_else(bad_symbol)?;
     let now = now_ms();
-    let trades = window(&view, id, now, 5 * 60_000);
-    let (base, quote) = trades.iter().fold((0u128, 0u128), |(b, q), t| {
-        (
-            b + u128::from(t.quantity.units()),
-            q + u128::from(t.quote_quantity.units()),
-        )
-    });
-    let price = average_price(base, quote)
+    let recent = window(book, now, 5 * 60_000);
+    let price = recent
+        .and_then(|c| average_price(u128::from(c.volume), u128::from(c.quote_volume)))
         .unwrap_or_else(|| last_price(&view, id).map_or(Amount::ZERO, |t| t.price));
-    let close = trades.last().map_or(now, |t| t.time_ms);
+    let close = match (recent, book.last_trade) {
+        (Some(_), Some(last)) => last.time_ms,
+        _ => now,
+    };
     Ok(Json(json!({ "mins": 5, "price": price.to_string(), "closeTime": close })).into_response())
 }
 
@@ -755,28 +790,25 @@ fn rolling_stats(
     window_ms: u64,
     full: bool,
 ) -> Value {
-    let trades = window(view, id, now, window_ms);
-    let last = trades.last();
-    let open = trades.first().map_or(Amount::ZERO, |t| t.price);
-    let close = last.map_or(Amount::ZERO, |t| t.price);
-    let high = trades.iter().map(|t| t.price).max().unwrap_or_default();
-    let low = trades.iter().map(|t| t.price).min().unwrap_or_default();
-    let (base, quote) = trades
-        .iter()
-        .fold((Amount::ZERO, Amount::ZERO), |(b, q), t| {
-            (
-                b.saturating_add(t.quantity),
-                q.saturating_add(t.quote_quantity),
-            )
-        });
+    let book = view.market(id);
+    let stats = book.and_then(|b| window(b, now, window_ms));
+    let last = book.and_then(|b| b.last_trade).filter(|_| stats.is_some());
+    let price = |f: fn(&CandleRow) -> u64| Amount::from_units(stats.as_ref().map_or(0, f));
+    let (open, close, high, low) = (
+        price(|c| c.open),
+        price(|c| c.close),
+        price(|c| c.high),
+        price(|c| c.low),
+    );
+    let (base, quote) = (price(|c| c.volume), price(|c| c.quote_volume));
     let mut out = json!({
         "symbol": exchange.catalog.symbol(id),
         "openPrice": open.to_string(), "highPrice": high.to_string(), "lowPrice": low.to_string(),
         "lastPrice": close.to_string(), "volume": base.to_string(), "quoteVolume": quote.to_string(),
         "openTime": now.saturating_sub(window_ms), "closeTime": now,
-        "firstId": trades.first().map_or(-1, |t| t.trade_id as i64),
-        "lastId": last.map_or(-1, |t| t.trade_id as i64),
-        "count": trades.len(),
+        "firstId": stats.map_or(-1, |c| c.first_trade as i64),
+        "lastId": stats.map_or(-1, |c| c.last_trade as i64),
+        "count": stats.map_or(0, |c| c.trades()),
     });
     if full {
         let change = i128::from(close.units()) - i128::from(open.units());
@@ -876,7 +908,7 @@ pub(crate) async fn new_order(
     let mut order = params.new_order(&exchange.catalog)?;
     order.client_order_id.get_or_insert_with(random_client_id);
     let (market, response_type) = (order.market, order.response_type);
-    let events = submit(
+    let outcome = submit(
         &exchange,
         Command::Place {
             account,
@@ -885,20 +917,8 @@ pub(crate) async fn new_order(
         },
     )
     .await?;
-    // The new order has the market's highest id among the events.
-    let order_id = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Order(o) if o.market == market => Some(o.order_id),
-            _ => None,
-        })
-        .max()
-        .ok_or_else(unavailable)?;
-    let view = exchange.sequencer.view();
-    let order = view
-        .market(market)
-        .and_then(|m| m.order(order_id))
-        .ok_or_else(unavailable)?;
+    let order = outcome.changes.placed().ok_or_else(unavailable)?;
+    let order_id = order.order_id;
     let mut out = json!({
         "symbol": exchange.catalog.symbol(market),
         "orderId": order.order_id,
@@ -926,12 +946,11 @@ pub(crate) async fn new_order(
     }
     if response_type == ResponseType::Full {
         let (base, quote) = exchange.catalog.pair(market).ok_or_else(unavailable)?;
-        let fills: Vec<Value> = events
+        let fills: Vec<Value> = outcome
+            .changes
+            .trades
             .iter()
-            .filter_map(|e| match e {
-                Event::Trade(t) if t.taker.0 == order_id => Some(t),
-                _ => None,
-            })
+            .filter(|t| t.taker.0 == order_id)
             .map(|t| {
                 let asset = if t.taker_side == Side::Buy {
                     base
@@ -971,11 +990,13 @@ pub(crate) async fn query_order(
 ) -> Answer {
     let (market, _) = market(&exchange.catalog, &params)?;
     let (order_id, client) = order_ref(&params)?;
-    let view = exchange.sequencer.view();
-    let order = view
-        .find_order(account, market, order_id, client.as_deref())
-        .ok_or_else(|| BinanceError::bad(-2013, "Order does not exist."))?;
-    Ok(Json(order_json(&exchange.catalog, order)).into_response())
+    let order = stored(
+        exchange
+            .history
+            .find_order(account, market, order_id, client.as_deref()),
+    )?
+    .ok_or_else(|| BinanceError::bad(-2013, "Order does not exist."))?;
+    Ok(Json(order_json(&exchange.catalog, &order)).into_response())
 }
 
 pub(crate) async fn cancel_order(
@@ -987,13 +1008,15 @@ pub(crate) async fn cancel_order(
     let (market, _) = market(&exchange.catalog, &params)?;
     let (order_id, client) = order_ref(&params)?;
     let unknown = || BinanceError::bad(-2011, "Unknown order sent.");
-    let order_id = exchange
-        .sequencer
-        .view()
-        .find_order(account, market, order_id, client.as_deref())
-        .map(|o| o.order_id)
-        .ok_or_else(unknown)?;
-    submit(
+    let order_id = stored(exchange.history.find_order(
+        account,
+        market,
+        order_id,
+        client.as_deref(),
+    ))?
+    .map(|o| o.order_id)
+    .ok_or_else(unknown)?;
+    let outcome = submit(
         &exchange,
         Command::Cancel {
             account,
@@ -1006,10 +1029,11 @@ pub(crate) async fn cancel_order(
     let cancel_id = params
         .get("newClientOrderId")
         .map_or_else(random_client_id, str::to_owned);
-    let view = exchange.sequencer.view();
-    let order = view
-        .market(market)
-        .and_then(|m| m.order(order_id))
+    let (order, _) = outcome
+        .changes
+        .orders
+        .iter()
+        .find(|(o, _)| o.order_id == order_id)
         .ok_or_else(unavailable)?;
     Ok(Json(cancel_json(&exchange.catalog, order, &cancel_id)).into_response())
 }
@@ -1021,7 +1045,7 @@ pub(crate) async fn cancel_open_orders(
     }: Signed,
 ) -> Answer {
     let (market, _) = market(&exchange.catalog, &params)?;
-    let events = submit(
+    let outcome = submit(
         &exchange,
         Command::CancelAll {
             account,
@@ -1030,15 +1054,12 @@ pub(crate) async fn cancel_open_orders(
         },
     )
     .await?;
-    let view = exchange.sequencer.view();
-    let book = view.market(market).ok_or_else(unavailable)?;
-    let out: Vec<Value> = events
+    let out: Vec<Value> = outcome
+        .changes
+        .orders
         .iter()
-        .filter_map(|e| match e {
-            Event::Order(o) if o.status == OrderStatus::Canceled => book.order(o.order_id),
-            _ => None,
-        })
-        .map(|o| cancel_json(&exchange.catalog, o, &random_client_id()))
+        .filter(|(o, _)| o.status == OrderStatus::Canceled)
+        .map(|(o, _)| cancel_json(&exchange.catalog, o, &random_client_id()))
         .collect();
     Ok(Json(Value::Array(out)).into_response())
 }
@@ -1069,7 +1090,7 @@ pub(crate) async fn open_orders(
             a.open
                 .iter()
                 .filter(|(m, _)| only.is_none_or(|only| only == *m))
-                .filter_map(|(m, id)| view.market(*m)?.order(*id))
+                .filter_map(|(m, id)| view.open_order(account, *m, *id))
                 .map(|o| order_json(&exchange.catalog, o))
                 .collect()
         })
@@ -1108,28 +1129,29 @@ pub(crate) async fn all_orders(
     let limit = limit(&params, 500, 1000)?;
     let from = integer(&params, "orderId")?;
     let (start, end) = time_window(&params)?;
-    let view = exchange.sequencer.view();
-    let book = view.market(market).ok_or_else(bad_symbol)?;
-    let ids: &[u64] = view
-        .accounts
-        .get(&account)
-        .and_then(|a| a.orders.get(&market))
-        .map_or(&[], Vec::as_slice);
-    let orders = ids.iter().filter_map(|id| book.order(*id));
-    let selected: Vec<&OrderView> = if let Some(from) = from {
-        orders.filter(|o| o.order_id >= from).take(limit).collect()
+    let history = &exchange.history;
+    let selected = if let Some(from) = from {
+        first(
+            history.account_orders(account, market, from, ScanDirection::Forward),
+            limit,
+        )?
     } else if start.is_some() || end.is_some() {
         let (start, end) = (start.unwrap_or(0), end.unwrap_or(u64::MAX));
-        orders
-            .filter(|o| o.time_ms >= start && o.time_ms <= end)
-            .take(limit)
-            .collect()
+        first(
+            history
+                .account_orders(account, market, 0, ScanDirection::Forward)
+                .filter(|o| o.as_ref().map_or(true, |o| o.time_ms >= start))
+                .take_while(|o| o.as_ref().map_or(true, |o| o.time_ms <= end)),
+            limit,
+        )?
     } else {
-        let all: Vec<&OrderView> = orders.collect();
-        all[all.len().saturating_sub(limit)..].to_vec()
+        latest(
+            history.account_orders(account, market, u64::MAX, ScanDirection::Backward),
+            limit,
+        )?
     };
     let out: Vec<Value> = selected
-        .into_iter()
+        .iter()
         .map(|o| order_json(&exchange.catalog, o))
         .collect();
     Ok(Json(Value::Array(out)).into_response())
@@ -1221,28 +1243,27 @@ pub(crate) async fn my_trades(
         ));
     }
     let (base, quote) = exchange.catalog.pair(market).ok_or_else(bad_symbol)?;
-    let view = exchange.sequencer.view();
-    let book = view.market(market).ok_or_else(bad_symbol)?;
-    let ids: &[u64] = view
-        .accounts
-        .get(&account)
-        .and_then(|a| a.trades.get(&market))
-        .map_or(&[], Vec::as_slice);
-    let trades = ids
-        .iter()
-        .filter_map(|id| book.trades.get((*id - 1) as usize))
-        .filter(|t| {
-            order_id.is_none_or(|o| {
-                (t.maker.0 == o && t.maker.1 == account) || (t.taker.0 == o && t.taker.1 == account)
-            })
+    let history = &exchange.history;
+    let own_order = |t: &Trade| {
+        order_id.is_none_or(|o| {
+            (t.maker.0 == o && t.maker.1 == account) || (t.taker.0 == o && t.taker.1 == account)
         })
-        .filter(|t| from.is_none_or(|f| t.trade_id >= f))
-        .filter(|t| start.is_none_or(|s| t.time_ms >= s) && end.is_none_or(|e| t.time_ms <= e));
-    let selected: Vec<&Trade> = if from.is_some() || start.is_some() {
-        trades.take(limit).collect()
+    };
+    let in_window = |t: &Trade| start.is_none_or(|s| t.time_ms >= s);
+    let keep = move |t: &Result<Trade, HistoryError>| {
+        t.as_ref().map_or(true, |t| own_order(t) && in_window(t))
+    };
+    let before_end = |t: &Result<Trade, HistoryError>| {
+        t.as_ref()
+            .map_or(true, |t| end.is_none_or(|e| t.time_ms <= e))
+    };
+    let selected = if from.is_some() || start.is_some() {
+        let rows =
+            history.account_trades(account, market, from.unwrap_or(0), ScanDirection::Forward);
+        first(rows.filter(keep).take_while(before_end), limit)?
     } else {
-        let all: Vec<&Trade> = trades.collect();
-        all[all.len().saturating_sub(limit)..].to_vec()
+        let rows = history.account_trades(account, market, u64::MAX, ScanDirection::Backward);
+        latest(rows.filter(keep).filter(before_end), limit)?
     };
     let mut out = Vec::new();
     for t in selected {

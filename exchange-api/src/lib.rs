@@ -6,6 +6,7 @@ pub mod api;
 pub mod catalog;
 pub mod engine;
 pub mod error;
+pub mod history;
 pub mod market;
 pub mod order;
 mod routes;

@@ -463,8 +463,8 @@ async fn transfer<const CREDIT: bool>(
             amount,
         }
     };
-    let events = match exchange.sequencer.submit(command).await {
-        Ok(events) => events,
+    let outcome = match exchange.sequencer.submit(command).await {
+        Ok(outcome) => outcome,
         Err(error) => {
             return refuse(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -472,7 +472,7 @@ async fn transfer<const CREDIT: bool>(
             );
         }
     };
-    match events.first() {
+    match outcome.events.first() {
         Some(Event::Balance { free, locked, .. }) => Json(serde_json::json!({
             "account": account,
             "asset": transfer.asset,

@@ -14,9 +14,9 @@ use weiport_storage::{CommandRecord, OrderRecord, StorageError, Store};
 use crate::amount::Amount;
 use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
-use crate::market::StpMode;
+use crate::history::{Changes, RESPONSES, Recorder, SIDES, STPS, TIFS, TYPES, tag, untag};
 use crate::now_ms;
-use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use crate::order::NewOrder;
 use crate::view::View;
 
 /// Most commands written in one group commit.
@@ -41,44 +41,34 @@ pub enum SequencerError {
     Stopped,
 }
 
+/// What an acknowledged command did.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The engine's events (a refusal is one `Rejected`).
+    pub events: Vec<Event>,
+    /// What it changed in the history.
+    pub changes: Changes,
+}
+
 struct Request {
     command: Command,
-    reply: oneshot::Sender<Arc<Vec<Event>>>,
+    reply: oneshot::Sender<Arc<Outcome>>,
 }
 
 /// Handle to the engine thread.
 pub struct Sequencer {
     view: Arc<RwLock<View>>,
     requests: Option<SyncSender<Request>>,
-    events: broadcast::Sender<Arc<Vec<Event>>>,
+    events: broadcast::Sender<Arc<Outcome>>,
     thread: Option<JoinHandle<Engine>>,
 }
 
-fn tag<T: PartialEq + Copy>(value: T, all: &[T]) -> u8 {
-    all.iter()
-        .position(|v| *v == value)
-        .expect("every variant is listed") as u8
+fn untag_logged<T: Copy>(tag: u8, all: &[T], sequence: u64) -> Result<T, SequencerError> {
+    untag(tag, all).ok_or(SequencerError::Corrupt {
+        sequence,
+        reason: "unknown enum tag",
+    })
 }
-
-fn untag<T: Copy>(tag: u8, all: &[T], sequence: u64) -> Result<T, SequencerError> {
-    all.get(tag as usize)
-        .copied()
-        .ok_or(SequencerError::Corrupt {
-            sequence,
-            reason: "unknown enum tag",
-        })
-}
-
-const SIDES: [Side; 2] = [Side::Buy, Side::Sell];
-const TYPES: [OrderType; 3] = [OrderType::Limit, OrderType::Market, OrderType::LimitMaker];
-const TIFS: [TimeInForce; 3] = [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok];
-const RESPONSES: [ResponseType; 3] = [ResponseType::Ack, ResponseType::Result, ResponseType::Full];
-const STPS: [StpMode; 4] = [
-    StpMode::None,
-    StpMode::ExpireTaker,
-    StpMode::ExpireMaker,
-    StpMode::ExpireBoth,
-];
 
 /// The log's form of a command: markets and assets by name, so a log
 /// survives markets being added to the configuration.
@@ -190,15 +180,15 @@ fn from_record(
             time_ms,
             order: NewOrder {
                 market: market(&order.symbol)?,
-                side: untag(order.side, &SIDES, sequence)?,
-                order_type: untag(order.order_type, &TYPES, sequence)?,
-                time_in_force: untag(order.time_in_force, &TIFS, sequence)?,
+                side: untag_logged(order.side, &SIDES, sequence)?,
+                order_type: untag_logged(order.order_type, &TYPES, sequence)?,
+                time_in_force: untag_logged(order.time_in_force, &TIFS, sequence)?,
                 quantity: order.quantity.map(Amount::from_units),
                 quote_quantity: order.quote_quantity.map(Amount::from_units),
                 price: order.price.map(Amount::from_units),
                 client_order_id: order.client_order_id,
-                response_type: untag(order.response_type, &RESPONSES, sequence)?,
-                stp: untag(order.stp, &STPS, sequence)?,
+                response_type: untag_logged(order.response_type, &RESPONSES, sequence)?,
+                stp: untag_logged(order.stp, &STPS, sequence)?,
             },
         },
         CommandRecord::Cancel {
@@ -235,6 +225,12 @@ impl Sequencer {
     ) -> Result<Self, SequencerError> {
         let mut engine = Engine::new(catalog.clone(), fee_account);
         let mut view = View::new(&catalog);
+        let mut recorder = Recorder::new(&catalog);
+        // History rows are written with their commands; a log older than
+        // the history tables gets its missing rows written now.
+        let recorded = store.exchange_history_sequence()?;
+        let mut backfill = store.exchange_batch();
+        let mut backfilled = 0u64;
         let mut next = 1;
         let mut events = Vec::new();
         let mut clock = 0;
@@ -244,8 +240,24 @@ impl Sequencer {
             clock = clock.max(command.time_ms().unwrap_or(0));
             events.clear();
             engine.apply_into(command.clone(), &mut events);
-            view.apply(&command, &events);
+            let changes = recorder.record(&command, &events);
+            if sequence > recorded {
+                changes.write(&catalog, &mut backfill);
+                backfill.set_history_sequence(sequence);
+                backfilled += 1;
+                if backfilled.is_multiple_of(10_000) {
+                    std::mem::replace(&mut backfill, store.exchange_batch()).commit()?;
+                }
+            }
+            view.apply(command.time_ms(), &events, &changes);
             next = sequence + 1;
+        }
+        if backfilled > 0 {
+            backfill.commit()?;
+            tracing::info!(
+                commands = backfilled,
+                "exchange history written for older log entries"
+            );
         }
         let view = Arc::new(RwLock::new(view));
         let shared = view.clone();
@@ -257,6 +269,7 @@ impl Sequencer {
             .spawn(move || {
                 run(
                     engine,
+                    recorder,
                     Log { store, next, clock },
                     &shared,
                     receiver,
@@ -273,7 +286,7 @@ impl Sequencer {
     }
 
     /// Applies `command` and returns its events once they are durable.
-    pub async fn submit(&self, command: Command) -> Result<Arc<Vec<Event>>, SequencerError> {
+    pub async fn submit(&self, command: Command) -> Result<Arc<Outcome>, SequencerError> {
         let (reply, answer) = oneshot::channel();
         let requests = self
             .requests
@@ -303,7 +316,7 @@ impl Sequencer {
     }
 
     /// Every acknowledged command's events, in sequence order.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Vec<Event>>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Outcome>> {
         self.events.subscribe()
     }
 
@@ -334,10 +347,11 @@ struct Log {
 
 fn run(
     mut engine: Engine,
+    mut recorder: Recorder,
     mut log: Log,
     view: &RwLock<View>,
     receiver: Receiver<Request>,
-    publisher: broadcast::Sender<Arc<Vec<Event>>>,
+    publisher: broadcast::Sender<Arc<Outcome>>,
 ) -> Engine {
     while let Ok(first) = receiver.recv() {
         let mut batch = vec![first];
@@ -348,39 +362,57 @@ fn run(
             }
         }
         log.clock = log.clock.max(now_ms());
-        let mut records = Vec::with_capacity(batch.len());
+        let mut write = log.store.exchange_batch();
         let mut outcomes = Vec::with_capacity(batch.len());
+        let mut sequence = log.next;
         for Request { mut command, reply } in batch {
             command.set_time(log.clock);
             let record = to_record(engine.catalog(), &command);
             let events = engine.apply(command.clone());
             // Refused commands change nothing, so the log skips them.
             let accepted = !matches!(events.first(), Some(Event::Rejected(_)));
+            let changes = recorder.record(&command, &events);
             if accepted {
-                records.push(record);
+                write.append_command(sequence, &record);
+                changes.write(engine.catalog(), &mut write);
+                sequence += 1;
             }
-            outcomes.push((command, accepted, reply, Arc::new(events)));
+            let time_ms = command.time_ms();
+            outcomes.push((
+                time_ms,
+                accepted,
+                reply,
+                Arc::new(Outcome { events, changes }),
+            ));
         }
-        if let Err(error) = log.store.append_commands(log.next, &records) {
+        write.set_history_sequence(sequence - 1);
+        let written = if sequence == log.next {
+            Ok(()) // all refused: nothing to make durable
+        } else {
+            write.commit()
+        };
+        if let Err(error) = written {
             // Memory is now ahead of disk: acknowledge nothing and stop; a
             // restart replays what is durable.
             tracing::error!(%error, "writing the command log failed; the exchange engine stops");
             return engine;
         }
-        log.next += records.len() as u64;
+        log.next = sequence;
         {
             let mut view = view
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for (command, accepted, _, events) in &outcomes {
+            for (time_ms, accepted, _, outcome) in &outcomes {
                 if *accepted {
-                    view.apply(command, events);
+                    view.apply(*time_ms, &outcome.events, &outcome.changes);
                 }
             }
         }
-        for (_, _, reply, events) in outcomes {
-            let _ = publisher.send(events.clone());
-            let _ = reply.send(events);
+        for (_, accepted, reply, outcome) in outcomes {
+            if accepted {
+                let _ = publisher.send(outcome.clone());
+            }
+            let _ = reply.send(outcome);
         }
     }
     engine
@@ -389,7 +421,13 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::MarketId;
+    use crate::engine::{OrderStatus, Trade};
+    use crate::history::{History, OrderView};
+    use crate::market::StpMode;
     use crate::market::tests_support::eth_usdt;
+    use crate::order::{OrderType, ResponseType, Side, TimeInForce};
+    use weiport_storage::ScanDirection;
 
     fn amount(text: &str) -> Amount {
         text.parse().unwrap()
@@ -468,6 +506,86 @@ mod tests {
             .unwrap();
         assert_eq!(before.snapshot(), after.snapshot());
         assert!(!before.snapshot().is_empty());
+    }
+
+    /// Orders and trades as the history reads them, per market.
+    fn recorded(store: &Store, catalog: &Arc<Catalog>) -> Vec<(Vec<OrderView>, Vec<Trade>)> {
+        let history = History::new(store.clone(), catalog.clone());
+        catalog
+            .markets()
+            .map(|(id, _)| {
+                let trades = history
+                    .trades(id, 0, ScanDirection::Forward)
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+                let orders = (1..)
+                    .map_while(|order_id| history.order(id, order_id).unwrap())
+                    .collect();
+                (orders, trades)
+            })
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn history_rows_are_written_with_their_commands_and_backfilled_for_older_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
+        let sequencer = Sequencer::start(store.clone(), catalog.clone(), 99, 64).unwrap();
+        for account in [1, 2] {
+            for asset in ["USDT", "ETH"] {
+                let credit = Command::Credit {
+                    account,
+                    asset: catalog.asset_id(asset).unwrap(),
+                    amount: amount("10000"),
+                };
+                sequencer.submit(credit).await.unwrap();
+            }
+        }
+        for i in 0..6u64 {
+            let price = format!("{}", 3000 + i);
+            sequencer
+                .submit(place(1, Side::Sell, "0.5", &price))
+                .await
+                .unwrap();
+        }
+        let taker = sequencer
+            .submit(place(2, Side::Buy, "2", "3003"))
+            .await
+            .unwrap();
+        let placed = taker.changes.placed().unwrap();
+        assert_eq!((placed.order_id, placed.status), (7, OrderStatus::Filled));
+        assert_eq!(taker.changes.trades.len(), 4);
+        assert_eq!(taker.changes.aggs.len(), 4, "one per price level");
+        drop(sequencer);
+
+        let written = recorded(&store, &catalog);
+        let (orders, trades) = &written[0];
+        assert_eq!(orders.len(), 7);
+        assert_eq!(
+            trades.iter().map(|t| t.trade_id).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+        let statuses: Vec<_> = orders.iter().map(|o| o.status).collect();
+        assert_eq!(statuses[..4], [OrderStatus::Filled; 4]);
+        assert_eq!(statuses[4..6], [OrderStatus::New; 2]);
+        assert_eq!(store.exchange_history_sequence().unwrap(), 11);
+
+        // The same log without its history rows, as an older build wrote it.
+        let old_dir = tempfile::tempdir().unwrap();
+        let old = Store::open(old_dir.path(), &Default::default()).unwrap();
+        let mut batch = old.exchange_batch();
+        for item in store.commands() {
+            let (sequence, record) = item.unwrap();
+            batch.append_command(sequence, &record);
+        }
+        batch.commit().unwrap();
+        assert_eq!(old.exchange_history_sequence().unwrap(), 0);
+        let restarted = Sequencer::start(old.clone(), catalog.clone(), 99, 64).unwrap();
+        assert_eq!(restarted.view().market(MarketId(0)).unwrap().open.len(), 2);
+        drop(restarted);
+        assert_eq!(recorded(&old, &catalog), written);
+        assert_eq!(old.exchange_history_sequence().unwrap(), 11);
     }
 
     proptest::proptest! {

@@ -5,12 +5,14 @@
 pub mod access;
 pub mod codec;
 pub mod exchange;
+mod history;
 mod record;
 mod store;
 
 pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use exchange::{CommandRecord, OrderRecord};
+pub use history::{AggTradeRow, CandleRow, ExchangeBatch, OrderRow, ScanDirection, TradeRow};
 pub use store::{IndexBatch, Store, StoreOptions};
 
 /// Column families, in the order they are opened.
@@ -29,6 +31,20 @@ pub mod cf {
     pub const API_KEY: &str = "api_key";
     /// `sequence` → exchange command, in the order the engine applied them.
     pub const COMMAND_LOG: &str = "command_log";
+    /// `symbol ‖ order id` → order row.
+    pub const EX_ORDER: &str = "ex_order";
+    /// `account ‖ symbol ‖ order id` → nothing: an account's orders.
+    pub const EX_ACCOUNT_ORDER: &str = "ex_account_order";
+    /// `account ‖ symbol ‖ client order id` → the latest order id using it.
+    pub const EX_CLIENT_ORDER: &str = "ex_client_order";
+    /// `symbol ‖ trade id` → trade row.
+    pub const EX_TRADE: &str = "ex_trade";
+    /// `account ‖ symbol ‖ trade id` → nothing: an account's trades.
+    pub const EX_ACCOUNT_TRADE: &str = "ex_account_trade";
+    /// `symbol ‖ aggregate id` → aggregate trade row.
+    pub const EX_AGG_TRADE: &str = "ex_agg_trade";
+    /// `symbol ‖ minute open time` → one-minute candle.
+    pub const EX_CANDLE: &str = "ex_candle";
 
     /// Every column family of the current schema.
     pub const ALL: &[&str] = &[
@@ -39,6 +55,13 @@ pub mod cf {
         ACCOUNT,
         API_KEY,
         COMMAND_LOG,
+        EX_ORDER,
+        EX_ACCOUNT_ORDER,
+        EX_CLIENT_ORDER,
+        EX_TRADE,
+        EX_ACCOUNT_TRADE,
+        EX_AGG_TRADE,
+        EX_CANDLE,
     ];
 }
 

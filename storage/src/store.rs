@@ -15,13 +15,14 @@ use crate::{
     StorageError, cf,
 };
 
-mod meta_key {
+pub(crate) mod meta_key {
     pub const SCHEMA_VERSION: &[u8] = b"schema_version";
     pub const CHAIN_ID: &[u8] = b"chain_id";
     pub const GENESIS_HASH: &[u8] = b"genesis_hash";
     pub const CURSOR: &[u8] = b"index_cursor";
     pub const INDEX_START: &[u8] = b"index_start";
     pub const NEXT_ACCOUNT: &[u8] = b"next_account_id";
+    pub const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
 }
 
 /// Tuning knobs for [`Store::open`].
@@ -45,7 +46,7 @@ impl Default for StoreOptions {
 /// The open database. Clones share it; all methods take `&self`.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<DB>,
+    pub(crate) db: Arc<DB>,
     path: PathBuf,
 }
 
@@ -145,7 +146,7 @@ impl Store {
         &self.path
     }
 
-    fn cf(&self, name: &str) -> &ColumnFamily {
+    pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
         // Every name in `cf::ALL` is opened in `open`; a miss is a programming error.
         self.db
             .cf_handle(name)
@@ -153,7 +154,7 @@ impl Store {
     }
 
     /// Point read of `key` in `cf`, decoded.
-    fn read<T>(
+    pub(crate) fn read<T>(
         &self,
         cf: &ColumnFamily,
         key: impl AsRef<[u8]>,
@@ -165,7 +166,7 @@ impl Store {
             .transpose()
     }
 
-    fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+    pub(crate) fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.db.get_cf(self.cf(cf::META), key)?)
     }
 
@@ -285,7 +286,7 @@ impl Store {
         }
     }
 
-    fn synced() -> WriteOptions {
+    pub(crate) fn synced() -> WriteOptions {
         let mut opts = WriteOptions::default();
         opts.set_sync(true);
         opts
@@ -360,26 +361,6 @@ impl Store {
             .iterator_cf(self.cf(cf::API_KEY), IteratorMode::Start)
             .map(|item| ApiKeyRecord::decode(&item?.1))
             .collect()
-    }
-
-    /// Appends commands to the exchange's log under consecutive sequence
-    /// numbers starting at `first`, atomically and durably (WAL synced).
-    pub fn append_commands(
-        &self,
-        first: u64,
-        commands: &[CommandRecord],
-    ) -> Result<(), StorageError> {
-        let mut batch = WriteBatch::default();
-        let log = self.cf(cf::COMMAND_LOG);
-        for (offset, command) in commands.iter().enumerate() {
-            batch.put_cf(
-                log,
-                encode_block_number(first + offset as u64),
-                command.encode(),
-            );
-        }
-        self.db.write_opt(batch, &Self::synced())?;
-        Ok(())
     }
 
     /// The exchange's command log in sequence order: `(sequence, command)`.

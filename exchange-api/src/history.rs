@@ -1,0 +1,612 @@
+//! The exchange's history: what each command did to orders, trades,
+//! aggregate trades and candles ([`Recorder`], on the engine thread), and
+//! the typed reads of those rows from storage ([`History`], for the API).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use weiport_storage::{
+    AggTradeRow, CandleRow, OrderRow, ScanDirection, StorageError, Store, TradeRow,
+};
+
+use crate::amount::Amount;
+use crate::catalog::{Catalog, MarketId};
+use crate::engine::{AccountId, Command, Event, OrderStatus, Trade};
+use crate::market::StpMode;
+use crate::order::{OrderType, ResponseType, Side, TimeInForce};
+
+/// An order as the API reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderView {
+    /// Market.
+    pub market: MarketId,
+    /// Per-market order id.
+    pub order_id: u64,
+    /// Owner.
+    pub account: AccountId,
+    /// Client order id.
+    pub client_order_id: String,
+    /// Side.
+    pub side: Side,
+    /// Type.
+    pub order_type: OrderType,
+    /// Time in force.
+    pub time_in_force: TimeInForce,
+    /// Limit price (zero for market orders).
+    pub price: Amount,
+    /// Ordered base quantity (zero for market orders by quote amount).
+    pub orig_qty: Amount,
+    /// Ordered quote amount (market orders by quote amount).
+    pub orig_quote_qty: Amount,
+    /// Filled base quantity.
+    pub executed: Amount,
+    /// Filled quote quantity.
+    pub cumulative_quote: Amount,
+    /// Status.
+    pub status: OrderStatus,
+    /// Self-trade prevention mode.
+    pub stp: StpMode,
+    /// Placement time, ms.
+    pub time_ms: u64,
+    /// Last change, ms.
+    pub update_ms: u64,
+}
+
+impl OrderView {
+    /// Whether it rests on the book.
+    pub fn is_open(&self) -> bool {
+        matches!(self.status, OrderStatus::New | OrderStatus::PartiallyFilled)
+    }
+
+    /// Quantity still resting (zero once closed).
+    pub fn resting(&self) -> Amount {
+        if self.is_open() {
+            self.orig_qty.saturating_sub(self.executed)
+        } else {
+            Amount::ZERO
+        }
+    }
+}
+
+// The stored tags of each enum: positions in these lists, never reordered.
+pub(crate) const SIDES: [Side; 2] = [Side::Buy, Side::Sell];
+pub(crate) const TYPES: [OrderType; 3] =
+    [OrderType::Limit, OrderType::Market, OrderType::LimitMaker];
+pub(crate) const TIFS: [TimeInForce; 3] = [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok];
+pub(crate) const RESPONSES: [ResponseType; 3] =
+    [ResponseType::Ack, ResponseType::Result, ResponseType::Full];
+pub(crate) const STPS: [StpMode; 4] = [
+    StpMode::None,
+    StpMode::ExpireTaker,
+    StpMode::ExpireMaker,
+    StpMode::ExpireBoth,
+];
+const STATUSES: [OrderStatus; 7] = [
+    OrderStatus::New,
+    OrderStatus::PartiallyFilled,
+    OrderStatus::Filled,
+    OrderStatus::Canceled,
+    OrderStatus::Rejected,
+    OrderStatus::Expired,
+    OrderStatus::ExpiredInMatch,
+];
+
+/// The stored tag of `value`.
+pub(crate) fn tag<T: PartialEq + Copy>(value: T, all: &[T]) -> u8 {
+    all.iter()
+        .position(|v| *v == value)
+        .expect("every variant is listed") as u8
+}
+
+/// The value of a stored tag, if this build knows it.
+pub(crate) fn untag<T: Copy>(tag: u8, all: &[T]) -> Option<T> {
+    all.get(usize::from(tag)).copied()
+}
+
+impl OrderView {
+    fn to_row(&self) -> OrderRow {
+        OrderRow {
+            order_id: self.order_id,
+            account: self.account,
+            client_order_id: self.client_order_id.clone(),
+            side: tag(self.side, &SIDES),
+            order_type: tag(self.order_type, &TYPES),
+            time_in_force: tag(self.time_in_force, &TIFS),
+            stp: tag(self.stp, &STPS),
+            status: tag(self.status, &STATUSES),
+            price: self.price.units(),
+            orig_qty: self.orig_qty.units(),
+            orig_quote_qty: self.orig_quote_qty.units(),
+            executed: self.executed.units(),
+            cumulative_quote: self.cumulative_quote.units(),
+            time_ms: self.time_ms,
+            update_ms: self.update_ms,
+        }
+    }
+
+    fn from_row(market: MarketId, row: OrderRow) -> Result<Self, HistoryError> {
+        let corrupt = || HistoryError::UnknownTag;
+        Ok(Self {
+            market,
+            order_id: row.order_id,
+            account: row.account,
+            client_order_id: row.client_order_id,
+            side: untag(row.side, &SIDES).ok_or_else(corrupt)?,
+            order_type: untag(row.order_type, &TYPES).ok_or_else(corrupt)?,
+            time_in_force: untag(row.time_in_force, &TIFS).ok_or_else(corrupt)?,
+            price: Amount::from_units(row.price),
+            orig_qty: Amount::from_units(row.orig_qty),
+            orig_quote_qty: Amount::from_units(row.orig_quote_qty),
+            executed: Amount::from_units(row.executed),
+            cumulative_quote: Amount::from_units(row.cumulative_quote),
+            status: untag(row.status, &STATUSES).ok_or_else(corrupt)?,
+            stp: untag(row.stp, &STPS).ok_or_else(corrupt)?,
+            time_ms: row.time_ms,
+            update_ms: row.update_ms,
+        })
+    }
+}
+
+fn trade_row(trade: &Trade) -> TradeRow {
+    TradeRow {
+        trade_id: trade.trade_id,
+        price: trade.price.units(),
+        quantity: trade.quantity.units(),
+        quote_quantity: trade.quote_quantity.units(),
+        maker: trade.maker,
+        taker: trade.taker,
+        taker_buys: trade.taker_side == Side::Buy,
+        maker_fee: trade.maker_fee.units(),
+        taker_fee: trade.taker_fee.units(),
+        time_ms: trade.time_ms,
+    }
+}
+
+fn trade_from_row(market: MarketId, row: &TradeRow) -> Trade {
+    Trade {
+        market,
+        trade_id: row.trade_id,
+        price: Amount::from_units(row.price),
+        quantity: Amount::from_units(row.quantity),
+        quote_quantity: Amount::from_units(row.quote_quantity),
+        maker: row.maker,
+        taker: row.taker,
+        taker_side: if row.taker_buys {
+            Side::Buy
+        } else {
+            Side::Sell
+        },
+        maker_fee: Amount::from_units(row.maker_fee),
+        taker_fee: Amount::from_units(row.taker_fee),
+        time_ms: row.time_ms,
+    }
+}
+
+/// Length of a stored candle.
+pub const CANDLE_MS: u64 = 60_000;
+
+/// A candle of one trade, opening at `open_time`.
+pub(crate) fn candle_of(trade: &Trade, open_time: u64) -> CandleRow {
+    let price = trade.price.units();
+    let (taker_base, taker_quote) = if trade.taker_side == Side::Buy {
+        (trade.quantity.units(), trade.quote_quantity.units())
+    } else {
+        (0, 0)
+    };
+    CandleRow {
+        open_time,
+        open: price,
+        high: price,
+        low: price,
+        close: price,
+        volume: trade.quantity.units(),
+        quote_volume: trade.quote_quantity.units(),
+        taker_buy_volume: taker_base,
+        taker_buy_quote_volume: taker_quote,
+        first_trade: trade.trade_id,
+        last_trade: trade.trade_id,
+    }
+}
+
+/// Adds `later`, which follows `candle` in time, to it.
+pub(crate) fn merge_later(candle: &mut CandleRow, later: &CandleRow) {
+    candle.close = later.close;
+    candle.last_trade = later.last_trade;
+    add_volumes(candle, later);
+}
+
+/// Adds `earlier`, which precedes `candle` in time, to it.
+pub(crate) fn merge_earlier(candle: &mut CandleRow, earlier: &CandleRow) {
+    candle.open = earlier.open;
+    candle.first_trade = earlier.first_trade;
+    add_volumes(candle, earlier);
+}
+
+fn add_volumes(candle: &mut CandleRow, other: &CandleRow) {
+    candle.high = candle.high.max(other.high);
+    candle.low = candle.low.min(other.low);
+    candle.volume = candle.volume.saturating_add(other.volume);
+    candle.quote_volume = candle.quote_volume.saturating_add(other.quote_volume);
+    candle.taker_buy_volume = candle
+        .taker_buy_volume
+        .saturating_add(other.taker_buy_volume);
+    candle.taker_buy_quote_volume = candle
+        .taker_buy_quote_volume
+        .saturating_add(other.taker_buy_quote_volume);
+}
+
+/// What one command changed in the history.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Orders in their state after the command, with whether it placed them.
+    pub orders: Vec<(OrderView, bool)>,
+    /// New trades.
+    pub trades: Vec<Trade>,
+    /// Aggregate trades, new or grown.
+    pub aggs: Vec<(MarketId, AggTradeRow)>,
+    /// One-minute candles, new or grown.
+    pub candles: Vec<(MarketId, CandleRow)>,
+}
+
+impl Changes {
+    /// The order this command placed.
+    pub fn placed(&self) -> Option<&OrderView> {
+        self.orders
+            .iter()
+            .find(|(_, placed)| *placed)
+            .map(|(o, _)| o)
+    }
+
+    /// Writes the rows into `batch`.
+    pub fn write(&self, catalog: &Catalog, batch: &mut weiport_storage::ExchangeBatch) {
+        for (order, placed) in &self.orders {
+            batch.put_order(catalog.symbol(order.market), &order.to_row(), *placed);
+        }
+        for trade in &self.trades {
+            batch.put_trade(catalog.symbol(trade.market), &trade_row(trade));
+        }
+        for (market, agg) in &self.aggs {
+            batch.put_agg_trade(catalog.symbol(*market), agg);
+        }
+        for (market, candle) in &self.candles {
+            batch.put_candle(catalog.symbol(*market), candle);
+        }
+    }
+}
+
+#[derive(Default, Clone)]
+struct Tape {
+    last_agg: Option<AggTradeRow>,
+    candle: Option<CandleRow>,
+}
+
+/// Turns each applied command and its events into history rows. Owned by
+/// the engine thread; keeps the details of resting orders, which fills and
+/// cancels update, and each market's open aggregate trade and candle.
+pub struct Recorder {
+    open: HashMap<(MarketId, u64), OrderView>,
+    tapes: Vec<Tape>,
+}
+
+impl Recorder {
+    /// A recorder for the catalog's markets, with nothing recorded.
+    pub fn new(catalog: &Catalog) -> Self {
+        Self {
+            open: HashMap::new(),
+            tapes: vec![Tape::default(); catalog.markets().count()],
+        }
+    }
+
+    /// The history changes of `command`, which produced `events`.
+    pub fn record(&mut self, command: &Command, events: &[Event]) -> Changes {
+        let mut changes = Changes::default();
+        if matches!(events.first(), Some(Event::Rejected(_))) {
+            return changes;
+        }
+        let mut placed = None;
+        if let Command::Place {
+            account,
+            order,
+            time_ms,
+        } = command
+        {
+            // The new order has its market's highest id among the events.
+            let id = events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Order(o) if o.market == order.market => Some(o.order_id),
+                    _ => None,
+                })
+                .max();
+            placed = id.map(|order_id| OrderView {
+                market: order.market,
+                order_id,
+                account: *account,
+                client_order_id: order
+                    .client_order_id
+                    .clone()
+                    .unwrap_or_else(|| format!("weiport{order_id}")),
+                side: order.side,
+                order_type: order.order_type,
+                time_in_force: order.time_in_force,
+                price: order.price.unwrap_or_default(),
+                orig_qty: order.quantity.unwrap_or_default(),
+                orig_quote_qty: order.quote_quantity.unwrap_or_default(),
+                executed: Amount::ZERO,
+                cumulative_quote: Amount::ZERO,
+                status: OrderStatus::New,
+                stp: order.stp,
+                time_ms: *time_ms,
+                update_ms: *time_ms,
+            });
+        }
+        for event in events {
+            match event {
+                Event::Order(state) => {
+                    let key = (state.market, state.order_id);
+                    let at = changes
+                        .orders
+                        .iter()
+                        .position(|(o, _)| (o.market, o.order_id) == key);
+                    let at = match at {
+                        Some(at) => at,
+                        None => {
+                            let (order, is_new) =
+                                match placed.take_if(|p| p.order_id == state.order_id) {
+                                    Some(order) => (order, true),
+                                    None => match self.open.remove(&key) {
+                                        Some(order) => (order, false),
+                                        None => continue,
+                                    },
+                                };
+                            changes.orders.push((order, is_new));
+                            changes.orders.len() - 1
+                        }
+                    };
+                    let order = &mut changes.orders[at].0;
+                    order.status = state.status;
+                    order.executed = state.executed;
+                    order.cumulative_quote = state.cumulative_quote;
+                    order.update_ms = state.time_ms;
+                }
+                Event::Trade(trade) => self.record_trade(trade, &mut changes),
+                Event::Rejected(_) | Event::Balance { .. } => {}
+            }
+        }
+        for (order, _) in &changes.orders {
+            if order.is_open() {
+                self.open
+                    .insert((order.market, order.order_id), order.clone());
+            }
+        }
+        changes
+    }
+
+    fn record_trade(&mut self, trade: &Trade, changes: &mut Changes) {
+        changes.trades.push(*trade);
+        let Some(tape) = self.tapes.get_mut(usize::from(trade.market.0)) else {
+            return;
+        };
+        let agg = match &mut tape.last_agg {
+            Some(agg)
+                if agg.taker_order == trade.taker.0
+                    && agg.price == trade.price.units()
+                    && agg.last_trade + 1 == trade.trade_id =>
+            {
+                agg.quantity = agg.quantity.saturating_add(trade.quantity.units());
+                agg.last_trade = trade.trade_id;
+                *agg
+            }
+            last => {
+                let agg = AggTradeRow {
+                    id: last.map_or(1, |a| a.id + 1),
+                    price: trade.price.units(),
+                    quantity: trade.quantity.units(),
+                    first_trade: trade.trade_id,
+                    last_trade: trade.trade_id,
+                    time_ms: trade.time_ms,
+                    buyer_is_maker: trade.taker_side == Side::Sell,
+                    taker_order: trade.taker.0,
+                };
+                *last = Some(agg);
+                agg
+            }
+        };
+        upsert(&mut changes.aggs, trade.market, agg, |a| a.id);
+        let open_time = trade.time_ms - trade.time_ms % CANDLE_MS;
+        let single = candle_of(trade, open_time);
+        let candle = match &mut tape.candle {
+            Some(candle) if candle.open_time == open_time => {
+                merge_later(candle, &single);
+                *candle
+            }
+            current => *current.insert(single),
+        };
+        upsert(&mut changes.candles, trade.market, candle, |c| c.open_time);
+    }
+}
+
+/// Replaces the entry with the same market and key, or appends.
+fn upsert<T: Copy>(rows: &mut Vec<(MarketId, T)>, market: MarketId, row: T, key: fn(&T) -> u64) {
+    match rows
+        .iter_mut()
+        .find(|(m, r)| *m == market && key(r) == key(&row))
+    {
+        Some(entry) => entry.1 = row,
+        None => rows.push((market, row)),
+    }
+}
+
+/// Why a history read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A row holds an enum value this build does not know.
+    #[error("a stored order holds an unknown tag")]
+    UnknownTag,
+}
+
+/// Typed reads of the stored history.
+#[derive(Clone)]
+pub struct History {
+    store: Store,
+    catalog: Arc<Catalog>,
+}
+
+impl History {
+    /// Reads over `store`'s history of the catalog's markets.
+    pub fn new(store: Store, catalog: Arc<Catalog>) -> Self {
+        Self { store, catalog }
+    }
+
+    /// Order `order_id` of `market`.
+    pub fn order(
+        &self,
+        market: MarketId,
+        order_id: u64,
+    ) -> Result<Option<OrderView>, HistoryError> {
+        self.store
+            .order(self.catalog.symbol(market), order_id)?
+            .map(|row| OrderView::from_row(market, row))
+            .transpose()
+    }
+
+    /// The order of `account` by id, or else by client order id.
+    pub fn find_order(
+        &self,
+        account: AccountId,
+        market: MarketId,
+        order_id: Option<u64>,
+        client_order_id: Option<&str>,
+    ) -> Result<Option<OrderView>, HistoryError> {
+        let order_id = match (order_id, client_order_id) {
+            (Some(id), _) => id,
+            (None, Some(client)) => {
+                let symbol = self.catalog.symbol(market);
+                match self.store.order_by_client_id(account, symbol, client)? {
+                    Some(id) => id,
+                    None => return Ok(None),
+                }
+            }
+            (None, None) => return Ok(None),
+        };
+        Ok(self.order(market, order_id)?.filter(|o| {
+            o.account == account && client_order_id.is_none_or(|c| c == o.client_order_id)
+        }))
+    }
+
+    /// Orders of `account` on `market` from `order_id` on, in `direction`.
+    pub fn account_orders(
+        &self,
+        account: AccountId,
+        market: MarketId,
+        order_id: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<OrderView, HistoryError>> + '_ {
+        self.store
+            .account_orders(account, self.catalog.symbol(market), order_id, direction)
+            .map(move |row| OrderView::from_row(market, row?))
+    }
+
+    /// Trades of `account` on `market` from `trade_id` on, in `direction`.
+    pub fn account_trades(
+        &self,
+        account: AccountId,
+        market: MarketId,
+        trade_id: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<Trade, HistoryError>> + '_ {
+        self.store
+            .account_trades(account, self.catalog.symbol(market), trade_id, direction)
+            .map(move |row| Ok(trade_from_row(market, &row?)))
+    }
+
+    /// Trades of `market` from `trade_id` on, in `direction`.
+    pub fn trades(
+        &self,
+        market: MarketId,
+        trade_id: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<Trade, HistoryError>> + '_ {
+        self.store
+            .trades(self.catalog.symbol(market), trade_id, direction)
+            .map(move |row| Ok(trade_from_row(market, &row?)))
+    }
+
+    /// Aggregate trades of `market` from `id` on, in `direction`.
+    pub fn agg_trades(
+        &self,
+        market: MarketId,
+        id: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<AggTradeRow, HistoryError>> + '_ {
+        self.store
+            .agg_trades(self.catalog.symbol(market), id, direction)
+            .map(|row| Ok(row?))
+    }
+
+    /// One-minute candles of `market` from `open_time` on, in `direction`.
+    pub fn candles(
+        &self,
+        market: MarketId,
+        open_time: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<CandleRow, HistoryError>> + '_ {
+        self.store
+            .candles(self.catalog.symbol(market), open_time, direction)
+            .map(|row| Ok(row?))
+    }
+
+    /// The first trade of `market` at or after `time_ms` among ids `1..=last`
+    /// (trade times never go backwards), by binary search.
+    pub fn first_trade_at(
+        &self,
+        market: MarketId,
+        time_ms: u64,
+        last: u64,
+    ) -> Result<u64, HistoryError> {
+        let symbol = self.catalog.symbol(market);
+        first_id_at(last, time_ms, |id| {
+            Ok(self
+                .store
+                .trade(symbol, id)?
+                .map_or(u64::MAX, |t| t.time_ms))
+        })
+    }
+
+    /// The first aggregate trade of `market` at or after `time_ms` among ids `1..=last`.
+    pub fn first_agg_at(
+        &self,
+        market: MarketId,
+        time_ms: u64,
+        last: u64,
+    ) -> Result<u64, HistoryError> {
+        let symbol = self.catalog.symbol(market);
+        first_id_at(last, time_ms, |id| {
+            Ok(self
+                .store
+                .agg_trade(symbol, id)?
+                .map_or(u64::MAX, |t| t.time_ms))
+        })
+    }
+}
+
+/// The smallest id in `1..=last` whose time is at least `time_ms` (`last + 1` if none).
+fn first_id_at(
+    last: u64,
+    time_ms: u64,
+    time_of: impl Fn(u64) -> Result<u64, HistoryError>,
+) -> Result<u64, HistoryError> {
+    let (mut low, mut high) = (1, last + 1);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if time_of(mid)? < time_ms {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    Ok(low)
+}
