@@ -12,6 +12,12 @@ use clap::{Parser, Subcommand};
 
 use crate::config::Config;
 
+// Request handling allocates many small short-lived buffers across worker
+// threads; mimalloc serves them with less contention than the system
+// allocator (measured in BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Ethereum balance indexer with Etherscan- and Binance-compatible APIs.
 #[derive(Debug, Parser)]
 #[command(name = "weiport", version, about)]
