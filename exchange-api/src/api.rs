@@ -970,16 +970,26 @@ pub(crate) async fn new_order(
     Ok(Json(out).into_response())
 }
 
-fn order_ref(params: &Params) -> Result<(Option<u64>, Option<String>), BinanceError> {
+/// The order of `account` that `orderId` or `origClientOrderId` names, if any.
+fn referenced_order(
+    exchange: &Exchange,
+    account: AccountId,
+    market: MarketId,
+    params: &Params,
+) -> Result<Option<OrderView>, BinanceError> {
     let order_id = integer(params, "orderId")?;
-    let client = params.get("origClientOrderId").map(str::to_owned);
+    let client = params.get("origClientOrderId");
     if order_id.is_none() && client.is_none() {
         return Err(BinanceError::bad(
             -1102,
             "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!",
         ));
     }
-    Ok((order_id, client))
+    stored(
+        exchange
+            .history
+            .find_order(account, market, order_id, client),
+    )
 }
 
 pub(crate) async fn query_order(
@@ -989,13 +999,8 @@ pub(crate) async fn query_order(
     }: Signed,
 ) -> Answer {
     let (market, _) = market(&exchange.catalog, &params)?;
-    let (order_id, client) = order_ref(&params)?;
-    let order = stored(
-        exchange
-            .history
-            .find_order(account, market, order_id, client.as_deref()),
-    )?
-    .ok_or_else(|| BinanceError::bad(-2013, "Order does not exist."))?;
+    let order = referenced_order(&exchange, account, market, &params)?
+        .ok_or_else(|| BinanceError::bad(-2013, "Order does not exist."))?;
     Ok(Json(order_json(&exchange.catalog, &order)).into_response())
 }
 
@@ -1006,16 +1011,9 @@ pub(crate) async fn cancel_order(
     }: Signed,
 ) -> Answer {
     let (market, _) = market(&exchange.catalog, &params)?;
-    let (order_id, client) = order_ref(&params)?;
-    let unknown = || BinanceError::bad(-2011, "Unknown order sent.");
-    let order_id = stored(exchange.history.find_order(
-        account,
-        market,
-        order_id,
-        client.as_deref(),
-    ))?
-    .map(|o| o.order_id)
-    .ok_or_else(unknown)?;
+    let order_id = referenced_order(&exchange, account, market, &params)?
+        .map(|o| o.order_id)
+        .ok_or_else(|| BinanceError::bad(-2011, "Unknown order sent."))?;
     let outcome = submit(
         &exchange,
         Command::Cancel {
