@@ -337,13 +337,36 @@ fn latest<T>(
     Ok(out)
 }
 
-fn random_client_id() -> String {
+/// Base-62 digits in ASCII order, so encoded numbers sort like the numbers.
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Client order id for a request that named none: 22 characters, like
+/// Binance's. Time first, then a process-wide counter, so successive ids
+/// sort in order and the client-id index grows at its end rather than at
+/// random places (a random insert is a full skip-list search in RocksDB's
+/// memtable); a random tail keeps ids apart across restarts and clock steps.
+fn generated_client_id() -> String {
     use rand::Rng;
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..22)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    client_id_at(
+        now_ms(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        rand::rng().random(),
+    )
+}
+
+/// Milliseconds in 8 digits (62^8 ms is some 6,900 years), the counter in 6
+/// (wrapping), the random tail in 8.
+fn client_id_at(time_ms: u64, counter: u64, tail: u64) -> String {
+    let mut id = [0u8; 22];
+    for (digits, mut value) in [(0..8, time_ms), (8..14, counter), (14..22, tail)] {
+        for at in digits.rev() {
+            id[at] = BASE62[(value % 62) as usize];
+            value /= 62;
+        }
+    }
+    id.iter().map(|&b| b as char).collect()
 }
 
 // ---------------------------------------------------------------- market data
@@ -906,7 +929,9 @@ pub(crate) async fn new_order(
     }: Signed,
 ) -> Answer {
     let mut order = params.new_order(&exchange.catalog)?;
-    order.client_order_id.get_or_insert_with(random_client_id);
+    order
+        .client_order_id
+        .get_or_insert_with(generated_client_id);
     let (market, response_type) = (order.market, order.response_type);
     let outcome = submit(
         &exchange,
@@ -1026,7 +1051,7 @@ pub(crate) async fn cancel_order(
     .await?;
     let cancel_id = params
         .get("newClientOrderId")
-        .map_or_else(random_client_id, str::to_owned);
+        .map_or_else(generated_client_id, str::to_owned);
     let (order, _) = outcome
         .changes
         .orders
@@ -1057,7 +1082,7 @@ pub(crate) async fn cancel_open_orders(
         .orders
         .iter()
         .filter(|(o, _)| o.status == OrderStatus::Canceled)
-        .map(|(o, _)| cancel_json(&exchange.catalog, o, &random_client_id()))
+        .map(|(o, _)| cancel_json(&exchange.catalog, o, &generated_client_id()))
         .collect();
     Ok(Json(Value::Array(out)).into_response())
 }
@@ -1366,4 +1391,25 @@ pub(crate) async fn no_futures() -> Json<Value> {
 /// Margin pair lists: this exchange has no margin trading.
 pub(crate) async fn no_margin_pairs() -> Json<Value> {
     Json(json!([]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_client_ids_are_binance_shaped_and_sort_by_time_then_counter() {
+        let ids = [
+            client_id_at(1_700_000_000_000, 61, u64::MAX),
+            client_id_at(1_700_000_000_000, 62, 0),
+            client_id_at(1_700_000_000_001, 0, 7),
+            client_id_at(1_700_000_000_001, 1, 3),
+        ];
+        for id in &ids {
+            assert_eq!(id.len(), 22, "{id}");
+            assert!(id.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
+        }
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
+        assert_ne!(generated_client_id(), generated_client_id());
+    }
 }
