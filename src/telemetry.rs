@@ -50,17 +50,67 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
 /// Counts and times every request by its route pattern (bounded cardinality).
 pub async fn track_http(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().as_str().to_owned();
+    // A matched path shares its text; cloning it allocates nothing.
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    metrics::counter!("http_requests_total", "method" => method, "route" => route.clone(), "status" => status)
-        .increment(1);
-    metrics::histogram!("http_request_duration_seconds", "route" => route)
-        .record(started.elapsed().as_secs_f64());
+    let status = response.status().as_u16();
+    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
+    ROUTE_METRICS.with_borrow_mut(|routes| {
+        if !routes.contains_key(route) {
+            let duration =
+                metrics::histogram!("http_request_duration_seconds", "route" => route.to_owned());
+            routes.insert(
+                route.to_owned(),
+                RouteMetrics {
+                    route: route.to_owned(),
+                    duration,
+                    requests: Vec::new(),
+                },
+            );
+        }
+        let Some(handles) = routes.get_mut(route) else {
+            return;
+        };
+        handles.requests(&method, status).increment(1);
+        handles.duration.record(started.elapsed().as_secs_f64());
+    });
     response
+}
+
+thread_local! {
+    /// Each worker thread's handles by route: registering a labelled metric
+    /// hashes and allocates its labels, too much to repeat on every request.
+    static ROUTE_METRICS: std::cell::RefCell<std::collections::HashMap<String, RouteMetrics>> =
+        std::cell::RefCell::default();
+}
+
+/// One route's request counters (by method and status) and latency histogram.
+struct RouteMetrics {
+    route: String,
+    duration: metrics::Histogram,
+    requests: Vec<(axum::http::Method, u16, metrics::Counter)>,
+}
+
+impl RouteMetrics {
+    fn requests(&mut self, method: &axum::http::Method, status: u16) -> &metrics::Counter {
+        let at = match self
+            .requests
+            .iter()
+            .position(|(m, s, _)| m == method && *s == status)
+        {
+            Some(at) => at,
+            None => {
+                let counter = metrics::counter!(
+                    "http_requests_total",
+                    "method" => method.as_str().to_owned(),
+                    "route" => self.route.clone(),
+                    "status" => status.to_string()
+                );
+                self.requests.push((method.clone(), status, counter));
+                self.requests.len() - 1
+            }
+        };
+        &self.requests[at].2
+    }
 }

@@ -944,30 +944,33 @@ pub(crate) async fn new_order(
     .await?;
     let order = outcome.changes.placed().ok_or_else(unavailable)?;
     let order_id = order.order_id;
-    let mut out = json!({
-        "symbol": exchange.catalog.symbol(market),
-        "orderId": order.order_id,
-        "orderListId": -1,
-        "clientOrderId": order.client_order_id,
-        "transactTime": order.time_ms,
-    });
-    if response_type != ResponseType::Ack {
-        let full = order_json(&exchange.catalog, order);
-        for field in [
-            "price",
-            "origQty",
-            "executedQty",
-            "origQuoteOrderQty",
-            "cummulativeQuoteQty",
-            "status",
-            "timeInForce",
-            "type",
-            "side",
-            "workingTime",
-            "selfTradePreventionMode",
-        ] {
-            out[field] = full[field].clone();
-        }
+    let ack = Acknowledgement {
+        symbol: exchange.catalog.symbol(market),
+        order_id,
+        order_list_id: -1,
+        client_order_id: &order.client_order_id,
+        transact_time: order.time_ms,
+    };
+    if response_type == ResponseType::Ack {
+        // The common case of trading programs: written straight, no JSON tree.
+        return Ok(Json(ack).into_response());
+    }
+    let mut out = serde_json::to_value(ack).map_err(|_| unavailable())?;
+    let full = order_json(&exchange.catalog, order);
+    for field in [
+        "price",
+        "origQty",
+        "executedQty",
+        "origQuoteOrderQty",
+        "cummulativeQuoteQty",
+        "status",
+        "timeInForce",
+        "type",
+        "side",
+        "workingTime",
+        "selfTradePreventionMode",
+    ] {
+        out[field] = full[field].clone();
     }
     if response_type == ResponseType::Full {
         let (base, quote) = exchange.catalog.pair(market).ok_or_else(unavailable)?;
@@ -993,6 +996,17 @@ pub(crate) async fn new_order(
         out["fills"] = Value::Array(fills);
     }
     Ok(Json(out).into_response())
+}
+
+/// The part of a new order's answer every `newOrderRespType` has.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Acknowledgement<'a> {
+    symbol: &'a str,
+    order_id: u64,
+    order_list_id: i64,
+    client_order_id: &'a str,
+    transact_time: u64,
 }
 
 /// The order of `account` that `orderId` or `origClientOrderId` names, if any.
