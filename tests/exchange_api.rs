@@ -697,6 +697,49 @@ async fn history_pages_and_windows_follow_binance_and_survive_a_restart() {
             (stats["openPrice"].clone(), stats["lastPrice"].clone()),
             (json!("3000.00000000"), json!("3011.00000000"))
         );
+        assert!(stats.get("bidPrice").is_some() && stats.get("lastQty").is_some());
+
+        // Rolling window: Binance's FULL fields, without the 24-hour ticker's book.
+        let hour = public("/api/v3/ticker?symbol=ETHUSDT&windowSize=1h".into()).await;
+        assert_eq!(
+            (hour["count"].clone(), hour["priceChange"].clone()),
+            (json!(12), json!("11.00000000"))
+        );
+        assert!(
+            hour.get("bidPrice").is_none() && hour.get("prevClosePrice").is_none(),
+            "{hour}"
+        );
+        let mini = public("/api/v3/ticker?symbols=%5B%22ETHUSDT%22%5D&type=MINI".into()).await;
+        assert!(
+            mini[0].get("priceChange").is_none() && mini[0]["count"] == json!(12),
+            "{mini}"
+        );
+
+        // Trading day: from local midnight in `timeZone`, counting the trades since.
+        let times: Vec<u64> = public("/api/v3/trades?symbol=ETHUSDT&limit=12".into())
+            .await
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["time"].as_u64().unwrap())
+            .collect();
+        for (zone, offset_minutes) in [("0", 0), ("8", 480), ("-5:30", -330), ("14:00", 840)] {
+            let day = public(format!(
+                "/api/v3/ticker/tradingDay?symbol=ETHUSDT&timeZone={zone}"
+            ))
+            .await;
+            let open = day["openTime"].as_u64().unwrap();
+            assert_eq!(
+                day["closeTime"].as_u64().unwrap() - open,
+                86_399_999,
+                "{day}"
+            );
+            let local_midnight = open as i64 + offset_minutes * 60_000;
+            assert_eq!(local_midnight % 86_400_000, 0, "{zone}: {day}");
+            let since = times.iter().filter(|&&t| t >= open).count();
+            assert_eq!(day["count"], json!(since), "{zone}: {day}");
+            assert!(day.get("priceChange").is_some() && day.get("bidPrice").is_none());
+        }
         answers.push(stats["volume"].clone());
         if round == 0 {
             setup.restart();
@@ -704,4 +747,28 @@ async fn history_pages_and_windows_follow_binance_and_survive_a_restart() {
     }
     assert_eq!(answers[0], "1.20000000");
     assert_eq!(answers[0], answers[1]);
+
+    for (path, code) in [
+        ("/api/v3/ticker/tradingDay", -1102),
+        (
+            "/api/v3/ticker/tradingDay?symbol=ETHUSDT&timeZone=15",
+            -1130,
+        ),
+        (
+            "/api/v3/ticker/tradingDay?symbol=ETHUSDT&timeZone=1:60",
+            -1130,
+        ),
+        ("/api/v3/ticker/tradingDay?symbol=ETHUSDT&type=HUGE", -1139),
+        (
+            "/api/v3/klines?symbol=ETHUSDT&interval=1d&timeZone=-13",
+            -1130,
+        ),
+    ] {
+        let (status, answer) = setup.public(path).await;
+        assert_eq!(
+            (status, answer["code"].clone()),
+            (400, json!(code)),
+            "{path}: {answer}"
+        );
+    }
 }

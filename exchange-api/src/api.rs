@@ -655,6 +655,7 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
     let limit = limit(&params, 500, 1000)?;
     let start = integer(&params, "startTime")?;
     let end = integer(&params, "endTime")?.unwrap_or(u64::MAX);
+    let zone_ms = time_zone_ms(&params)?;
     let history = &exchange.history;
     // Seconds come from trades; every longer interval from one-minute candles.
     let seconds = length == 1_000;
@@ -694,7 +695,7 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
         if !forward && piece.open_time > end {
             continue;
         }
-        let (open_time, next) = period_start(piece.open_time, length);
+        let (open_time, next) = zoned_period(piece.open_time, length, zone_ms);
         match klines.last_mut() {
             Some((open, _, kline)) if *open == open_time => {
                 if forward {
@@ -804,17 +805,29 @@ pub(crate) async fn avg_price(
     Ok(Json(json!({ "mins": 5, "price": price.to_string(), "closeTime": close })).into_response())
 }
 
-/// Rolling statistics of `id` over `window_ms`, FULL or MINI.
-fn rolling_stats(
+/// Which fields a statistics ticker carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TickerFields {
+    /// `type=MINI`: prices, volumes, times and trade ids.
+    Mini,
+    /// `type=FULL` of the rolling-window and trading-day tickers: MINI and the change.
+    Full,
+    /// `type=FULL` of the 24-hour ticker: FULL and the last quantity and best prices.
+    FullWithBook,
+}
+
+/// Statistics of `id` over the trades from `open_time` until `now`, shown
+/// as covering `open_time..=close_time`.
+fn statistics(
     exchange: &Exchange,
     view: &View,
     id: MarketId,
     now: u64,
-    window_ms: u64,
-    full: bool,
+    (open_time, close_time): (u64, u64),
+    fields: TickerFields,
 ) -> Value {
     let book = view.market(id);
-    let stats = book.and_then(|b| window(b, now, window_ms));
+    let stats = book.and_then(|b| window(b, now, now.saturating_sub(open_time)));
     let last = book.and_then(|b| b.last_trade).filter(|_| stats.is_some());
     let price = |f: fn(&CandleRow) -> u64| Amount::from_units(stats.as_ref().map_or(0, f));
     let (open, close, high, low) = (
@@ -828,12 +841,12 @@ fn rolling_stats(
         "symbol": exchange.catalog.symbol(id),
         "openPrice": open.to_string(), "highPrice": high.to_string(), "lowPrice": low.to_string(),
         "lastPrice": close.to_string(), "volume": base.to_string(), "quoteVolume": quote.to_string(),
-        "openTime": now.saturating_sub(window_ms), "closeTime": now,
+        "openTime": open_time, "closeTime": close_time,
         "firstId": stats.map_or(-1, |c| c.first_trade as i64),
         "lastId": stats.map_or(-1, |c| c.last_trade as i64),
         "count": stats.map_or(0, |c| c.trades()),
     });
-    if full {
+    if fields != TickerFields::Mini {
         let change = i128::from(close.units()) - i128::from(open.units());
         let percent = if open.is_zero() {
             0.0
@@ -842,31 +855,84 @@ fn rolling_stats(
         };
         let weighted =
             average_price(u128::from(base.units()), u128::from(quote.units())).unwrap_or_default();
-        let (bid, ask) = best(view, id);
         let sign = if change < 0 { "-" } else { "" };
         let magnitude = Amount::from_units(change.unsigned_abs() as u64);
-        let fields = json!({
-            "priceChange": format!("{sign}{magnitude}"),
-            "priceChangePercent": format!("{percent:.3}"),
-            "weightedAvgPrice": weighted.to_string(),
+        out["priceChange"] = json!(format!("{sign}{magnitude}"));
+        out["priceChangePercent"] = json!(format!("{percent:.3}"));
+        out["weightedAvgPrice"] = json!(weighted.to_string());
+    }
+    if fields == TickerFields::FullWithBook {
+        let (bid, ask) = best(view, id);
+        let extra = json!({
             "prevClosePrice": open.to_string(),
             "lastQty": last.map_or(Amount::ZERO, |t| t.quantity).to_string(),
             "bidPrice": bid.0.to_string(), "bidQty": bid.1.to_string(),
             "askPrice": ask.0.to_string(), "askQty": ask.1.to_string(),
         });
-        if let (Value::Object(out), Value::Object(fields)) = (&mut out, fields) {
-            out.extend(fields);
+        if let (Value::Object(out), Value::Object(extra)) = (&mut out, extra) {
+            out.extend(extra);
         }
     }
     out
 }
 
-fn ticker_type(params: &Params) -> Result<bool, BinanceError> {
+/// `type`: FULL (the default) gives `full`, MINI the short form.
+fn ticker_type(params: &Params, full: TickerFields) -> Result<TickerFields, BinanceError> {
     match params.get("type") {
-        None | Some("FULL") => Ok(true),
-        Some("MINI") => Ok(false),
+        None | Some("FULL") => Ok(full),
+        Some("MINI") => Ok(TickerFields::Mini),
         Some(_) => Err(BinanceError::bad(-1139, "Invalid ticker type.")),
     }
+}
+
+/// `timeZone`: hours (`8`, `-1`) or hours and minutes (`05:45`, `-1:00`),
+/// from -12:00 to +14:00; the offset from UTC in milliseconds (0 when absent).
+fn time_zone_ms(params: &Params) -> Result<i64, BinanceError> {
+    let Some(text) = params.get("timeZone") else {
+        return Ok(0);
+    };
+    let invalid = || BinanceError::bad(-1130, "Data sent for parameter 'timeZone' is not valid.");
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (hours, minutes) = unsigned.split_once(':').unwrap_or((unsigned, "0"));
+    let number = |digits: &str| -> Result<i64, BinanceError> {
+        if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        digits.parse().map_err(|_| invalid())
+    };
+    let (hours, minutes) = (number(hours)?, number(minutes)?);
+    if minutes > 59 {
+        return Err(invalid());
+    }
+    let offset = if negative { -1 } else { 1 } * (hours * 60 + minutes);
+    if !(-12 * 60..=14 * 60).contains(&offset) {
+        return Err(invalid());
+    }
+    Ok(offset * 60_000)
+}
+
+/// The period of `length` holding `time_ms`, with periods counted in the
+/// local time `zone_ms` ahead of UTC.
+fn zoned_period(time_ms: u64, length: u64, zone_ms: i64) -> (u64, u64) {
+    let (start, next) = period_start(time_ms.saturating_add_signed(zone_ms), length);
+    (
+        start.saturating_add_signed(-zone_ms),
+        next.saturating_add_signed(-zone_ms),
+    )
+}
+
+/// `symbol` or `symbols` must be sent (the rolling tickers have no "all").
+fn require_symbols(params: &Params) -> Result<(), BinanceError> {
+    if params.get("symbol").is_none() && params.get("symbols").is_none() {
+        return Err(BinanceError::bad(
+            -1102,
+            "Param 'symbol' or 'symbols' must be sent, but both were empty/null!",
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) async fn ticker_24hr(
@@ -874,12 +940,13 @@ pub(crate) async fn ticker_24hr(
     Query(params): Query,
 ) -> Answer {
     let (ids, single) = markets(&exchange.catalog, &params)?;
-    let full = ticker_type(&params)?;
+    let fields = ticker_type(&params, TickerFields::FullWithBook)?;
     let view = exchange.sequencer.view();
     let now = now_ms();
+    let span = (now.saturating_sub(86_400_000), now);
     let out = ids
         .iter()
-        .map(|id| rolling_stats(&exchange, &view, *id, now, 86_400_000, full))
+        .map(|id| statistics(&exchange, &view, *id, now, span, fields))
         .collect();
     Ok(one_or_many(out, single))
 }
@@ -888,14 +955,9 @@ pub(crate) async fn ticker_window(
     State(exchange): State<Arc<Exchange>>,
     Query(params): Query,
 ) -> Answer {
-    if params.get("symbol").is_none() && params.get("symbols").is_none() {
-        return Err(BinanceError::bad(
-            -1102,
-            "Param 'symbol' or 'symbols' must be sent, but both were empty/null!",
-        ));
-    }
+    require_symbols(&params)?;
     let (ids, single) = markets(&exchange.catalog, &params)?;
-    let full = ticker_type(&params)?;
+    let fields = ticker_type(&params, TickerFields::Full)?;
     let size = params.get("windowSize").unwrap_or("1d");
     let invalid = || {
         BinanceError::bad(
@@ -913,9 +975,30 @@ pub(crate) async fn ticker_window(
     };
     let view = exchange.sequencer.view();
     let now = now_ms();
+    let span = (now.saturating_sub(window_ms), now);
     let out = ids
         .iter()
-        .map(|id| rolling_stats(&exchange, &view, *id, now, window_ms, full))
+        .map(|id| statistics(&exchange, &view, *id, now, span, fields))
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+/// `GET /api/v3/ticker/tradingDay`: statistics of the current calendar day
+/// in `timeZone`, from its midnight until now.
+pub(crate) async fn ticker_trading_day(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    require_symbols(&params)?;
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let fields = ticker_type(&params, TickerFields::Full)?;
+    let zone_ms = time_zone_ms(&params)?;
+    let view = exchange.sequencer.view();
+    let now = now_ms();
+    let (midnight, next) = zoned_period(now, 86_400_000, zone_ms);
+    let out = ids
+        .iter()
+        .map(|id| statistics(&exchange, &view, *id, now, (midnight, next - 1), fields))
         .collect();
     Ok(one_or_many(out, single))
 }
@@ -1425,5 +1508,56 @@ mod tests {
         }
         assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
         assert_ne!(generated_client_id(), generated_client_id());
+    }
+
+    fn zone(text: &str) -> Result<i64, i32> {
+        let params = Params::parse(&format!("timeZone={text}"), b"", false).unwrap();
+        time_zone_ms(&params).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn time_zones_take_hours_or_hours_and_minutes_within_binance_range() {
+        const MINUTE: i64 = 60_000;
+        assert_eq!(zone("0"), Ok(0));
+        assert_eq!(zone("8"), Ok(8 * 60 * MINUTE));
+        assert_eq!(zone("-1:00"), Ok(-60 * MINUTE));
+        assert_eq!(zone("05:45"), Ok(345 * MINUTE));
+        assert_eq!(zone("%2B14:00"), Ok(14 * 60 * MINUTE));
+        assert_eq!(zone("-12"), Ok(-12 * 60 * MINUTE));
+        for bad in [
+            "14:01", "-12:30", "15", "1:60", "x", "1:", ":30", "123", "--1", "1.5",
+        ] {
+            assert_eq!(zone(bad), Err(-1130), "{bad}");
+        }
+        let params = Params::parse("", b"", false).unwrap();
+        assert_eq!(time_zone_ms(&params).map_err(|e| e.code), Ok(0));
+    }
+
+    #[test]
+    fn zoned_periods_start_at_local_midnight_and_month_start() {
+        const HOUR: u64 = 3_600_000;
+        const DAY: u64 = 24 * HOUR;
+        // 2023-09-26T03:00:00Z: in UTC+8 it is 11:00 on the 26th, in UTC-5
+        // 22:00 on the 25th.
+        let time = 1_695_697_200_000;
+        let utc_midnight = 1_695_686_400_000;
+        assert_eq!(
+            zoned_period(time, DAY, 0),
+            (utc_midnight, utc_midnight + DAY)
+        );
+        assert_eq!(
+            zoned_period(time, DAY, 8 * HOUR as i64),
+            (utc_midnight - 8 * HOUR, utc_midnight + 16 * HOUR)
+        );
+        assert_eq!(
+            zoned_period(time, DAY, -5 * HOUR as i64),
+            (utc_midnight - DAY + 5 * HOUR, utc_midnight + 5 * HOUR)
+        );
+        // Months too: 2023-10-01T00:00 in UTC+8 is 2023-09-30T16:00Z.
+        let october_local = 1_696_118_400_000 - 8 * HOUR;
+        assert_eq!(
+            zoned_period(october_local + 1, 0, 8 * HOUR as i64).0,
+            october_local
+        );
     }
 }

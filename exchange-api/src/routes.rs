@@ -198,6 +198,13 @@ fn routes() -> Vec<Route> {
             || get(api::ticker_window),
         ),
         route(
+            "GET",
+            "/api/v3/ticker/tradingDay",
+            "Statistics of the current trading day in a time zone",
+            public(4),
+            || get(api::ticker_trading_day),
+        ),
+        route(
             "POST",
             "/api/v3/order",
             "Place an order",
