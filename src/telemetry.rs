@@ -63,7 +63,6 @@ pub async fn track_http(request: Request, next: Next) -> Response {
             routes.insert(
                 route.to_owned(),
                 RouteMetrics {
-                    route: route.to_owned(),
                     duration,
                     requests: Vec::new(),
                 },
@@ -72,7 +71,7 @@ pub async fn track_http(request: Request, next: Next) -> Response {
         let Some(handles) = routes.get_mut(route) else {
             return;
         };
-        handles.requests(&method, status).increment(1);
+        handles.requests(route, &method, status).increment(1);
         handles.duration.record(started.elapsed().as_secs_f64());
     });
     response
@@ -87,13 +86,17 @@ thread_local! {
 
 /// One route's request counters (by method and status) and latency histogram.
 struct RouteMetrics {
-    route: String,
     duration: metrics::Histogram,
     requests: Vec<(axum::http::Method, u16, metrics::Counter)>,
 }
 
 impl RouteMetrics {
-    fn requests(&mut self, method: &axum::http::Method, status: u16) -> &metrics::Counter {
+    fn requests(
+        &mut self,
+        route: &str,
+        method: &axum::http::Method,
+        status: u16,
+    ) -> &metrics::Counter {
         let at = match self
             .requests
             .iter()
@@ -104,7 +107,7 @@ impl RouteMetrics {
                 let counter = metrics::counter!(
                     "http_requests_total",
                     "method" => method.as_str().to_owned(),
-                    "route" => self.route.clone(),
+                    "route" => route.to_owned(),
                     "status" => status.to_string()
                 );
                 self.requests.push((method.clone(), status, counter));

@@ -252,13 +252,7 @@ async fn a_json_body_order_signed_over_its_raw_text_and_market_data() {
             "omitZeroBalances=true",
         )
         .await;
-    let eth = account["balances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["asset"] == "ETH")
-        .unwrap()
-        .clone();
+    let eth = balance(&account, "ETH");
     assert_eq!(
         eth,
         json!({ "asset": "ETH", "free": "8.50000000", "locked": "0.50000000" })
@@ -486,13 +480,7 @@ async fn every_refusal_has_binances_code_message_and_status() {
     let (_, account) = setup
         .signed(reqwest::Method::GET, "/api/v3/account", &key, "")
         .await;
-    let usdt = account["balances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["asset"] == "USDT")
-        .unwrap()
-        .clone();
+    let usdt = balance(&account, "USDT");
     assert_eq!(
         usdt,
         json!({ "asset": "USDT", "free": "970.00000000", "locked": "30.00000000" })
@@ -771,4 +759,15 @@ async fn history_pages_and_windows_follow_binance_and_survive_a_restart() {
             "{path}: {answer}"
         );
     }
+}
+
+/// One asset's entry in an `/api/v3/account` answer.
+fn balance(account: &Value, asset: &str) -> Value {
+    account["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["asset"] == asset)
+        .unwrap_or_else(|| panic!("no {asset} in {account}"))
+        .clone()
 }

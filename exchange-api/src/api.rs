@@ -941,12 +941,25 @@ pub(crate) async fn ticker_24hr(
 ) -> Answer {
     let (ids, single) = markets(&exchange.catalog, &params)?;
     let fields = ticker_type(&params, TickerFields::FullWithBook)?;
+    tickers(&exchange, &ids, single, fields, |now| {
+        (now.saturating_sub(86_400_000), now)
+    })
+}
+
+/// Statistics of `ids` over the span `span_at(now)`, one object or an array.
+fn tickers(
+    exchange: &Exchange,
+    ids: &[MarketId],
+    single: bool,
+    fields: TickerFields,
+    span_at: impl Fn(u64) -> (u64, u64),
+) -> Answer {
     let view = exchange.sequencer.view();
     let now = now_ms();
-    let span = (now.saturating_sub(86_400_000), now);
+    let span = span_at(now);
     let out = ids
         .iter()
-        .map(|id| statistics(&exchange, &view, *id, now, span, fields))
+        .map(|id| statistics(exchange, &view, *id, now, span, fields))
         .collect();
     Ok(one_or_many(out, single))
 }
@@ -973,14 +986,9 @@ pub(crate) async fn ticker_window(
         ("d", 1..=7) => number * 86_400_000,
         _ => return Err(invalid()),
     };
-    let view = exchange.sequencer.view();
-    let now = now_ms();
-    let span = (now.saturating_sub(window_ms), now);
-    let out = ids
-        .iter()
-        .map(|id| statistics(&exchange, &view, *id, now, span, fields))
-        .collect();
-    Ok(one_or_many(out, single))
+    tickers(&exchange, &ids, single, fields, |now| {
+        (now.saturating_sub(window_ms), now)
+    })
 }
 
 /// `GET /api/v3/ticker/tradingDay`: statistics of the current calendar day
@@ -993,14 +1001,10 @@ pub(crate) async fn ticker_trading_day(
     let (ids, single) = markets(&exchange.catalog, &params)?;
     let fields = ticker_type(&params, TickerFields::Full)?;
     let zone_ms = time_zone_ms(&params)?;
-    let view = exchange.sequencer.view();
-    let now = now_ms();
-    let (midnight, next) = zoned_period(now, 86_400_000, zone_ms);
-    let out = ids
-        .iter()
-        .map(|id| statistics(&exchange, &view, *id, now, (midnight, next - 1), fields))
-        .collect();
-    Ok(one_or_many(out, single))
+    tickers(&exchange, &ids, single, fields, |now| {
+        let (midnight, next) = zoned_period(now, 86_400_000, zone_ms);
+        (midnight, next - 1)
+    })
 }
 
 // ---------------------------------------------------------------- trading
