@@ -93,6 +93,16 @@ pub struct ServerConfig {
     pub shutdown_grace_secs: u64,
     /// Largest request body in bytes.
     pub max_body_bytes: usize,
+    /// Seconds a client has to send a request's head once it started it.
+    pub header_read_timeout_secs: u64,
+    /// Seconds a client has to send a request's body.
+    pub body_read_timeout_secs: u64,
+    /// Seconds an idle keep-alive connection stays open.
+    pub keep_alive_idle_secs: u64,
+    /// Open connections on one listener.
+    pub max_connections: usize,
+    /// Open connections from one client address (IPv6: its network).
+    pub max_connections_per_ip: usize,
 }
 
 /// `[admin]`.
@@ -133,6 +143,8 @@ pub struct AccessConfig {
     pub default_tier: String,
     /// Calls per second by tier.
     pub query_tiers: std::collections::BTreeMap<String, u32>,
+    /// Prefix length by which IPv6 clients are grouped.
+    pub ipv6_prefix: u8,
 }
 
 impl AccessConfig {
@@ -149,6 +161,7 @@ impl AccessConfig {
             ban_max: Duration::from_secs(self.ban_max_secs),
             invalid_keys_per_30s: self.invalid_keys_per_30s,
             invalid_key_block: Duration::from_secs(self.invalid_key_block_secs),
+            ipv6_prefix: self.ipv6_prefix,
         }
     }
 
@@ -357,6 +370,15 @@ impl Config {
         Ok(config)
     }
 
+    /// The configuration with its secrets replaced, for printing.
+    pub fn redacted(&self) -> Self {
+        let mut shown = self.clone();
+        if !shown.admin.token.is_empty() {
+            shown.admin.token = "(set, not shown)".into();
+        }
+        shown
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, message: &str| {
             Err(ConfigError::Value {
@@ -437,6 +459,32 @@ impl Config {
         }
         if self.server.max_body_bytes == 0 {
             return invalid("server.max_body_bytes", "must be at least 1");
+        }
+        for (name, value) in [
+            (
+                "server.header_read_timeout_secs",
+                self.server.header_read_timeout_secs,
+            ),
+            (
+                "server.body_read_timeout_secs",
+                self.server.body_read_timeout_secs,
+            ),
+            (
+                "server.keep_alive_idle_secs",
+                self.server.keep_alive_idle_secs,
+            ),
+            ("server.max_connections", self.server.max_connections as u64),
+            (
+                "server.max_connections_per_ip",
+                self.server.max_connections_per_ip as u64,
+            ),
+        ] {
+            if value == 0 {
+                return invalid(name, "must be at least 1");
+            }
+        }
+        if self.access.ipv6_prefix > 128 {
+            return invalid("access.ipv6_prefix", "must be between 0 and 128");
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return invalid("log.level", &e.to_string());

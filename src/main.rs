@@ -2,6 +2,7 @@
 
 mod admin_cli;
 mod config;
+mod listener;
 mod serve;
 mod telemetry;
 
@@ -60,7 +61,7 @@ fn main() -> ExitCode {
         Err(error) => return fail(&error),
     };
     let result = match cli.command {
-        Command::Config => match toml::to_string_pretty(&config) {
+        Command::Config => match toml::to_string_pretty(&config.redacted()) {
             Ok(text) => {
                 print!("{text}");
                 Ok(())

@@ -1,6 +1,5 @@
 //! `weiport serve`: opens the store, serves HTTP, shuts down gracefully.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -68,7 +67,17 @@ pub fn admin_token(config: &Config) -> anyhow::Result<String> {
     }
     let path = config.data_dir.join("admin.token");
     match std::fs::read_to_string(&path) {
-        Ok(token) if !token.trim().is_empty() => Ok(token.trim().to_owned()),
+        Ok(token) if !token.trim().is_empty() => {
+            // A file made by hand or by an older version may be readable by
+            // others: the token is a password, so it is narrowed every start.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("restricting {} to its owner", path.display()))?;
+            }
+            Ok(token.trim().to_owned())
+        }
         _ => {
             let token = weiport_access::keys::random_token();
             let mut options = std::fs::OpenOptions::new();
@@ -180,17 +189,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         weiport_exchange_api::admin_router(exchange.clone()),
     );
 
+    let limits = crate::listener::ConnectionLimits {
+        header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
+        body_read_timeout: Duration::from_secs(config.server.body_read_timeout_secs),
+        keep_alive_idle: Duration::from_secs(config.server.keep_alive_idle_secs),
+        max_connections: config.server.max_connections,
+        max_connections_per_ip: config.server.max_connections_per_ip,
+        uncapped: config.access.trusted_proxies(),
+        ipv6_prefix: config.access.ipv6_prefix,
+    };
     let mut servers = tokio::task::JoinSet::new();
     for (listener, app) in [(listener, app), (admin_listener, admin_app)] {
-        let mut stop = stop_rx.clone();
-        let server = axum::serve(
+        servers.spawn(crate::listener::serve(
             listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = stop.changed().await;
-        });
-        servers.spawn(server.into_future());
+            app,
+            limits.clone(),
+            stop_rx.clone(),
+        ));
     }
 
     tokio::select! {

@@ -52,7 +52,7 @@ pub async fn track_http(request: Request, next: Next) -> Response {
     let started = Instant::now();
     // A matched path shares its text; cloning it allocates nothing.
     let matched = request.extensions().get::<MatchedPath>().cloned();
-    let method = request.method().clone();
+    let method = method_label(request.method());
     let response = next.run(request).await;
     let status = response.status().as_u16();
     let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
@@ -71,10 +71,31 @@ pub async fn track_http(request: Request, next: Next) -> Response {
         let Some(handles) = routes.get_mut(route) else {
             return;
         };
-        handles.requests(route, &method, status).increment(1);
+        handles.requests(route, method, status).increment(1);
         handles.duration.record(started.elapsed().as_secs_f64());
     });
     response
+}
+
+/// The method as a metric label: the standard ones by name, anything a
+/// client makes up as `other`, so no request can add a series.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const KNOWN: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::PATCH, "PATCH"),
+        (Method::CONNECT, "CONNECT"),
+        (Method::TRACE, "TRACE"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(known, _)| known == method)
+        .map_or("other", |(_, name)| name)
 }
 
 thread_local! {
@@ -87,30 +108,25 @@ thread_local! {
 /// One route's request counters (by method and status) and latency histogram.
 struct RouteMetrics {
     duration: metrics::Histogram,
-    requests: Vec<(axum::http::Method, u16, metrics::Counter)>,
+    requests: Vec<(&'static str, u16, metrics::Counter)>,
 }
 
 impl RouteMetrics {
-    fn requests(
-        &mut self,
-        route: &str,
-        method: &axum::http::Method,
-        status: u16,
-    ) -> &metrics::Counter {
+    fn requests(&mut self, route: &str, method: &'static str, status: u16) -> &metrics::Counter {
         let at = match self
             .requests
             .iter()
-            .position(|(m, s, _)| m == method && *s == status)
+            .position(|(m, s, _)| *m == method && *s == status)
         {
             Some(at) => at,
             None => {
                 let counter = metrics::counter!(
                     "http_requests_total",
-                    "method" => method.as_str().to_owned(),
+                    "method" => method,
                     "route" => route.to_owned(),
                     "status" => status.to_string()
                 );
-                self.requests.push((method.clone(), status, counter));
+                self.requests.push((method, status, counter));
                 self.requests.len() - 1
             }
         };

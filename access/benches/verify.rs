@@ -46,7 +46,7 @@ fn bench(c: &mut Criterion) {
         api_key: Some(&created.info.id),
         query: &signed_query,
         body: b"",
-        body_is_form: true,
+        body_kind: weiport_access::params::BodyKind::Form,
     };
     let ip: IpAddr = [127, 0, 0, 1].into();
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::keys::{Permission, is_key_id_shaped};
 use crate::keystore::{ApiKey, KeyStore};
+use crate::params::BodyKind;
 use crate::{AccessError, SignatureError, SignedPayload};
 
 /// What an endpoint demands of a request.
@@ -39,9 +40,9 @@ pub struct Credentials<'a> {
     pub query: &'a str,
     /// Raw body.
     pub body: &'a [u8],
-    /// Whether the body is `application/x-www-form-urlencoded` (its
-    /// parameters count); otherwise it is signed as opaque text (JSON).
-    pub body_is_form: bool,
+    /// How the body carries parameters: a form (whose `signature` counts)
+    /// or JSON (signed as its raw text).
+    pub body_kind: BodyKind,
 }
 
 /// Largest `recvWindow`, in milliseconds.
@@ -49,47 +50,21 @@ pub const MAX_RECV_WINDOW_MS: u64 = 60_000;
 /// `recvWindow` when the request has none.
 pub const DEFAULT_RECV_WINDOW_MS: u64 = 5_000;
 
-/// Finds each of `names` among form-encoded parameters in one pass;
-/// duplicates are an error.
-fn find_params<'a, const N: usize>(
-    params: &'a [u8],
-    names: [&str; N],
-    found: &mut [Option<Cow<'a, str>>; N],
-) -> Result<(), AccessError> {
-    for (key, value) in form_urlencoded::parse(params) {
-        if let Some(i) = names.iter().position(|name| key == *name) {
-            if found[i].is_some() {
-                return Err(AccessError::DuplicateParameter);
-            }
-            found[i] = Some(value);
-        }
-    }
-    Ok(())
-}
-
-/// The values of `names` in the query, the form body, or a JSON body's top level.
+/// The values of `names` among the request's parameters (query, then form
+/// or JSON body), empty ones as absent; a name sent twice is an error.
 fn params<'a, const N: usize>(
     credentials: &Credentials<'a>,
     names: [&str; N],
 ) -> Result<[Option<Cow<'a, str>>; N], AccessError> {
     let mut found = [const { None }; N];
-    find_params(credentials.query.as_bytes(), names, &mut found)?;
-    if credentials.body_is_form {
-        find_params(credentials.body, names, &mut found)?;
-    } else if !credentials.body.is_empty()
-        && let Ok(serde_json::Value::Object(fields)) =
-            serde_json::from_slice::<serde_json::Value>(credentials.body)
-    {
-        for (i, name) in names.iter().enumerate() {
-            if let Some(value) = fields.get(*name) {
-                if found[i].is_some() {
-                    return Err(AccessError::DuplicateParameter);
-                }
-                found[i] = Some(Cow::Owned(match value {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }));
+    let all = crate::params::parse(credentials.query, credentials.body, credentials.body_kind)
+        .map_err(AccessError::MalformedRequest)?;
+    for (key, value) in all {
+        if let Some(i) = names.iter().position(|name| key == *name) {
+            if found[i].is_some() {
+                return Err(AccessError::DuplicateParameter);
             }
+            found[i] = Some(value);
         }
     }
     Ok(found.map(|value| value.filter(|v| !v.is_empty())))
@@ -174,7 +149,7 @@ pub fn authenticate(
         let signed = SignedPayload::from_request(
             credentials.query,
             credentials.body,
-            credentials.body_is_form,
+            credentials.body_kind == BodyKind::Form,
         )
         .map_err(|e| match e {
             SignatureError::Missing => AccessError::MissingParameter("signature"),
@@ -203,7 +178,7 @@ mod tests {
             api_key: None,
             query,
             body: body.as_bytes(),
-            body_is_form: true,
+            body_kind: BodyKind::Form,
         }
     }
 
@@ -254,7 +229,7 @@ mod tests {
             api_key: None,
             query: "",
             body: json.as_bytes(),
-            body_is_form: false,
+            body_kind: BodyKind::Json,
         };
         check_freshness(&json_creds, now_us).unwrap();
     }

@@ -26,6 +26,15 @@ pub enum AccessError {
     /// A security parameter does not parse.
     #[error("parameter '{0}' is malformed")]
     MalformedParameter(&'static str),
+    /// The parameters cannot be read unambiguously.
+    #[error("{0}")]
+    MalformedRequest(crate::params::ParamError),
+    /// The body exceeds the configured size.
+    #[error("request body too large")]
+    BodyTooLarge,
+    /// The body did not arrive within the configured time.
+    #[error("request body not received in time")]
+    BodyTimeout,
     /// A security parameter appears twice.
     #[error("duplicate values for a parameter")]
     DuplicateParameter,
@@ -96,8 +105,16 @@ impl AccessError {
         }
     }
 
-    /// Whether the failure is about the key itself (counted against the IP's bad-key budget).
-    pub fn is_bad_key(&self) -> bool {
-        matches!(self, Self::MalformedApiKey | Self::InvalidApiKey)
+    /// Whether the failure is a bad credential: an unknown key, or a known
+    /// key with a wrong signature or from a disallowed address. Each counts
+    /// against the sending IP's budget of failed authentications.
+    pub fn is_bad_credential(&self) -> bool {
+        matches!(
+            self,
+            Self::MalformedApiKey
+                | Self::InvalidApiKey
+                | Self::InvalidSignature
+                | Self::IpNotAllowed
+        )
     }
 }

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::MethodRouter;
 
 use crate::auth::{Credentials, Security, authenticate};
 use crate::keystore::{ApiKey, now_ms};
 use crate::limits::Usage;
+use crate::params::BodyKind;
 use crate::{Access, AccessError};
 
 /// What differs between the APIs that share the guard.
@@ -107,19 +108,13 @@ pub fn guarded<F: Face, S: Clone + Send + Sync + 'static>(
     ))
 }
 
-fn is_form(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_none_or(|v| v.starts_with("application/x-www-form-urlencoded"))
-}
-
 async fn guard<F: Face>(
     State((access, face, endpoint)): State<(Arc<Access>, F, Endpoint)>,
     request: Request,
     next: Next,
 ) -> Response {
     let started_us = now_ms() * 1000;
+    let now = started_us / 1000;
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -135,14 +130,32 @@ async fn guard<F: Face>(
         }
         response
     };
-    if let Err(error) = access.limiter.check_ip(ip, started_us / 1000) {
+    if let Err(error) = access.limiter.check_ip(ip, now) {
         return refuse(error);
     }
+    // The IP pays before the body is read or a signature checked, so a
+    // request that fails authentication is not free work.
+    let weight = match endpoint.weight {
+        Weight::Fixed(w) => w,
+        Weight::ByQuery(f) => f(request.uri().query().unwrap_or("")),
+    };
+    let mut usage = match access.limiter.charge_ip_weight(ip, weight, now) {
+        Ok(usage) => usage,
+        Err(error) => return refuse(error),
+    };
 
     let (parts, body) = request.into_parts();
     let body: Bytes = match axum::body::to_bytes(body, access.max_body_bytes).await {
         Ok(body) => body,
-        Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response(),
+        Err(error) => {
+            let too_large = std::error::Error::source(&error)
+                .is_some_and(|cause| cause.is::<http_body_util::LengthLimitError>());
+            return refuse(if too_large {
+                AccessError::BodyTooLarge
+            } else {
+                AccessError::BodyTimeout
+            });
+        }
     };
     let query = parts.uri.query().unwrap_or("");
     let api_key = face.api_key(&parts.headers, query, &body);
@@ -150,7 +163,7 @@ async fn guard<F: Face>(
         api_key: api_key.as_deref(),
         query,
         body: &body,
-        body_is_form: is_form(&parts.headers),
+        body_kind: BodyKind::of(&parts.headers),
     };
     let key = match authenticate(
         &access.keys,
@@ -161,29 +174,24 @@ async fn guard<F: Face>(
     ) {
         Ok(key) => key,
         Err(error) => {
-            if error.is_bad_key() {
-                access.limiter.record_invalid_key(ip, started_us / 1000);
+            if error.is_bad_credential() {
+                access.limiter.record_invalid_key(ip, now);
             }
             return refuse(error);
         }
     };
 
-    let weight = match endpoint.weight {
-        Weight::Fixed(w) => w,
-        Weight::ByQuery(f) => f(query),
-    };
-    let now = started_us / 1000;
-    let mut usage =
-        match access
-            .limiter
-            .charge_weight(ip, key.as_ref().map(|k| k.limit_slot), weight, now)
-        {
-            Ok(usage) => usage,
-            Err(error) => return refuse(error),
-        };
     if let Some(key) = &key {
+        let signed = matches!(endpoint.security, Security::Signed(_));
+        if let Err(error) =
+            access
+                .limiter
+                .charge_key_weight(ip, key.limit_slot, weight, signed, now)
+        {
+            return refuse(error);
+        }
         if endpoint.query_call
-            && let Err(error) = access.limiter.charge_query(ip, key.account, &key.tier, now)
+            && let Err(error) = access.limiter.charge_query(key.account, &key.tier)
         {
             return refuse(error);
         }

@@ -196,6 +196,9 @@ pub struct KeyStore {
     store: Store,
     master: MasterKey,
     keys: RwLock<HashMap<String, Arc<ApiKey>>>,
+    /// Held across each read-modify-write of a key record, so that a revoke
+    /// and a rotation of one key cannot interleave and undo each other.
+    changes: std::sync::Mutex<()>,
     tiers: Vec<String>,
     default_tier: String,
 }
@@ -223,6 +226,7 @@ impl KeyStore {
             store,
             master,
             keys: RwLock::new(keys),
+            changes: std::sync::Mutex::new(()),
             tiers,
             default_tier,
         })
@@ -391,6 +395,7 @@ impl KeyStore {
 
     /// Gives an HMAC key a new secret; the old one keeps working for `grace`.
     pub fn rotate(&self, id: &str, grace: Duration) -> Result<CreatedKey, KeyStoreError> {
+        let _changing = self.changes.lock().unwrap_or_else(|e| e.into_inner());
         let mut record = self.record_of(id)?;
         if record.revoked_ms.is_some() {
             return Err(KeyStoreError::Revoked);
@@ -413,6 +418,7 @@ impl KeyStore {
 
     /// Revokes a key; the next request with it is refused.
     pub fn revoke(&self, id: &str) -> Result<KeyInfo, KeyStoreError> {
+        let _changing = self.changes.lock().unwrap_or_else(|e| e.into_inner());
         let mut record = self.record_of(id)?;
         if record.revoked_ms.is_none() {
             record.revoked_ms = Some(now_ms());

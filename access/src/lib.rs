@@ -8,6 +8,7 @@ pub mod guard;
 pub mod keys;
 pub mod keystore;
 pub mod limits;
+pub mod params;
 pub mod sealing;
 pub mod signature;
 

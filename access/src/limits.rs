@@ -37,6 +37,9 @@ pub struct LimitsConfig {
     pub invalid_keys_per_30s: u32,
     /// How long an IP over that budget is refused.
     pub invalid_key_block: Duration,
+    /// IPv6 clients are counted per network of this prefix length (an end
+    /// site gets a whole /64, so per-address budgets would be 2^64 budgets).
+    pub ipv6_prefix: u8,
 }
 
 impl Default for LimitsConfig {
@@ -52,6 +55,7 @@ impl Default for LimitsConfig {
             ban_max: Duration::from_secs(3 * 24 * 3600),
             invalid_keys_per_30s: 5,
             invalid_key_block: Duration::from_secs(30),
+            ipv6_prefix: 64,
         }
     }
 }
@@ -190,6 +194,7 @@ impl Limiter {
 
     /// Refuses a banned or bad-key-blocked IP before any other work.
     pub fn check_ip(&self, ip: IpAddr, now_ms: u64) -> Result<(), AccessError> {
+        let ip = self.client_group(ip);
         if let Some(offender) = self.offenders.get(&ip)
             && offender.banned_until_ms > now_ms
         {
@@ -208,22 +213,24 @@ impl Limiter {
         Ok(())
     }
 
-    /// Records a request with an invalid key; blocks the IP past the budget.
+    /// Records a request with a bad credential; blocks the IP past the budget.
     pub fn record_invalid_key(&self, ip: IpAddr, now_ms: u64) {
+        let ip = self.client_group(ip);
         let mut bad = self.bad_keys.entry(ip).or_default();
         if bad.window.add(now_ms, 30_000, 1) > self.config.invalid_keys_per_30s {
             bad.blocked_until_ms = now_ms + self.config.invalid_key_block.as_millis() as u64;
         }
     }
 
-    /// Charges `weight` to the IP and (if any) the key; returns the usage figures.
-    pub fn charge_weight(
+    /// Charges `weight` to the client's IP (network, for IPv6); returns the
+    /// usage figures. Runs before any costly check, so failed requests pay too.
+    pub fn charge_ip_weight(
         &self,
         ip: IpAddr,
-        key_slot: Option<u64>,
         weight: u32,
         now_ms: u64,
     ) -> Result<Usage, AccessError> {
+        let ip = self.client_group(ip);
         let used = self
             .ip_windows
             .entry(ip)
@@ -237,20 +244,48 @@ impl Limiter {
                 AccessError::TooMuchWeight { limit, retry_after },
             ));
         }
-        if let Some(slot) = key_slot
-            && let Some(retry_after) = self.wait(&self.key_weight, &slot, weight)
-        {
-            let limit = self.config.key_weight_per_minute;
-            return Err(self.rejected(
-                ip,
-                now_ms,
-                AccessError::TooMuchWeight { limit, retry_after },
-            ));
-        }
         Ok(Usage {
             ip_weight_1m: used,
             orders: None,
         })
+    }
+
+    /// Charges `weight` to a key's budget. `proven` says the sender signed
+    /// the request, so the excess is its own and counts toward a ban of its
+    /// IP; a bare key id (the query API's) can be anyone's.
+    pub fn charge_key_weight(
+        &self,
+        ip: IpAddr,
+        key_slot: u64,
+        weight: u32,
+        proven: bool,
+        now_ms: u64,
+    ) -> Result<(), AccessError> {
+        let Some(retry_after) = self.wait(&self.key_weight, &key_slot, weight) else {
+            return Ok(());
+        };
+        let limit = self.config.key_weight_per_minute;
+        let error = AccessError::TooMuchWeight { limit, retry_after };
+        Err(if proven {
+            self.rejected(self.client_group(ip), now_ms, error)
+        } else {
+            error
+        })
+    }
+
+    /// Charges `weight` to the IP and (if any) the key, as one signed request would.
+    pub fn charge_weight(
+        &self,
+        ip: IpAddr,
+        key_slot: Option<u64>,
+        weight: u32,
+        now_ms: u64,
+    ) -> Result<Usage, AccessError> {
+        let usage = self.charge_ip_weight(ip, weight, now_ms)?;
+        if let Some(slot) = key_slot {
+            self.charge_key_weight(ip, slot, weight, true, now_ms)?;
+        }
+        Ok(usage)
     }
 
     /// Counts a new order of `account`.
@@ -263,7 +298,7 @@ impl Limiter {
         if let Some(retry_after) = self.wait(&self.orders_10s, &account, 1) {
             let limit = self.config.orders_per_10s;
             return Err(self.rejected(
-                ip,
+                self.client_group(ip),
                 now_ms,
                 AccessError::TooManyOrders {
                     limit,
@@ -275,7 +310,7 @@ impl Limiter {
         if let Some(retry_after) = self.wait(&self.orders_day, &account, 1) {
             let limit = self.config.orders_per_day;
             return Err(self.rejected(
-                ip,
+                self.client_group(ip),
                 now_ms,
                 AccessError::TooManyOrders {
                     limit,
@@ -304,32 +339,30 @@ impl Limiter {
         })
     }
 
-    /// Charges one query-API call to the account's tier.
-    pub fn charge_query(
-        &self,
-        ip: IpAddr,
-        account: u64,
-        tier: &str,
-        now_ms: u64,
-    ) -> Result<(), AccessError> {
+    /// Charges one query-API call to the account's tier. The key id alone
+    /// reaches this budget, so its exhaustion never counts toward a ban of
+    /// the IP that happened to hit it.
+    pub fn charge_query(&self, account: u64, tier: &str) -> Result<(), AccessError> {
         let Some(limiter) = self.query.get(tier).or_else(|| self.query.get("default")) else {
             return Ok(());
         };
         if let Some(retry_after) = self.wait(limiter, &account, 1) {
             let per_second = self.config.query_tiers.get(tier).copied().unwrap_or(0);
-            return Err(self.rejected(
-                ip,
-                now_ms,
-                AccessError::TooManyCalls {
-                    per_second,
-                    retry_after,
-                },
-            ));
+            return Err(AccessError::TooManyCalls {
+                per_second,
+                retry_after,
+            });
         }
         Ok(())
     }
 
-    /// Counts a 429 against the IP; too many in a row turn into a ban.
+    /// The address limits key on: IPv4 as is (also when IPv4-mapped), IPv6
+    /// masked to its network of `ipv6_prefix` bits.
+    pub fn client_group(&self, ip: IpAddr) -> IpAddr {
+        client_group(ip, self.config.ipv6_prefix)
+    }
+
+    /// Counts a 429 against the IP group; too many in a row turn into a ban.
     fn rejected(&self, ip: IpAddr, now_ms: u64, error: AccessError) -> AccessError {
         let mut offender = self.offenders.entry(ip).or_default();
         if now_ms.saturating_sub(offender.last_rejection_ms) > 60_000 {
@@ -383,6 +416,21 @@ impl Limiter {
             + self.ip_windows.len()
             + self.offenders.len()
             + self.bad_keys.len()
+    }
+}
+
+/// See [`Limiter::client_group`].
+pub fn client_group(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let bits = u32::from(ipv6_prefix.min(128));
+                let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+                IpAddr::V6((u128::from(v6) & mask).into())
+            }
+        },
     }
 }
 
@@ -473,12 +521,61 @@ mod tests {
             })
         ));
         limiter.charge_order(ip(1), 2, now).unwrap();
-        limiter.charge_query(ip(1), 1, "default", now).unwrap();
-        limiter.charge_query(ip(1), 1, "default", now).unwrap();
+        limiter.charge_query(1, "default").unwrap();
+        limiter.charge_query(1, "default").unwrap();
         assert!(matches!(
-            limiter.charge_query(ip(1), 1, "default", now),
+            limiter.charge_query(1, "default"),
             Err(AccessError::TooManyCalls { per_second: 2, .. })
         ));
+    }
+
+    #[test]
+    fn a_drained_shared_budget_never_bans_the_ip_that_hit_it() {
+        let limiter = Limiter::new(small());
+        let now = 5_000_000;
+        for _ in 0..20 {
+            let _ = limiter.charge_query(9, "default");
+            let _ = limiter.charge_key_weight(ip(6), 9, 2_000, false, now);
+        }
+        limiter.check_ip(ip(6), now).unwrap();
+        // A signed sender's own excess does count.
+        for _ in 0..5 {
+            let _ = limiter.charge_key_weight(ip(6), 9, 2_000, true, now);
+        }
+        assert!(matches!(
+            limiter.check_ip(ip(6), now),
+            Err(AccessError::Banned { .. })
+        ));
+    }
+
+    #[test]
+    fn ipv6_clients_share_the_budget_of_their_network() {
+        let limiter = Limiter::new(small());
+        let now = 60_000 * 3;
+        let host = |n: u16| IpAddr::from([0x2001, 0xdb8, 0, 7, 0, 0, 0, n]);
+        for n in 0..10 {
+            limiter.charge_ip_weight(host(n), 1, now).unwrap();
+        }
+        assert!(limiter.charge_ip_weight(host(99), 1, now).is_err());
+        limiter
+            .charge_ip_weight(IpAddr::from([0x2001, 0xdb8, 0, 8, 0, 0, 0, 1]), 1, now)
+            .unwrap();
+        assert_eq!(
+            client_group("::ffff:192.0.2.1".parse().unwrap(), 64),
+            IpAddr::from([192, 0, 2, 1])
+        );
+        assert_eq!(
+            client_group("2001:db8:1:2:3:4:5:6".parse().unwrap(), 48),
+            "2001:db8:1::".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            client_group("2001:db8::1".parse().unwrap(), 128),
+            "2001:db8::1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            client_group("2001:db8::1".parse().unwrap(), 0),
+            "::".parse::<IpAddr>().unwrap()
+        );
     }
 
     #[test]

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
-use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use weiport_access::params::BodyKind;
 use weiport_access::{Access, ApiKey, Caller};
 
 use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
-use weiport_storage::{CandleRow, ScanDirection};
+use weiport_storage::{CandleRow, CandleSpan, ScanDirection};
 
 use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
 use crate::error::BinanceError;
@@ -24,7 +24,7 @@ use crate::history::{
 };
 use crate::market::{Market, StpMode};
 use crate::now_ms;
-use crate::order::{OrderType, Params, ResponseType, Side, TimeInForce};
+use crate::order::{NewOrder, OrderType, Params, ResponseType, Side, TimeInForce};
 use crate::sequencer::{Outcome, Sequencer};
 use crate::view::{MarketView, View};
 
@@ -45,19 +45,26 @@ pub struct Exchange {
 
 type Answer = Result<Response, BinanceError>;
 
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
-}
-
 fn unauthorized() -> BinanceError {
     BinanceError::new(
         axum::http::StatusCode::UNAUTHORIZED,
         -2015,
         "Invalid API-key, IP, or permissions for action.",
     )
+}
+
+/// The parameter names a route reads, in groups; set on each route by the
+/// route table, read by the extractors to refuse anything else (-1104).
+#[derive(Clone, Copy)]
+pub(crate) struct Accepted(pub(crate) &'static [&'static [&'static str]]);
+
+/// What every signed request may carry besides the endpoint's own parameters.
+const SIGNED: &[&str] = &["timestamp", "recvWindow"];
+
+fn accepted(extensions: &axum::http::Extensions) -> &'static [&'static [&'static str]] {
+    extensions
+        .get::<Accepted>()
+        .map_or(&[], |accepted| accepted.0)
 }
 
 /// The parameters of a public request (query string only).
@@ -67,7 +74,14 @@ impl<S: Send + Sync> FromRequestParts<S> for Query {
     type Rejection = BinanceError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Params::parse(parts.uri.query().unwrap_or(""), b"", false).map(Self)
+        let query = parts.uri.query().unwrap_or("");
+        // A client that signs every request may sign public ones too: the
+        // signature's parameters are read (and change nothing) there.
+        let own = accepted(&parts.extensions);
+        let mut groups: Vec<&[&str]> = Vec::with_capacity(own.len() + 1);
+        groups.extend_from_slice(own);
+        groups.push(SIGNED);
+        Params::parse(query, b"", BodyKind::Form, &groups).map(Self)
     }
 }
 
@@ -89,11 +103,16 @@ impl<S: Send + Sync> FromRequest<S> for Signed {
             .and_then(|caller| caller.key.clone())
             .ok_or_else(|| unauthorized().into_response())?;
         let query = request.uri().query().unwrap_or("").to_owned();
-        let json = is_json(request.headers());
+        let kind = BodyKind::of(request.headers());
+        let own = accepted(request.extensions());
         let body = Bytes::from_request(request, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let params = Params::parse(&query, &body, json).map_err(IntoResponse::into_response)?;
+        let mut groups: Vec<&[&str]> = Vec::with_capacity(own.len() + 1);
+        groups.extend_from_slice(own);
+        groups.push(SIGNED);
+        let params =
+            Params::parse(&query, &body, kind, &groups).map_err(IntoResponse::into_response)?;
         Ok(Self {
             account: key.account,
             key,
@@ -375,7 +394,18 @@ pub(crate) async fn exchange_info(
     State(exchange): State<Arc<Exchange>>,
     Query(params): Query,
 ) -> Answer {
-    let (ids, _) = markets(&exchange.catalog, &params)?;
+    let (mut ids, _) = markets(&exchange.catalog, &params)?;
+    // Every market here trades; asking for halted ones finds none.
+    match params.get("symbolStatus") {
+        None | Some("TRADING") => {}
+        Some("HALT" | "BREAK") => ids.clear(),
+        Some(_) => {
+            return Err(BinanceError::bad(
+                -1130,
+                "Data sent for parameter 'symbolStatus' is not valid.",
+            ));
+        }
+    }
     let limits = exchange.access.limiter.config();
     let symbols: Vec<Value> = ids
         .iter()
@@ -419,12 +449,26 @@ pub(crate) async fn exchange_info(
     .into_response())
 }
 
+/// Levels a `depth` request gets: 100 by default, at most 5000.
+fn depth_levels(limit: Option<u64>) -> usize {
+    match limit {
+        None | Some(0) => 100,
+        Some(n) => n.min(5000) as usize,
+    }
+}
+
+/// Limits whose rendering is cached: the ones Binance documents and
+/// clients use. Any other limit is rendered per request, so the cache
+/// cannot grow with what clients invent.
+const CACHED_DEPTHS: [usize; 8] = [5, 10, 20, 50, 100, 500, 1000, 5000];
+
 pub(crate) fn depth_weight(query: &str) -> u32 {
+    // The same reading of `limit` as the handler's, so what is charged is
+    // what is served; a value that does not parse is refused by the handler.
     let limit = form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == "limit")
-        .and_then(|(_, v)| v.parse::<u32>().ok())
-        .unwrap_or(100);
-    match limit {
+        .and_then(|(_, v)| v.parse::<u64>().ok());
+    match depth_levels(limit) {
         0..=100 => 5,
         101..=500 => 25,
         501..=1000 => 50,
@@ -434,17 +478,19 @@ pub(crate) fn depth_weight(query: &str) -> u32 {
 
 pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
-    let limit = limit(&params, 100, 5000)?;
+    let limit = depth_levels(integer(&params, "limit")?);
     let view = exchange.sequencer.view();
     let book = view.market(id).ok_or_else(bad_symbol)?;
     // The book changes less often than it is read: the last rendering per
     // market and limit serves until the next change.
     let key = (id, limit);
-    if let Some((update_id, body)) = exchange
-        .depth_cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(&key)
+    let cached = CACHED_DEPTHS.contains(&limit);
+    if cached
+        && let Some((update_id, body)) = exchange
+            .depth_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
         && *update_id == book.update_id
     {
         return Ok(json_body(body.clone()));
@@ -465,11 +511,13 @@ pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): 
     side("asks", &mut book.asks.iter());
     body.push('}');
     let body = Bytes::from(body);
-    exchange
-        .depth_cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(key, (book.update_id, body.clone()));
+    if cached {
+        exchange
+            .depth_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, (book.update_id, body.clone()));
+    }
     Ok(json_body(body))
 }
 
@@ -674,15 +722,54 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
                         .map(|t| t.map(|t| candle_of(&t, t.time_ms - t.time_ms % 1_000))),
                 )
             }
-            (true, None) => Box::new(
-                history
-                    .trades(id, u64::MAX, ScanDirection::Backward)
-                    .map(|t| t.map(|t| candle_of(&t, t.time_ms - t.time_ms % 1_000))),
-            ),
-            (false, Some(start)) => {
-                Box::new(history.candles(id, start - start % CANDLE_MS, ScanDirection::Forward))
+            (true, None) => {
+                // Seek to the last trade at or before `endTime`, so a window
+                // far before the newest trades costs no more than a recent one.
+                let before = if end == u64::MAX {
+                    u64::MAX
+                } else {
+                    stored(history.first_trade_at(id, end.saturating_add(1), last_trade))?
+                        .saturating_sub(1)
+                };
+                Box::new(
+                    history
+                        .trades(id, before, ScanDirection::Backward)
+                        .map(|t| t.map(|t| candle_of(&t, t.time_ms - t.time_ms % 1_000))),
+                )
             }
-            (false, None) => Box::new(history.candles(id, end, ScanDirection::Backward)),
+            (false, start) => {
+                // The covered minutes, tiled with the longest stored candles
+                // that fit whole inside them and inside the klines' periods.
+                let from = start.map_or(0, |s| s - s % CANDLE_MS);
+                let to = end
+                    .checked_add(CANDLE_MS)
+                    .map_or(u64::MAX - u64::MAX % CANDLE_MS, |e| e - e % CANDLE_MS);
+                let mut tiles = candle_tiles(from, to, &usable_spans(length, zone_ms));
+                let forward = start.is_some();
+                if !forward {
+                    tiles.reverse();
+                }
+                Box::new(tiles.into_iter().flat_map(move |(span, first, next)| {
+                    let rows: Box<dyn Iterator<Item = _>> = if forward {
+                        Box::new(
+                            history
+                                .candles(id, span, first, ScanDirection::Forward)
+                                .take_while(move |c| {
+                                    c.as_ref().map_or(true, |c| c.open_time < next)
+                                }),
+                        )
+                    } else {
+                        Box::new(
+                            history
+                                .candles(id, span, next - 1, ScanDirection::Backward)
+                                .take_while(move |c| {
+                                    c.as_ref().map_or(true, |c| c.open_time >= first)
+                                }),
+                        )
+                    };
+                    rows
+                }))
+            }
         };
     let forward = start.is_some();
     // (period start, period end, the merged candle), in scan order.
@@ -722,6 +809,50 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
         .map(|(_, next, kline)| kline_json(kline, next - 1))
         .collect();
     Ok(Json(Value::Array(out)).into_response())
+}
+
+/// The stored candle spans whose rows a kline of `length` (0: a calendar
+/// month) in the time zone `zone_ms` can be summed from: a span fits when
+/// the klines' periods start on its boundaries.
+fn usable_spans(length: u64, zone_ms: i64) -> Vec<CandleSpan> {
+    CandleSpan::ALL
+        .into_iter()
+        .filter(|span| {
+            let span_ms = span.millis();
+            let periods_fit = match length {
+                0 => true,
+                length => length % span_ms == 0,
+            };
+            // Weeks and months start on local midnights, which are UTC
+            // day (or hour) boundaries only for a zone of whole days (hours).
+            periods_fit && zone_ms.rem_euclid(span_ms as i64) == 0
+        })
+        .collect()
+}
+
+/// Tiles the minutes `from..to` (both on minute boundaries) with stored
+/// candles: `(span, first open time, end)`, in time order, each tile made
+/// of whole candles of its span. `spans` is shortest first, minutes first.
+fn candle_tiles(from: u64, to: u64, spans: &[CandleSpan]) -> Vec<(CandleSpan, u64, u64)> {
+    let Some((longest, shorter)) = spans.split_last() else {
+        return Vec::new();
+    };
+    if from >= to {
+        return Vec::new();
+    }
+    if shorter.is_empty() {
+        return vec![(*longest, from, to)];
+    }
+    let span = longest.millis();
+    let first = from.div_ceil(span).saturating_mul(span);
+    let last = to - to % span;
+    if first >= last {
+        return candle_tiles(from, to, shorter);
+    }
+    let mut tiles = candle_tiles(from, first, shorter);
+    tiles.push((*longest, first, last));
+    tiles.extend(candle_tiles(last, to, shorter));
+    tiles
 }
 
 /// The one-minute candles of `view` overlapping the `window_ms` before `now`, merged.
@@ -786,6 +917,48 @@ pub(crate) async fn book_ticker(
     Ok(one_or_many(out, single))
 }
 
+/// The five-minute average price of `id` (its last price when no trade
+/// happened in the window; none before the first trade), with the window's
+/// candle if it had trades.
+fn five_minute_price(view: &View, id: MarketId, now: u64) -> (Option<Amount>, Option<CandleRow>) {
+    let recent = view
+        .market(id)
+        .and_then(|book| window(book, now, 5 * 60_000));
+    let price = recent
+        .and_then(|c| average_price(u128::from(c.volume), u128::from(c.quote_volume)))
+        .or_else(|| last_price(view, id).map(|t| t.price));
+    (price, recent)
+}
+
+/// A new order from `params`, checked against every filter, NOTIONAL for
+/// market orders included (`applyMinToMarket`): their quote amount, or
+/// their quantity at the five-minute average price, as Binance does.
+pub(crate) fn validated_order(
+    exchange: &Exchange,
+    params: &Params,
+) -> Result<NewOrder, BinanceError> {
+    let order = params.new_order(&exchange.catalog)?;
+    if order.order_type == OrderType::Market {
+        let market = exchange
+            .catalog
+            .market(order.market)
+            .ok_or_else(bad_symbol)?;
+        let notional = match (order.quote_quantity, order.quantity) {
+            (Some(quote), _) => Some(quote),
+            (None, Some(quantity)) => {
+                five_minute_price(&exchange.sequencer.view(), order.market, now_ms())
+                    .0
+                    .and_then(|price| price.checked_mul(quantity))
+            }
+            (None, None) => None,
+        };
+        if notional.is_some_and(|n| n < market.min_notional) {
+            return Err(BinanceError::bad(-1013, "Filter failure: NOTIONAL"));
+        }
+    }
+    Ok(order)
+}
+
 pub(crate) async fn avg_price(
     State(exchange): State<Arc<Exchange>>,
     Query(params): Query,
@@ -794,10 +967,8 @@ pub(crate) async fn avg_price(
     let view = exchange.sequencer.view();
     let book = view.market(id).ok_or_else(bad_symbol)?;
     let now = now_ms();
-    let recent = window(book, now, 5 * 60_000);
-    let price = recent
-        .and_then(|c| average_price(u128::from(c.volume), u128::from(c.quote_volume)))
-        .unwrap_or_else(|| last_price(&view, id).map_or(Amount::ZERO, |t| t.price));
+    let (price, recent) = five_minute_price(&view, id, now);
+    let price = price.unwrap_or(Amount::ZERO);
     let close = match (recent, book.last_trade) {
         (Some(_), Some(last)) => last.time_ms,
         _ => now,
@@ -978,9 +1149,15 @@ pub(crate) async fn ticker_window(
             "Illegal characters found in parameter 'windowSize'; legal range is '^[0-9]{1,2}[mhd]$'.",
         )
     };
-    let (number, unit) = size.split_at(size.len().saturating_sub(1));
+    // By characters, not bytes: the value is the client's and may be any UTF-8.
+    let mut chars = size.chars();
+    let unit = chars.next_back().map(String::from).unwrap_or_default();
+    let number = chars.as_str();
+    if number.is_empty() || number.len() > 2 || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
     let number: u64 = number.parse().map_err(|_| invalid())?;
-    let window_ms = match (unit, number) {
+    let window_ms = match (unit.as_str(), number) {
         ("m", 1..=59) => number * 60_000,
         ("h", 1..=23) => number * 3_600_000,
         ("d", 1..=7) => number * 86_400_000,
@@ -1015,7 +1192,7 @@ pub(crate) async fn new_order(
         account, params, ..
     }: Signed,
 ) -> Answer {
-    let mut order = params.new_order(&exchange.catalog)?;
+    let mut order = validated_order(&exchange, &params)?;
     order
         .client_order_id
         .get_or_insert_with(generated_client_id);
@@ -1222,10 +1399,15 @@ pub(crate) async fn open_orders(
     Ok(Json(Value::Array(out)).into_response())
 }
 
-/// Checks `startTime`/`endTime`: at most 24 hours apart, start not after end.
+/// Checks `startTime`/`endTime`: at most 24 hours apart, start not after
+/// end. `endTime` alone means the 24 hours up to it, so every window has a
+/// start a read can seek to.
 fn time_window(params: &Params) -> Result<(Option<u64>, Option<u64>), BinanceError> {
-    let start = integer(params, "startTime")?;
     let end = integer(params, "endTime")?;
+    let start = match integer(params, "startTime")? {
+        None => end.map(|end| end.saturating_sub(86_400_000)),
+        start => start,
+    };
     if let (Some(s), Some(e)) = (start, end) {
         if s > e {
             return Err(BinanceError::bad(
@@ -1259,12 +1441,21 @@ pub(crate) async fn all_orders(
             history.account_orders(account, market, from, ScanDirection::Forward),
             limit,
         )?
-    } else if start.is_some() || end.is_some() {
-        let (start, end) = (start.unwrap_or(0), end.unwrap_or(u64::MAX));
+    } else if let Some(start) = start {
+        let end = end.unwrap_or(u64::MAX);
+        // Seek to the window: the first order of the market placed in it
+        // (ids follow time), searched among ids up to the account's newest.
+        let newest = stored(
+            history
+                .account_orders(account, market, u64::MAX, ScanDirection::Backward)
+                .next()
+                .transpose(),
+        )?
+        .map_or(0, |o| o.order_id);
+        let from = stored(history.first_order_at(market, start, newest))?;
         first(
             history
-                .account_orders(account, market, 0, ScanDirection::Forward)
-                .filter(|o| o.as_ref().map_or(true, |o| o.time_ms >= start))
+                .account_orders(account, market, from, ScanDirection::Forward)
                 .take_while(|o| o.as_ref().map_or(true, |o| o.time_ms <= end)),
             limit,
         )?
@@ -1377,14 +1568,37 @@ pub(crate) async fn my_trades(
     let keep = move |t: &Result<Trade, HistoryError>| {
         t.as_ref().map_or(true, |t| own_order(t) && in_window(t))
     };
+    // Every read seeks to where its rows start and stops where they must
+    // end: an order's trades lie between its placement and its last change.
+    let last_trade = exchange
+        .sequencer
+        .view()
+        .market(market)
+        .map_or(0, MarketView::last_trade_id);
+    let mut end = end;
+    let mut seek = from.unwrap_or(0);
+    if let Some(start) = start {
+        seek = seek.max(stored(history.first_trade_at(market, start, last_trade))?);
+    }
+    if let Some(order_id) = order_id {
+        let Some(order) = stored(history.order(market, order_id))?.filter(|o| o.account == account)
+        else {
+            return Ok(Json(Value::Array(Vec::new())).into_response());
+        };
+        seek = seek.max(stored(history.first_trade_at(
+            market,
+            order.time_ms,
+            last_trade,
+        ))?);
+        end = Some(end.map_or(order.update_ms, |e| e.min(order.update_ms)));
+    }
     let before_end = |t: &Result<Trade, HistoryError>| {
         t.as_ref()
             .map_or(true, |t| end.is_none_or(|e| t.time_ms <= e))
     };
-    let selected = if from.is_some() || start.is_some() {
-        let rows =
-            history.account_trades(account, market, from.unwrap_or(0), ScanDirection::Forward);
-        first(rows.filter(keep).take_while(before_end), limit)?
+    let selected = if from.is_some() || start.is_some() || order_id.is_some() {
+        let rows = history.account_trades(account, market, seek, ScanDirection::Forward);
+        first(rows.take_while(before_end).filter(keep), limit)?
     } else {
         let rows = history.account_trades(account, market, u64::MAX, ScanDirection::Backward);
         latest(rows.filter(keep).filter(before_end), limit)?
@@ -1515,7 +1729,7 @@ mod tests {
     }
 
     fn zone(text: &str) -> Result<i64, i32> {
-        let params = Params::parse(&format!("timeZone={text}"), b"", false).unwrap();
+        let params = Params::unchecked(&format!("timeZone={text}")).unwrap();
         time_zone_ms(&params).map_err(|e| e.code)
     }
 
@@ -1533,8 +1747,52 @@ mod tests {
         ] {
             assert_eq!(zone(bad), Err(-1130), "{bad}");
         }
-        let params = Params::parse("", b"", false).unwrap();
+        let params = Params::unchecked("").unwrap();
         assert_eq!(time_zone_ms(&params).map_err(|e| e.code), Ok(0));
+    }
+
+    #[test]
+    fn candle_tiles_cover_the_minutes_with_the_longest_whole_candles() {
+        const MIN: u64 = 60_000;
+        const HOUR: u64 = 60 * MIN;
+        const DAY: u64 = 24 * HOUR;
+        let all = CandleSpan::ALL;
+        use CandleSpan::{Day, Hour, Minute};
+        // 23:58 on day 0 to 01:03 on day 2.
+        let (from, to) = (DAY - 2 * MIN, 2 * DAY + HOUR + 3 * MIN);
+        assert_eq!(
+            candle_tiles(from, to, &all),
+            vec![
+                (Minute, from, DAY),
+                (Day, DAY, 2 * DAY),
+                (Hour, 2 * DAY, 2 * DAY + HOUR),
+                (Minute, 2 * DAY + HOUR, to),
+            ]
+        );
+        // Too short for an hour: minutes only; empty when nothing is covered.
+        assert_eq!(
+            candle_tiles(HOUR + MIN, 2 * HOUR - MIN, &all),
+            vec![(Minute, HOUR + MIN, 2 * HOUR - MIN)]
+        );
+        assert_eq!(candle_tiles(5 * MIN, 5 * MIN, &all), vec![]);
+        // The tiles always cover exactly from..to, in order.
+        for (from, to) in [(0, 3 * DAY), (7 * MIN, 5 * DAY + 7 * MIN), (HOUR, DAY)] {
+            let tiles = candle_tiles(from, to, &all);
+            assert_eq!(tiles.first().unwrap().1, from);
+            assert_eq!(tiles.last().unwrap().2, to);
+            assert!(tiles.windows(2).all(|t| t[0].2 == t[1].1));
+            assert!(
+                tiles
+                    .iter()
+                    .all(|(s, a, b)| a % s.millis() == 0 && b % s.millis() == 0)
+            );
+        }
+        // Spans a kline can be summed from, by interval and time zone.
+        assert_eq!(usable_spans(15 * MIN, 0), vec![Minute]);
+        assert_eq!(usable_spans(4 * HOUR, 0), vec![Minute, Hour]);
+        assert_eq!(usable_spans(0, 0), vec![Minute, Hour, Day]);
+        assert_eq!(usable_spans(DAY, 8 * HOUR as i64), vec![Minute, Hour]);
+        assert_eq!(usable_spans(DAY, -(345 * MIN as i64)), vec![Minute]);
     }
 
     #[test]

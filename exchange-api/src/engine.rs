@@ -409,18 +409,29 @@ struct Own {
 }
 
 /// Order id → slab slot for open orders. Ids are handed out in sequence, so
-/// this is an array from the oldest open id on: one memory access per
-/// lookup, and the front is trimmed as the oldest orders close.
+/// this is an array from an early open id on: one memory access per
+/// lookup, and the front is trimmed as the oldest orders close. An order
+/// that stays open long while thousands after it close would pin the front
+/// and let the array grow with every id ever issued: once the array is
+/// mostly holes, its oldest open orders move to a small map of stragglers.
 #[derive(Default)]
 struct OrderIndex {
     first_id: u64,
     slots: std::collections::VecDeque<u32>,
+    stragglers: FxHashMap<u64, u32>,
     open: usize,
 }
 
+/// Holes the array may hold beyond twice its open orders before its front
+/// is moved to the stragglers.
+const INDEX_SLACK: usize = 1024;
+
 impl OrderIndex {
     fn get(&self, order_id: u64) -> Option<u32> {
-        let offset = usize::try_from(order_id.checked_sub(self.first_id)?).ok()?;
+        let Some(offset) = order_id.checked_sub(self.first_id) else {
+            return self.stragglers.get(&order_id).copied();
+        };
+        let offset = usize::try_from(offset).ok()?;
         self.slots.get(offset).copied().filter(|slot| *slot != NIL)
     }
 
@@ -434,9 +445,32 @@ impl OrderIndex {
         }
         self.slots[offset] = slot;
         self.open += 1;
+        let in_array = self.open - self.stragglers.len();
+        while self.slots.len() > 2 * in_array + INDEX_SLACK {
+            if let Some(front) = self.slots.pop_front() {
+                if front != NIL {
+                    self.stragglers.insert(self.first_id, front);
+                }
+                self.first_id += 1;
+            }
+        }
+        self.trim_front();
+    }
+
+    fn trim_front(&mut self) {
+        while self.slots.front() == Some(&NIL) {
+            self.slots.pop_front();
+            self.first_id += 1;
+        }
     }
 
     fn remove(&mut self, order_id: u64) {
+        if order_id < self.first_id {
+            if self.stragglers.remove(&order_id).is_some() {
+                self.open -= 1;
+            }
+            return;
+        }
         let Some(offset) = order_id
             .checked_sub(self.first_id)
             .and_then(|o| usize::try_from(o).ok())
@@ -448,19 +482,23 @@ impl OrderIndex {
             self.slots[offset] = NIL;
             self.open -= 1;
         }
-        while self.slots.front() == Some(&NIL) {
-            self.slots.pop_front();
-            self.first_id += 1;
-        }
+        self.trim_front();
     }
 
     fn len(&self) -> usize {
         self.open
     }
 
-    /// Slots of open orders, by order id.
+    /// Slots of open orders (stragglers first, in no particular order).
     fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.slots.iter().copied().filter(|slot| *slot != NIL)
+        let array = self.slots.iter().copied().filter(|slot| *slot != NIL);
+        self.stragglers.values().copied().chain(array)
+    }
+
+    /// Entries the index holds, open or hole: bounded by its open orders.
+    #[cfg(test)]
+    fn footprint(&self) -> usize {
+        self.slots.len() + self.stragglers.len()
     }
 
     fn reserve(&mut self, additional: usize) {
@@ -949,11 +987,16 @@ impl Engine {
         // reachable liquidity in advance.
         let fok = order.time_in_force == TimeInForce::Fok;
         let market_buy = order.side == Side::Buy && order.order_type == OrderType::Market;
-        let (reach_base, reach_quote) = if fok || (market_buy && order.quote_quantity.is_none()) {
-            Self::reachable(book, account, &order)
-        } else {
-            (Amount::ZERO, Amount::ZERO)
-        };
+        // A market sell for a quote amount sells what the book needs to pay it.
+        let sell_for_quote = order.side == Side::Sell
+            && order.order_type == OrderType::Market
+            && order.quote_quantity.is_some();
+        let (reach_base, reach_quote) =
+            if fok || (market_buy && order.quote_quantity.is_none()) || sell_for_quote {
+                Self::reachable(book, account, &order)
+            } else {
+                (Amount::ZERO, Amount::ZERO)
+            };
         if fok && Some(reach_base) != order.quantity {
             // Fill-or-kill that cannot fill completely: expires untouched.
             let order_id = book.take_order_id();
@@ -971,6 +1014,7 @@ impl Engine {
         // What to lock: sells lock base; limit buys lock price × quantity;
         // market buys lock what the book can fill (or the quote amount given).
         let lock = match (order.side, order.order_type) {
+            (Side::Sell, _) if sell_for_quote => reach_base,
             (Side::Sell, _) => order.quantity.ok_or(Reject::Overflow)?,
             (Side::Buy, OrderType::Market) => order.quote_quantity.unwrap_or(reach_quote),
             (Side::Buy, _) => mul(
@@ -995,14 +1039,23 @@ impl Engine {
             account,
             side: order.side,
             price: limit.unwrap_or_default(),
-            remaining: order.quantity.unwrap_or(Amount::from_units(u64::MAX)),
+            remaining: match order.quantity {
+                Some(quantity) => quantity,
+                None if sell_for_quote => lock,
+                None => Amount::from_units(u64::MAX),
+            },
             locked: lock,
             stp: order.stp,
             ..Order::default()
         };
         // Market buys spend at most what they locked, whatever self-trade
-        // prevention skips on the way.
-        let mut quote_budget = market_buy.then_some(lock);
+        // prevention skips on the way; a sell for a quote amount receives at
+        // most that amount.
+        let mut quote_budget = if market_buy {
+            Some(lock)
+        } else {
+            order.quote_quantity.filter(|_| sell_for_quote)
+        };
         let expired_in_match = self.match_taker(
             usize::from(order.market.0),
             &order,
@@ -1014,9 +1067,12 @@ impl Engine {
 
         let status = if expired_in_match {
             OrderStatus::ExpiredInMatch
-        } else if taker.remaining.is_zero()
-            || (order.quote_quantity.is_some() && quote_budget.is_some_and(|q| q.is_zero()))
-        {
+        } else if match order.quote_quantity {
+            // An order for a quote amount is filled when that amount is met,
+            // not when the base the book offered runs out.
+            Some(_) => quote_budget.is_some_and(|q| q.is_zero()),
+            None => taker.remaining.is_zero(),
+        } {
             OrderStatus::Filled
         } else if order.order_type == OrderType::Market || order.time_in_force != TimeInForce::Gtc {
             OrderStatus::Expired
@@ -2127,5 +2183,33 @@ pub(crate) mod tests {
             trades += trades_in(&engine.apply(command));
         }
         assert!(trades > 50, "only {trades} trades in 3000 random commands");
+    }
+}
+
+#[cfg(test)]
+mod order_index_tests {
+    use super::*;
+
+    #[test]
+    fn one_long_resting_order_does_not_pin_the_index_to_every_id_since() {
+        let mut index = OrderIndex::default();
+        index.insert(1, 100);
+        // A million orders come and go while order 1 rests.
+        for id in 2..1_000_000u64 {
+            index.insert(id, (id % 7) as u32);
+            index.remove(id);
+        }
+        assert!(index.footprint() < 4 * INDEX_SLACK, "{}", index.footprint());
+        assert_eq!(index.get(1), Some(100));
+        assert_eq!(index.len(), 1);
+        // Newer orders still index densely, and the old one still goes.
+        index.insert(1_000_000, 5);
+        assert_eq!(index.get(1_000_000), Some(5));
+        assert_eq!(index.iter().collect::<Vec<_>>().len(), 2);
+        index.remove(1);
+        assert_eq!((index.get(1), index.len()), (None, 1));
+        index.remove(1_000_000);
+        assert_eq!(index.len(), 0);
+        assert!(index.footprint() <= 1);
     }
 }

@@ -4,6 +4,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use weiport_access::params::{MAX_PARAMS, ParamError};
 use weiport_access::{AccessError, Face, Usage};
 
 /// A Binance-shaped refusal.
@@ -61,6 +62,17 @@ impl From<&AccessError> for BinanceError {
             ),
             E::MissingParameter(name) | E::MalformedParameter(name) => Self::mandatory(name),
             E::DuplicateParameter => Self::bad(-1101, "Duplicate values for a parameter detected."),
+            E::MalformedRequest(error) => Self::from(error),
+            E::BodyTooLarge => Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -1000,
+                "The request body is too large.",
+            ),
+            E::BodyTimeout => Self::new(
+                StatusCode::REQUEST_TIMEOUT,
+                -1007,
+                "Timeout waiting for the request body.",
+            ),
             E::RecvWindowTooLarge => Self::bad(-1131, "recvWindow must be less than 60000"),
             E::TimestampOutsideRecvWindow => Self::bad(
                 -1021,
@@ -100,6 +112,27 @@ impl From<&AccessError> for BinanceError {
                 StatusCode::TOO_MANY_REQUESTS,
                 -1003,
                 "Too many requests with invalid API-keys; please try again later.",
+            ),
+        }
+    }
+}
+
+impl From<&ParamError> for BinanceError {
+    fn from(error: &ParamError) -> Self {
+        match error {
+            ParamError::Nameless => Self::bad(-1100, "Illegal characters found in a parameter."),
+            ParamError::RawEquals(name) => Self::bad(
+                -1100,
+                format!(
+                    "Illegal characters found in parameter '{name}'; an '=' inside a value must be sent as %3D."
+                ),
+            ),
+            ParamError::InvalidJson => {
+                Self::bad(-1135, "JSON sent for parameter 'body' is not valid")
+            }
+            ParamError::TooMany(sent) => Self::bad(
+                -1101,
+                format!("Too many parameters; expected '{MAX_PARAMS}' and received '{sent}'."),
             ),
         }
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use weiport_storage::{
-    AggTradeRow, CandleRow, OrderRow, ScanDirection, StorageError, Store, TradeRow,
+    AggTradeRow, CandleRow, CandleSpan, OrderRow, ScanDirection, StorageError, Store, TradeRow,
 };
 
 use crate::amount::Amount;
@@ -246,6 +246,8 @@ pub struct Changes {
     pub aggs: Vec<(MarketId, AggTradeRow)>,
     /// One-minute candles, new or grown.
     pub candles: Vec<(MarketId, CandleRow)>,
+    /// Hour and day candles, new or grown.
+    pub coarse: Vec<(MarketId, CandleSpan, CandleRow)>,
 }
 
 impl Changes {
@@ -269,7 +271,10 @@ impl Changes {
             batch.put_agg_trade(catalog.symbol(*market), agg);
         }
         for (market, candle) in &self.candles {
-            batch.put_candle(catalog.symbol(*market), candle);
+            batch.put_candle(catalog.symbol(*market), CandleSpan::Minute, candle);
+        }
+        for (market, span, candle) in &self.coarse {
+            batch.put_candle(catalog.symbol(*market), *span, candle);
         }
     }
 }
@@ -278,6 +283,26 @@ impl Changes {
 struct Tape {
     last_agg: Option<AggTradeRow>,
     candle: Option<CandleRow>,
+    /// The current hour and day candles.
+    coarse: [Option<CandleRow>; 2],
+}
+
+/// The spans summed from minutes, in the order of [`Tape::coarse`].
+const COARSE: [CandleSpan; 2] = [CandleSpan::Hour, CandleSpan::Day];
+
+/// Adds `later` to the candle of its period in `current`, or starts it.
+fn grow(current: &mut Option<CandleRow>, open_time: u64, later: &CandleRow) -> CandleRow {
+    match current {
+        Some(candle) if candle.open_time == open_time => {
+            merge_later(candle, later);
+            *candle
+        }
+        current => {
+            let mut candle = *later;
+            candle.open_time = open_time;
+            *current.insert(candle)
+        }
+    }
 }
 
 /// Turns each applied command and its events into history rows. Owned by
@@ -415,14 +440,20 @@ impl Recorder {
         upsert(&mut changes.aggs, trade.market, agg, |a| a.id);
         let open_time = trade.time_ms - trade.time_ms % CANDLE_MS;
         let single = candle_of(trade, open_time);
-        let candle = match &mut tape.candle {
-            Some(candle) if candle.open_time == open_time => {
-                merge_later(candle, &single);
-                *candle
-            }
-            current => *current.insert(single),
-        };
+        let candle = grow(&mut tape.candle, open_time, &single);
         upsert(&mut changes.candles, trade.market, candle, |c| c.open_time);
+        for (current, span) in tape.coarse.iter_mut().zip(COARSE) {
+            let open_time = trade.time_ms - trade.time_ms % span.millis();
+            let candle = grow(current, open_time, &single);
+            match changes
+                .coarse
+                .iter_mut()
+                .find(|(m, s, c)| *m == trade.market && *s == span && c.open_time == open_time)
+            {
+                Some(entry) => entry.2 = candle,
+                None => changes.coarse.push((trade.market, span, candle)),
+            }
+        }
     }
 }
 
@@ -547,15 +578,16 @@ impl History {
             .map(|row| Ok(row?))
     }
 
-    /// One-minute candles of `market` from `open_time` on, in `direction`.
+    /// Candles of `span` of `market` from `open_time` on, in `direction`.
     pub fn candles(
         &self,
         market: MarketId,
+        span: CandleSpan,
         open_time: u64,
         direction: ScanDirection,
     ) -> impl Iterator<Item = Result<CandleRow, HistoryError>> + '_ {
         self.store
-            .candles(self.catalog.symbol(market), open_time, direction)
+            .candles(self.catalog.symbol(market), span, open_time, direction)
             .map(|row| Ok(row?))
     }
 
@@ -576,6 +608,23 @@ impl History {
         })
     }
 
+    /// The first order of `market` placed at or after `time_ms` among ids
+    /// `1..=last` (ids are handed out in time order), by binary search.
+    pub fn first_order_at(
+        &self,
+        market: MarketId,
+        time_ms: u64,
+        last: u64,
+    ) -> Result<u64, HistoryError> {
+        let symbol = self.catalog.symbol(market);
+        first_id_at(last, time_ms, |id| {
+            Ok(self
+                .store
+                .order(symbol, id)?
+                .map_or(u64::MAX, |o| o.time_ms))
+        })
+    }
+
     /// The first aggregate trade of `market` at or after `time_ms` among ids `1..=last`.
     pub fn first_agg_at(
         &self,
@@ -591,6 +640,43 @@ impl History {
                 .map_or(u64::MAX, |t| t.time_ms))
         })
     }
+}
+
+/// Sums the hour and day candles of a history written before they were
+/// stored, from its minute candles; once per store.
+pub fn build_coarse_candles(store: &Store, catalog: &Catalog) -> Result<(), HistoryError> {
+    if store.coarse_candles_built()? {
+        return Ok(());
+    }
+    let mut written = 0u64;
+    let mut batch = store.exchange_batch();
+    for (_, market) in catalog.markets() {
+        let symbol = market.symbol.as_str();
+        let mut current: [Option<CandleRow>; 2] = [None, None];
+        for minute in store.candles(symbol, CandleSpan::Minute, 0, ScanDirection::Forward) {
+            let minute = minute?;
+            for (current, span) in current.iter_mut().zip(COARSE) {
+                let open_time = minute.open_time - minute.open_time % span.millis();
+                if let Some(done) = current.filter(|c| c.open_time != open_time) {
+                    batch.put_candle(symbol, span, &done);
+                    written += 1;
+                }
+                grow(current, open_time, &minute);
+            }
+            if written >= 10_000 {
+                std::mem::replace(&mut batch, store.exchange_batch()).commit()?;
+                written = 0;
+            }
+        }
+        for (current, span) in current.iter().zip(COARSE) {
+            if let Some(last) = current {
+                batch.put_candle(symbol, span, last);
+            }
+        }
+    }
+    batch.set_coarse_candles_built();
+    batch.commit()?;
+    Ok(())
 }
 
 /// The smallest id in `1..=last` whose time is at least `time_ms` (`last + 1` if none).

@@ -112,6 +112,11 @@ impl Market {
         if !self.allowed_stp.contains(&self.default_stp) {
             return fail("default_stp must be among allowed_stp");
         }
+        // A rate of 1 or more would take all a trade gives, or more.
+        let one = Amount::from_units(100_000_000);
+        if self.maker_fee >= one || self.taker_fee >= one {
+            return fail("maker_fee and taker_fee must be below 1");
+        }
         Ok(())
     }
 

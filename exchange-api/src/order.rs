@@ -1,7 +1,7 @@
 //! New-order parameters as Binance clients send them (query, form or JSON
 //! body), checked against the market's filters with Binance's exact errors.
 
-use std::collections::HashMap;
+use weiport_access::params::{self, BodyKind};
 
 use crate::amount::{Amount, AmountError};
 use crate::catalog::{Catalog, MarketId};
@@ -78,60 +78,72 @@ pub struct NewOrder {
 
 /// Request parameters by name, from the query string and the body.
 pub struct Params {
-    values: HashMap<String, String>,
+    values: Vec<(String, String)>,
 }
 
 impl Params {
     /// Collects parameters from a raw query and a form or JSON body. A
-    /// parameter sent twice is refused (-1101).
-    pub fn parse(query: &str, body: &[u8], body_is_json: bool) -> Result<Self, BinanceError> {
-        // Sized for the largest endpoint's parameters, so parsing never rehashes.
-        let mut values = HashMap::with_capacity(32);
-        let mut insert = |key: String, value: String| {
-            if key == "signature" {
-                return Ok(());
-            }
-            match values.insert(key, value) {
-                None => Ok(()),
-                Some(_) => Err(BinanceError::bad(
+    /// parameter sent twice is refused (-1101), and so is one the endpoint
+    /// does not read (-1104, Binance's rule): a signature then covers
+    /// exactly what is acted on, and nothing is silently ignored. `accepted`
+    /// lists the names the endpoint reads (`signature` is always read).
+    pub fn parse(
+        query: &str,
+        body: &[u8],
+        kind: BodyKind,
+        accepted: &[&[&str]],
+    ) -> Result<Self, BinanceError> {
+        let sent = params::parse(query, body, kind).map_err(|e| BinanceError::from(&e))?;
+        let count = sent.len();
+        let mut values: Vec<(String, String)> = Vec::with_capacity(count);
+        let mut unread = 0;
+        for (name, value) in sent {
+            if values.iter().any(|(seen, _)| *seen == name)
+                || (name == "signature" && value.is_empty())
+            {
+                return Err(BinanceError::bad(
                     -1101,
                     "Duplicate values for a parameter detected.",
-                )),
-            }
-        };
-        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
-            insert(k.into_owned(), v.into_owned())?;
-        }
-        if body_is_json && !body.is_empty() {
-            let serde_json::Value::Object(fields) = serde_json::from_slice(body).map_err(|_| {
-                BinanceError::bad(-1135, "JSON sent for parameter 'body' is not valid")
-            })?
-            else {
-                return Err(BinanceError::bad(
-                    -1135,
-                    "JSON sent for parameter 'body' is not valid",
                 ));
-            };
-            for (k, v) in fields {
-                let text = match v {
-                    serde_json::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                insert(k, text)?;
             }
-        } else {
-            for (k, v) in form_urlencoded::parse(body) {
-                insert(k.into_owned(), v.into_owned())?;
+            if name == "signature" {
+                continue;
             }
+            if !accepted.iter().any(|group| group.contains(&&*name)) {
+                unread += 1;
+            }
+            values.push((name.into_owned(), value.into_owned()));
+        }
+        if unread > 0 {
+            return Err(BinanceError::bad(
+                -1104,
+                format!(
+                    "Not all sent parameters were read; read '{}' parameter(s) but was sent '{count}'.",
+                    count - unread
+                ),
+            ));
         }
         Ok(Self { values })
+    }
+
+    /// Parameters of a query string without checking which are read (tests).
+    #[cfg(test)]
+    pub(crate) fn unchecked(query: &str) -> Result<Self, BinanceError> {
+        let names: Vec<String> = params::parse(query, b"", BodyKind::Form)
+            .map_err(|e| BinanceError::from(&e))?
+            .into_iter()
+            .map(|(name, _)| name.into_owned())
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        Self::parse(query, b"", BodyKind::Form, &[&names])
     }
 
     /// A parameter's value; empty counts as absent.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values
-            .get(name)
-            .map(String::as_str)
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
             .filter(|v| !v.is_empty())
     }
 
@@ -192,6 +204,10 @@ impl Params {
             }
             _ => return Err(BinanceError::bad(-1116, "Invalid orderType.")),
         };
+        // Binance reads these on other order types; on these they are refused.
+        for unused in ["stopPrice", "trailingDelta", "icebergQty"] {
+            self.not_required(unused)?;
+        }
         let time_in_force = match (order_type, self.get("timeInForce")) {
             (OrderType::Limit, None) => return Err(BinanceError::mandatory("timeInForce")),
             (OrderType::Limit, Some(tif)) => match tif {
@@ -315,7 +331,7 @@ mod tests {
     }
 
     fn order(query: &str) -> Result<NewOrder, (i32, String)> {
-        Params::parse(query, b"", false)
+        Params::unchecked(query)
             .and_then(|p| p.new_order(&exchange()))
             .map_err(|e| (e.code, e.msg))
     }
@@ -337,7 +353,8 @@ mod tests {
         );
         order("symbol=ETHUSDT&side=BUY&type=MARKET&quoteOrderQty=100").unwrap();
         let json = br#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT_MAKER","quantity":"0.01","price":"3100.5"}"#;
-        let maker = Params::parse("timestamp=1", json, true)
+        let names: &[&str] = &["symbol", "side", "type", "quantity", "price", "timestamp"];
+        let maker = Params::parse("timestamp=1", json, BodyKind::Json, &[names])
             .unwrap()
             .new_order(&exchange())
             .unwrap();

@@ -52,7 +52,7 @@ async fn test_order(
     Signed { params, .. }: Signed,
 ) -> Response {
     let catalog = &exchange.catalog;
-    let order = match params.new_order(catalog) {
+    let order = match api::validated_order(&exchange, &params) {
         Ok(order) => order,
         Err(error) => return error.into_response(),
     };
@@ -86,7 +86,34 @@ struct Route {
     path: &'static str,
     summary: &'static str,
     endpoint: Endpoint,
+    /// The parameter names it reads; anything else is refused (-1104).
+    params: &'static [&'static [&'static str]],
     handler: fn() -> MethodRouter<Arc<Exchange>>,
+}
+
+/// Parameter lists of the routes (signed routes add `timestamp`, `recvWindow`).
+mod reads {
+    pub(super) const NONE: &[&[&str]] = &[];
+    pub(super) const SYMBOL: &[&str] = &["symbol"];
+    pub(super) const SYMBOLS: &[&str] = &["symbol", "symbols"];
+    pub(super) const LIMIT: &[&str] = &["limit"];
+    pub(super) const WINDOW: &[&str] = &["startTime", "endTime", "limit"];
+    pub(super) const ORDER: &[&str] = &[
+        "symbol",
+        "side",
+        "type",
+        "timeInForce",
+        "quantity",
+        "quoteOrderQty",
+        "price",
+        "newClientOrderId",
+        "stopPrice",
+        "trailingDelta",
+        "icebergQty",
+        "newOrderRespType",
+        "selfTradePreventionMode",
+    ];
+    pub(super) const ORDER_REF: &[&str] = &["symbol", "orderId", "origClientOrderId"];
 }
 
 const fn public(weight: u32) -> Endpoint {
@@ -100,11 +127,12 @@ const fn read(weight: u32) -> Endpoint {
 const TRADE: Endpoint = Endpoint::new(Security::Signed(Permission::Trade));
 
 fn routes() -> Vec<Route> {
-    let route = |method, path, summary, endpoint, handler| Route {
+    let route = |method, path, summary, endpoint, params, handler| Route {
         method,
         path,
         summary,
         endpoint,
+        params,
         handler,
     };
     let by_query = |weight| Endpoint::new(Security::Public).weight_by(weight);
@@ -116,16 +144,23 @@ fn routes() -> Vec<Route> {
             "/api/v3/ping",
             "Test connectivity",
             public(1),
+            reads::NONE,
             || get(ping),
         ),
-        route("GET", "/api/v3/time", "Server time", public(1), || {
-            get(time)
-        }),
+        route(
+            "GET",
+            "/api/v3/time",
+            "Server time",
+            public(1),
+            reads::NONE,
+            || get(time),
+        ),
         route(
             "GET",
             "/api/v3/exchangeInfo",
             "Markets, filters and rate limits",
             public(20),
+            &[reads::SYMBOLS, &["symbolStatus"]],
             || get(api::exchange_info),
         ),
         route(
@@ -133,16 +168,23 @@ fn routes() -> Vec<Route> {
             "/api/v3/depth",
             "Order book",
             by_query(api::depth_weight),
+            &[reads::SYMBOL, reads::LIMIT],
             || get(api::depth),
         ),
-        route("GET", "/api/v3/trades", "Recent trades", public(25), || {
-            get(api::trades)
-        }),
+        route(
+            "GET",
+            "/api/v3/trades",
+            "Recent trades",
+            public(25),
+            &[reads::SYMBOL, reads::LIMIT],
+            || get(api::trades),
+        ),
         route(
             "GET",
             "/api/v3/historicalTrades",
             "Older trades from an id",
             public(25),
+            &[reads::SYMBOL, reads::LIMIT, &["fromId"]],
             || get(api::trades),
         ),
         route(
@@ -150,16 +192,23 @@ fn routes() -> Vec<Route> {
             "/api/v3/aggTrades",
             "Aggregate trades",
             public(4),
+            &[reads::SYMBOL, reads::WINDOW, &["fromId"]],
             || get(api::agg_trades),
         ),
-        route("GET", "/api/v3/klines", "Candlesticks", public(2), || {
-            get(api::klines)
-        }),
+        route(
+            "GET",
+            "/api/v3/klines",
+            "Candlesticks",
+            public(2),
+            &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
+            || get(api::klines),
+        ),
         route(
             "GET",
             "/api/v3/uiKlines",
             "Candlesticks (UI)",
             public(2),
+            &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
             || get(api::klines),
         ),
         route(
@@ -167,6 +216,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/avgPrice",
             "Five-minute average price",
             public(2),
+            &[reads::SYMBOL],
             || get(api::avg_price),
         ),
         route(
@@ -174,6 +224,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/ticker/24hr",
             "24-hour statistics",
             public(2),
+            &[reads::SYMBOLS, &["type"]],
             || get(api::ticker_24hr),
         ),
         route(
@@ -181,6 +232,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/ticker/price",
             "Last prices",
             public(2),
+            &[reads::SYMBOLS],
             || get(api::ticker_price),
         ),
         route(
@@ -188,6 +240,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/ticker/bookTicker",
             "Best bid and ask",
             public(2),
+            &[reads::SYMBOLS],
             || get(api::book_ticker),
         ),
         route(
@@ -195,6 +248,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/ticker",
             "Rolling-window statistics",
             public(4),
+            &[reads::SYMBOLS, &["type", "windowSize"]],
             || get(api::ticker_window),
         ),
         route(
@@ -202,6 +256,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/ticker/tradingDay",
             "Statistics of the current trading day in a time zone",
             public(4),
+            &[reads::SYMBOLS, &["type", "timeZone"]],
             || get(api::ticker_trading_day),
         ),
         route(
@@ -209,19 +264,31 @@ fn routes() -> Vec<Route> {
             "/api/v3/order",
             "Place an order",
             TRADE.order(),
+            &[reads::ORDER],
             || post(api::new_order),
         ),
-        route("GET", "/api/v3/order", "Query an order", read(4), || {
-            get(api::query_order)
-        }),
-        route("DELETE", "/api/v3/order", "Cancel an order", TRADE, || {
-            delete(api::cancel_order)
-        }),
+        route(
+            "GET",
+            "/api/v3/order",
+            "Query an order",
+            read(4),
+            &[reads::ORDER_REF],
+            || get(api::query_order),
+        ),
+        route(
+            "DELETE",
+            "/api/v3/order",
+            "Cancel an order",
+            TRADE,
+            &[reads::ORDER_REF, &["newClientOrderId"]],
+            || delete(api::cancel_order),
+        ),
         route(
             "POST",
             "/api/v3/order/test",
             "Validate an order without placing it",
             TRADE.weight_by(test_order_weight),
+            &[reads::ORDER, &["computeCommissionRates"]],
             || post(test_order),
         ),
         route(
@@ -229,6 +296,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/openOrders",
             "Open orders",
             read_by_query(api::open_orders_weight),
+            &[reads::SYMBOL],
             || get(api::open_orders),
         ),
         route(
@@ -236,6 +304,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/openOrders",
             "Cancel every open order on a market",
             TRADE,
+            &[reads::SYMBOL],
             || delete(api::cancel_open_orders),
         ),
         route(
@@ -243,6 +312,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/allOrders",
             "Order history",
             read(20),
+            &[reads::SYMBOL, reads::WINDOW, &["orderId"]],
             || get(api::all_orders),
         ),
         route(
@@ -250,6 +320,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/account",
             "Balances and permissions",
             read(20),
+            &[&["omitZeroBalances"]],
             || get(api::account),
         ),
         route(
@@ -257,6 +328,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/myTrades",
             "Own trades",
             read_by_query(api::my_trades_weight),
+            &[reads::SYMBOL, reads::WINDOW, &["orderId", "fromId"]],
             || get(api::my_trades),
         ),
         route(
@@ -264,6 +336,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/rateLimit/order",
             "Order counts against the limits",
             read(40),
+            reads::NONE,
             || get(api::order_rate_limit),
         ),
         route(
@@ -271,6 +344,7 @@ fn routes() -> Vec<Route> {
             "/api/v3/account/commission",
             "Commission rates",
             read(20),
+            &[reads::SYMBOL],
             || get(api::account_commission),
         ),
         route(
@@ -278,6 +352,7 @@ fn routes() -> Vec<Route> {
             "/sapi/v1/account/apiRestrictions",
             "The key's permissions",
             read(1),
+            reads::NONE,
             || get(api_restrictions),
         ),
         route(
@@ -285,6 +360,7 @@ fn routes() -> Vec<Route> {
             "/sapi/v1/capital/config/getall",
             "Assets and balances",
             read(10),
+            reads::NONE,
             || get(api::capital_config),
         ),
         route(
@@ -292,6 +368,7 @@ fn routes() -> Vec<Route> {
             "/sapi/v1/margin/allPairs",
             "Cross-margin pairs (none)",
             public(1),
+            &[reads::SYMBOL],
             || get(api::no_margin_pairs),
         ),
         route(
@@ -299,6 +376,7 @@ fn routes() -> Vec<Route> {
             "/sapi/v1/margin/isolated/allPairs",
             "Isolated-margin pairs (none)",
             read(10),
+            &[reads::SYMBOL],
             || get(api::no_margin_pairs),
         ),
         route(
@@ -306,6 +384,7 @@ fn routes() -> Vec<Route> {
             "/fapi/v1/exchangeInfo",
             "USD-M futures (none)",
             public(1),
+            reads::NONE,
             || get(api::no_futures),
         ),
         route(
@@ -313,6 +392,7 @@ fn routes() -> Vec<Route> {
             "/dapi/v1/exchangeInfo",
             "Coin-M futures (none)",
             public(1),
+            reads::NONE,
             || get(api::no_futures),
         ),
     ]
@@ -324,7 +404,8 @@ pub fn router(exchange: Arc<Exchange>) -> Router {
     let access = exchange.access.clone();
     let mut paths: BTreeMap<&str, MethodRouter<Arc<Exchange>>> = BTreeMap::new();
     for route in routes() {
-        let guarded = guarded(&access, &BinanceFace, route.endpoint, (route.handler)());
+        let handler = (route.handler)().layer(axum::Extension(api::Accepted(route.params)));
+        let guarded = guarded(&access, &BinanceFace, route.endpoint, handler);
         let merged = match paths.remove(route.path) {
             Some(existing) => existing.merge(guarded),
             None => guarded,
@@ -367,8 +448,27 @@ pub fn openapi() -> serde_json::Value {
             weiport_access::Weight::Fixed(weight) => serde_json::json!(weight),
             weiport_access::Weight::ByQuery(_) => serde_json::json!("by parameters"),
         };
+        let signed = matches!(route.endpoint.security, Security::Signed(_));
+        let names = route.params.iter().copied().flatten().copied();
+        let names = names.chain(
+            ["timestamp", "recvWindow", "signature"]
+                .into_iter()
+                .filter(|_| signed),
+        );
+        let parameters: Vec<serde_json::Value> = names
+            .map(|name| {
+                let required = ["timestamp", "signature"].contains(&name);
+                serde_json::json!({
+                    "name": name,
+                    "in": "query",
+                    "required": required,
+                    "schema": { "type": "string" },
+                })
+            })
+            .collect();
         let operation = serde_json::json!({
             "summary": route.summary,
+            "parameters": parameters,
             "operationId": format!("{} {}", route.method, route.path),
             "tags": [tag],
             "security": security,

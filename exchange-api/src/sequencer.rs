@@ -36,6 +36,9 @@ pub enum SequencerError {
         /// Why.
         reason: &'static str,
     },
+    /// The stored history could not be read to sum its candles.
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
     /// The engine thread stopped (after a failed write); nothing more is accepted.
     #[error("the exchange engine has stopped")]
     Stopped,
@@ -223,6 +226,7 @@ impl Sequencer {
         fee_account: u64,
         capacity: usize,
     ) -> Result<Self, SequencerError> {
+        crate::history::build_coarse_candles(&store, &catalog)?;
         let mut engine = Engine::new(catalog.clone(), fee_account);
         let mut view = View::new(&catalog);
         let mut recorder = Recorder::new(&catalog);

@@ -72,6 +72,14 @@ impl QueryError {
                 StatusCode::TOO_MANY_REQUESTS,
                 "Max rate limit reached".to_owned(),
             ),
+            AccessError::BodyTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Request body too large".to_owned(),
+            ),
+            AccessError::BodyTimeout => (
+                StatusCode::REQUEST_TIMEOUT,
+                "Request body not received in time".to_owned(),
+            ),
             _ => (StatusCode::UNAUTHORIZED, MSG_INVALID_KEY.to_owned()),
         };
         Self { status, result }

@@ -407,6 +407,40 @@ pub enum ScanDirection {
     Backward,
 }
 
+/// The lengths candles are stored at: minutes from trades, hours and days
+/// summed from them, so that a long kline reads a few rows, not thousands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandleSpan {
+    /// One minute.
+    Minute,
+    /// One UTC hour.
+    Hour,
+    /// One UTC day.
+    Day,
+}
+
+impl CandleSpan {
+    /// Every span, shortest first.
+    pub const ALL: [Self; 3] = [Self::Minute, Self::Hour, Self::Day];
+
+    /// Its length in milliseconds.
+    pub const fn millis(self) -> u64 {
+        match self {
+            Self::Minute => 60_000,
+            Self::Hour => 3_600_000,
+            Self::Day => 86_400_000,
+        }
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            Self::Minute => cf::EX_CANDLE,
+            Self::Hour => cf::EX_CANDLE_HOUR,
+            Self::Day => cf::EX_CANDLE_DAY,
+        }
+    }
+}
+
 impl Store {
     /// A batch of command-log and history writes, committed all together.
     pub fn exchange_batch(&self) -> ExchangeBatch {
@@ -414,6 +448,12 @@ impl Store {
             store: self.clone(),
             batch: WriteBatch::default(),
         }
+    }
+
+    /// Whether hour and day candles have been summed from the minute
+    /// candles of a history written before they existed.
+    pub fn coarse_candles_built(&self) -> Result<bool, StorageError> {
+        Ok(self.meta(meta_key::COARSE_CANDLES)?.is_some())
     }
 
     /// The last command whose history rows are stored (0 before any).
@@ -541,15 +581,16 @@ impl Store {
         )
     }
 
-    /// One-minute candles of `symbol` from the one opening at `open_time`, in `direction`.
+    /// Candles of `span` of `symbol` from the one opening at `open_time`, in `direction`.
     pub fn candles<'a>(
         &'a self,
         symbol: &str,
+        span: CandleSpan,
         open_time: u64,
         direction: ScanDirection,
     ) -> impl Iterator<Item = Result<CandleRow, StorageError>> + 'a {
         self.scan_rows(
-            cf::EX_CANDLE,
+            span.column(),
             symbol_prefix(symbol),
             open_time,
             direction,
@@ -689,12 +730,18 @@ impl ExchangeBatch {
     }
 
     /// Stores a candle's current state.
-    pub fn put_candle(&mut self, symbol: &str, candle: &CandleRow) {
+    pub fn put_candle(&mut self, symbol: &str, span: CandleSpan, candle: &CandleRow) {
         self.batch.put_cf(
-            self.store.cf(cf::EX_CANDLE),
+            self.store.cf(span.column()),
             with_id(symbol_prefix(symbol), candle.open_time),
             candle.encode(),
         );
+    }
+
+    /// Records that hour and day candles exist for the whole history.
+    pub fn set_coarse_candles_built(&mut self) {
+        self.batch
+            .put_cf(self.store.cf(cf::META), meta_key::COARSE_CANDLES, [1u8]);
     }
 
     /// Records that the history holds every row up to command `sequence`.

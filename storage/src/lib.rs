@@ -12,7 +12,9 @@ mod store;
 pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use exchange::{CommandRecord, OrderRecord};
-pub use history::{AggTradeRow, CandleRow, ExchangeBatch, OrderRow, ScanDirection, TradeRow};
+pub use history::{
+    AggTradeRow, CandleRow, CandleSpan, ExchangeBatch, OrderRow, ScanDirection, TradeRow,
+};
 pub use store::{IndexBatch, Store, StoreOptions};
 
 /// Column families, in the order they are opened.
@@ -45,6 +47,10 @@ pub mod cf {
     pub const EX_AGG_TRADE: &str = "ex_agg_trade";
     /// `symbol ‖ minute open time` → one-minute candle.
     pub const EX_CANDLE: &str = "ex_candle";
+    /// `symbol ‖ hour open time` → one-hour candle (UTC hours).
+    pub const EX_CANDLE_HOUR: &str = "ex_candle_hour";
+    /// `symbol ‖ day open time` → one-day candle (UTC days).
+    pub const EX_CANDLE_DAY: &str = "ex_candle_day";
 
     /// Every column family of the current schema.
     pub const ALL: &[&str] = &[
@@ -62,6 +68,8 @@ pub mod cf {
         EX_ACCOUNT_TRADE,
         EX_AGG_TRADE,
         EX_CANDLE,
+        EX_CANDLE_HOUR,
+        EX_CANDLE_DAY,
     ];
 }
 

@@ -23,6 +23,7 @@ pub(crate) mod meta_key {
     pub const INDEX_START: &[u8] = b"index_start";
     pub const NEXT_ACCOUNT: &[u8] = b"next_account_id";
     pub const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
+    pub const COARSE_CANDLES: &[u8] = b"coarse_candles";
 }
 
 /// Tuning knobs for [`Store::open`].

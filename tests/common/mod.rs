@@ -5,6 +5,7 @@
 
 pub mod chain;
 pub mod proxy;
+pub mod raw_http;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

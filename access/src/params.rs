@@ -1,0 +1,279 @@
+//! Request parameters as Binance-style APIs carry them: a query string and a
+//! form-encoded or JSON body. Parsed strictly, so that a signed payload has
+//! exactly one reading: moving the query/body boundary of a captured request
+//! always leaves a fragment without a name, which is refused.
+
+use std::borrow::Cow;
+
+use axum::http::{HeaderMap, header};
+
+/// How a request body carries its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// `application/x-www-form-urlencoded`, or any non-JSON type: `a=1&b=2`.
+    Form,
+    /// `application/json`: one object, signed as its raw text.
+    Json,
+}
+
+impl BodyKind {
+    /// The kind a request's `Content-Type` announces.
+    pub fn of(headers: &HeaderMap) -> Self {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.get(..16)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("application/json"))
+            });
+        if json { Self::Json } else { Self::Form }
+    }
+}
+
+/// Most parameters one request may carry: more than any endpoint reads.
+pub const MAX_PARAMS: usize = 64;
+
+/// Why a request's parameters cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// A fragment without `name=` (`000`, `=5`).
+    #[error("a parameter without a name was sent")]
+    Nameless,
+    /// A value holding a raw `=`, which could be read as two parameters.
+    #[error("parameter '{0}' holds an unencoded '='")]
+    RawEquals(String),
+    /// The JSON body is not one object of names to scalars or arrays.
+    #[error("the JSON body is not valid")]
+    InvalidJson,
+    /// More than [`MAX_PARAMS`] parameters.
+    #[error("too many parameters: {0}")]
+    TooMany(usize),
+}
+
+/// One parameter: its name and its decoded value.
+pub type Param<'a> = (Cow<'a, str>, Cow<'a, str>);
+
+/// Every parameter of the query string and the body, in the order sent. A
+/// name may repeat: what a repeat means is the caller's decision.
+pub fn parse<'a>(
+    query: &'a str,
+    body: &'a [u8],
+    kind: BodyKind,
+) -> Result<Vec<Param<'a>>, ParamError> {
+    let mut params = Vec::new();
+    form(query.as_bytes(), &mut params)?;
+    match kind {
+        BodyKind::Form => form(body, &mut params)?,
+        BodyKind::Json if body.iter().all(u8::is_ascii_whitespace) => {}
+        BodyKind::Json => json(body, &mut params)?,
+    }
+    if params.len() > MAX_PARAMS {
+        return Err(ParamError::TooMany(params.len()));
+    }
+    Ok(params)
+}
+
+/// Form-encoded `name=value` pairs. Empty fragments (`a=1&&b=2`) carry
+/// nothing and are skipped, as forms define; a fragment without a name
+/// (`000`, `=5`) is refused, where `form_urlencoded` would accept it.
+fn form<'a>(raw: &'a [u8], out: &mut Vec<Param<'a>>) -> Result<(), ParamError> {
+    for fragment in raw.split(|b| *b == b'&') {
+        if fragment.is_empty() {
+            continue;
+        }
+        let Some(equals) = fragment.iter().position(|b| *b == b'=') else {
+            return Err(ParamError::Nameless);
+        };
+        if equals == 0 {
+            return Err(ParamError::Nameless);
+        }
+        let (name, value) = (&fragment[..equals], &fragment[equals + 1..]);
+        let name = decode(name);
+        // A base64 signature may arrive with its padding unencoded; it is
+        // taken out of the payload before verification, so it moves nothing.
+        if value.contains(&b'=') && name != "signature" {
+            return Err(ParamError::RawEquals(name.into_owned()));
+        }
+        out.push((name, decode(value)));
+        if out.len() > MAX_PARAMS {
+            return Err(ParamError::TooMany(out.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Percent- and `+`-decoding, as `application/x-www-form-urlencoded` defines.
+fn decode(raw: &[u8]) -> Cow<'_, str> {
+    if !raw.iter().any(|b| matches!(b, b'%' | b'+')) {
+        return String::from_utf8_lossy(raw);
+    }
+    // `form_urlencoded` decodes whole pairs only: one `x=<raw>` pair decodes
+    // the text exactly as it would inside a query.
+    let mut owned = Vec::with_capacity(raw.len() + 2);
+    owned.extend_from_slice(b"x=");
+    owned.extend_from_slice(raw);
+    let value = form_urlencoded::parse(&owned)
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    Cow::Owned(value)
+}
+
+/// The top-level fields of a JSON object, each value as its exact text:
+/// strings unquoted, numbers as written (never through a float), arrays
+/// and `true`/`false` as their JSON text; `null` as empty (absent).
+fn json<'a>(raw: &'a [u8], out: &mut Vec<Param<'a>>) -> Result<(), ParamError> {
+    let fields: Fields = serde_json::from_slice(raw).map_err(|_| ParamError::InvalidJson)?;
+    for (name, value) in fields.0 {
+        if name.is_empty() {
+            return Err(ParamError::Nameless);
+        }
+        let text = value.get();
+        let value = match text.as_bytes().first() {
+            Some(b'"') => {
+                serde_json::from_str::<String>(text).map_err(|_| ParamError::InvalidJson)?
+            }
+            Some(b'{') => return Err(ParamError::InvalidJson),
+            _ if text == "null" => String::new(),
+            _ => text.to_owned(),
+        };
+        out.push((Cow::Owned(name), Cow::Owned(value)));
+        if out.len() > MAX_PARAMS {
+            return Err(ParamError::TooMany(out.len()));
+        }
+    }
+    Ok(())
+}
+
+/// A JSON object's fields in the order written, repeats kept.
+struct Fields(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Fields;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Fields, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    fields.push(entry);
+                    if fields.len() > MAX_PARAMS {
+                        return Err(serde::de::Error::custom("too many fields"));
+                    }
+                }
+                Ok(Fields(fields))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(query: &str, body: &str, kind: BodyKind) -> Result<Vec<(String, String)>, ParamError> {
+        parse(query, body.as_bytes(), kind).map(|params| {
+            params
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn query_and_form_body_decode_like_urlencoded_forms() {
+        assert_eq!(
+            names("a=1&b=x%20y+z", "c=%E2%82%AC&d=", BodyKind::Form),
+            Ok(pairs(&[("a", "1"), ("b", "x y z"), ("c", "€"), ("d", "")]))
+        );
+        assert_eq!(names("", "", BodyKind::Form), Ok(vec![]));
+        assert_eq!(
+            names("a=1&a=2", "", BodyKind::Form),
+            Ok(pairs(&[("a", "1"), ("a", "2")]))
+        );
+    }
+
+    #[test]
+    fn fragments_without_a_name_are_refused() {
+        for (query, body) in [
+            ("price=3&signature=S", "000&timestamp=1"),
+            ("=5", ""),
+            ("a=1&=5", ""),
+            ("pri", "ce=3000"),
+            ("price", "=3000"),
+        ] {
+            assert_eq!(
+                names(query, body, BodyKind::Form),
+                Err(ParamError::Nameless),
+                "{query} | {body}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_fragments_carry_nothing() {
+        for (query, body, count) in [("a=1&&b=2", "", 2), ("a=1&", "", 1), ("&a=1", "&b=2", 2)] {
+            let params = names(query, body, BodyKind::Form).unwrap();
+            assert_eq!(params.len(), count, "{query} | {body}");
+        }
+    }
+
+    #[test]
+    fn raw_equals_in_a_value_is_refused_except_in_the_signature() {
+        assert_eq!(
+            names("x=ab=cd", "", BodyKind::Form),
+            Err(ParamError::RawEquals("x".into()))
+        );
+        assert_eq!(
+            names("signature=abc%2B==", "", BodyKind::Form),
+            Ok(pairs(&[("signature", "abc+==")]))
+        );
+    }
+
+    #[test]
+    fn json_numbers_keep_their_exact_text() {
+        let body = r#"{"price": 3000.123456789, "quantity": "0.5", "flag": true, "symbols": ["A","B"], "x": null, "big": 123456789012345678901234567890}"#;
+        assert_eq!(
+            names("timestamp=1", body, BodyKind::Json),
+            Ok(pairs(&[
+                ("timestamp", "1"),
+                ("price", "3000.123456789"),
+                ("quantity", "0.5"),
+                ("flag", "true"),
+                ("symbols", r#"["A","B"]"#),
+                ("x", ""),
+                ("big", "123456789012345678901234567890"),
+            ]))
+        );
+        assert_eq!(
+            names("", r#"{"a":1,"a":2}"#, BodyKind::Json),
+            Ok(pairs(&[("a", "1"), ("a", "2")]))
+        );
+        for bad in ["000", "[1]", r#"{"a":{"b":1}}"#, r#"{"":1}"#, "{"] {
+            assert!(names("", bad, BodyKind::Json).is_err(), "{bad}");
+        }
+        assert_eq!(names("", "  ", BodyKind::Json), Ok(vec![]));
+    }
+
+    #[test]
+    fn parameter_count_is_bounded() {
+        let query: Vec<String> = (0..=MAX_PARAMS).map(|i| format!("p{i}=1")).collect();
+        assert_eq!(
+            names(&query.join("&"), "", BodyKind::Form),
+            Err(ParamError::TooMany(MAX_PARAMS + 1))
+        );
+    }
+}
