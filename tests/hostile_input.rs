@@ -362,6 +362,20 @@ async fn a_moved_signature_boundary_and_unread_parameters_change_nothing() {
         json!({"code": -1111, "msg": "Parameter 'price' has too much precision."})
     );
 
+    // Market orders meet NOTIONAL too (`applyMinToMarket`).
+    let target = format!(
+        "/api/v3/order?{}",
+        signed_query(&key, "symbol=ETHUSDT&side=BUY&type=MARKET&quoteOrderQty=1")
+    );
+    let answer = connection
+        .request("POST", &target, &[("X-MBX-APIKEY", &key.id)], b"")
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.json(),
+        json!({"code": -1013, "msg": "Filter failure: NOTIONAL"})
+    );
+
     assert_eq!(account_state(&mut connection, &key).await, before);
 
     // The genuine order still works: the refusals above were not luck.
@@ -379,6 +393,51 @@ async fn a_moved_signature_boundary_and_unread_parameters_change_nothing() {
         .await
         .unwrap();
     assert_eq!(answer.status, 200, "{answer:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_authentication_costs_weight_and_soon_blocks_the_sender() {
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = Weiport::serve(dir.path(), &[("WEIPORT_INDEXER__ENABLED", "false")]);
+    let key = funded_key(&weiport, &["read", "trade"]).await;
+    let mut connection = Connection::open(&weiport.url).await;
+    let bad_signature = format!(
+        "/api/v3/account?timestamp={}&signature={}",
+        now_ms(),
+        "0".repeat(64)
+    );
+    for _ in 0..5 {
+        let answer = connection
+            .request("GET", &bad_signature, &[("X-MBX-APIKEY", &key.id)], b"")
+            .await
+            .unwrap();
+        assert_eq!(answer.json()["code"], -1022, "{answer:?}");
+    }
+    // Each refused request was charged its weight (20) before the check.
+    let ping = connection
+        .request("GET", "/api/v3/ping", &[], b"")
+        .await
+        .unwrap();
+    let used: u32 = ping
+        .header("x-mbx-used-weight-1m")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(used > 5 * 20, "used weight {used}");
+    // One more failure and the address is refused before any work, even
+    // with a correct signature.
+    let answer = connection
+        .request("GET", &bad_signature, &[("X-MBX-APIKEY", &key.id)], b"")
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 401);
+    let target = format!("/api/v3/account?{}", signed_query(&key, ""));
+    let answer = connection
+        .request("GET", &target, &[("X-MBX-APIKEY", &key.id)], b"")
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 429, "{answer:?}");
+    assert_eq!(answer.json()["code"], -1003);
 }
 
 async fn metrics_size(connection: &mut Connection) -> usize {

@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use common::{Weiport, weiport_command};
@@ -77,9 +78,23 @@ fn sigterm_also_shuts_down_gracefully_and_data_survives_a_restart() {
             .unwrap()
             .success()
     );
+    // A token file left readable by others is narrowed to its owner.
+    let token = dir.path().join("admin.token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut second = Weiport::serve(dir.path(), NO_INDEXER);
     let (status, _, _) = get(&format!("{}/readyz", second.url));
     assert_eq!(status, 200);
+    let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // `weiport config` shows that a token is set, never the token.
+    let printed = weiport_command(&["config"], &[("WEIPORT_ADMIN__TOKEN", "s3cret-token")])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&printed.stdout);
+    assert!(
+        printed.contains("[admin]") && !printed.contains("s3cret-token"),
+        "{printed}"
+    );
     assert!(
         second
             .stop("TERM", Duration::from_secs(5))

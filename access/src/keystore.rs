@@ -527,6 +527,36 @@ mod tests {
     }
 
     #[test]
+    fn a_revoke_racing_rotations_stays_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = keystore(&dir);
+        let account = keys.create_account("").unwrap();
+        for _ in 0..20 {
+            let id = keys
+                .create_key(NewKey {
+                    account: account.id,
+                    ..NewKey::default()
+                })
+                .unwrap()
+                .info
+                .id;
+            std::thread::scope(|scope| {
+                for _ in 0..3 {
+                    scope.spawn(|| {
+                        for _ in 0..20 {
+                            let _ = keys.rotate(&id, Duration::from_secs(60));
+                        }
+                    });
+                }
+                scope.spawn(|| keys.revoke(&id).unwrap());
+            });
+            assert!(keys.get(&id).unwrap().revoked_ms.is_some(), "revoke undone");
+            let stored = keys.record_of(&id).unwrap();
+            assert!(stored.revoked_ms.is_some(), "revoke undone on disk");
+        }
+    }
+
+    #[test]
     fn ed25519_keys_are_registered_from_pem_and_verify_base64_signatures() {
         use base64::Engine;
         use ed25519_dalek::Signer;

@@ -1756,6 +1756,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_market_sell_for_a_quote_amount_sells_what_the_book_needs() {
+        let mut engine = engine();
+        place(&mut engine, 2, limit(Side::Buy, "0.1", "3000"));
+        place(&mut engine, 2, limit(Side::Buy, "1", "2900"));
+        let mut for_quote = order(Side::Sell, OrderType::Market, TimeInForce::Gtc, "1", None);
+        for_quote.quantity = None;
+        for_quote.quote_quantity = Some(a("590"));
+        let events = place(&mut engine, 1, for_quote.clone());
+        let fills: Vec<(Amount, Amount)> = trades(&events)
+            .iter()
+            .map(|t| (t.price, t.quote_quantity))
+            .collect();
+        // 0.1 at 3000 pays 300; the remaining 290 buys exactly 0.1 at 2900.
+        assert_eq!(fills, vec![(a("3000"), a("300")), (a("2900"), a("290"))]);
+        assert_eq!(status(&events, 3), OrderStatus::Filled);
+        // Nothing stays locked; the seller holds the quote net of the taker fee.
+        let (eth, locked) = engine.balance(1, ETH);
+        assert_eq!((eth, locked), (a("99.8"), Amount::ZERO));
+        // More quote than the book can pay: what it can, then expired.
+        for_quote.quote_quantity = Some(a("100000"));
+        let events = place(&mut engine, 1, for_quote.clone());
+        assert_eq!(status(&events, 4), OrderStatus::Expired);
+        assert_eq!(trades(&events).len(), 1);
+        assert_eq!(engine.balance(1, ETH).1, Amount::ZERO);
+        // An empty book: expired untouched.
+        let events = place(&mut engine, 1, for_quote.clone());
+        assert_eq!(status(&events, 5), OrderStatus::Expired);
+        assert!(trades(&events).is_empty());
+    }
+
+    #[test]
     fn limit_maker_that_would_cross_is_rejected() {
         let mut engine = engine();
         place(&mut engine, 1, limit(Side::Sell, "1", "3000"));

@@ -301,6 +301,12 @@ mod tests {
             "tick_size × step_size must be a multiple of 0.00000001"
         );
         eth_btc().validate().unwrap();
+        let mut m = eth_usdt();
+        m.taker_fee = "1".parse().unwrap();
+        assert_eq!(
+            m.validate().unwrap_err().problem,
+            "maker_fee and taker_fee must be below 1"
+        );
         let config = ExchangeConfig {
             fee_account: 0,
             queue_capacity: 16,
