@@ -7,15 +7,9 @@ mod common;
 
 use std::process::Command;
 
-use common::Weiport;
+use common::{Key, Weiport};
 use serde_json::{Value, json};
 use weiport_access::sign_hmac_sha256;
-
-struct Key {
-    id: String,
-    secret: String,
-    account: u64,
-}
 
 struct Setup {
     weiport: Weiport,
@@ -52,27 +46,9 @@ impl Setup {
 
     /// A trading key on a new account holding `usdt` and `eth`.
     async fn funded_key(&self, usdt: &str, eth: &str) -> Key {
-        let created = self
-            .weiport
-            .create_key(json!({ "permissions": ["read", "trade"] }))
-            .await;
-        let key = Key {
-            id: created["id"].as_str().unwrap().into(),
-            secret: created["secret"].as_str().unwrap().into(),
-            account: created["account"].as_u64().unwrap(),
-        };
-        for (asset, amount) in [("USDT", usdt), ("ETH", eth)] {
-            let (status, answer) = self
-                .weiport
-                .admin(
-                    reqwest::Method::POST,
-                    &format!("/admin/accounts/{}/credit", key.account),
-                    json!({ "asset": asset, "amount": amount }),
-                )
-                .await;
-            assert_eq!(status, 200, "{answer}");
-        }
-        key
+        self.weiport
+            .funded_key(&["read", "trade"], &[("USDT", usdt), ("ETH", eth)])
+            .await
     }
 
     /// A signed request with `params` in the query (timestamp added).

@@ -8,8 +8,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Weiport;
 use common::raw_http::Connection;
+use common::{Key, Weiport};
 use serde_json::{Value, json};
 use weiport_access::sign_hmac_sha256;
 use weiport_storage::{CommandRecord, OrderRecord, Store, StoreOptions};
@@ -30,32 +30,10 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-struct Key {
-    id: String,
-    secret: String,
-    account: u64,
-}
-
 async fn funded_key(weiport: &Weiport, permissions: &[&str]) -> Key {
-    let created = weiport
-        .create_key(json!({ "permissions": permissions }))
-        .await;
-    let key = Key {
-        id: created["id"].as_str().unwrap().into(),
-        secret: created["secret"].as_str().unwrap().into(),
-        account: created["account"].as_u64().unwrap(),
-    };
-    for (asset, amount) in [("USDT", "100000"), ("ETH", "100")] {
-        let (status, answer) = weiport
-            .admin(
-                reqwest::Method::POST,
-                &format!("/admin/accounts/{}/credit", key.account),
-                json!({ "asset": asset, "amount": amount }),
-            )
-            .await;
-        assert_eq!(status, 200, "{answer}");
-    }
-    key
+    weiport
+        .funded_key(permissions, &[("USDT", "100000"), ("ETH", "100")])
+        .await
 }
 
 /// `params` with a fresh timestamp and its signature, as a query string.

@@ -20,7 +20,7 @@ use weiport_storage::{CandleRow, CandleSpan, ScanDirection};
 use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
 use crate::error::BinanceError;
 use crate::history::{
-    CANDLE_MS, History, HistoryError, OrderView, candle_of, merge_earlier, merge_later,
+    CANDLE_MS, Dated, History, HistoryError, OrderView, candle_of, merge_earlier, merge_later,
 };
 use crate::market::{Market, StpMode};
 use crate::now_ms;
@@ -581,7 +581,7 @@ pub(crate) async fn agg_trades(
             limit,
         )?,
         (None, start, end) => {
-            let from = stored(history.first_agg_at(id, start.unwrap_or(0), last))?;
+            let from = stored(history.first_at(Dated::AggTrades, id, start.unwrap_or(0), last))?;
             let end = end.unwrap_or(u64::MAX);
             first(
                 history
@@ -715,7 +715,7 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
     let pieces: Box<dyn Iterator<Item = Result<CandleRow, HistoryError>> + '_> =
         match (seconds, start) {
             (true, Some(start)) => {
-                let from = stored(history.first_trade_at(id, start, last_trade))?;
+                let from = stored(history.first_at(Dated::Trades, id, start, last_trade))?;
                 Box::new(
                     history
                         .trades(id, from, ScanDirection::Forward)
@@ -728,7 +728,7 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
                 let before = if end == u64::MAX {
                     u64::MAX
                 } else {
-                    stored(history.first_trade_at(id, end.saturating_add(1), last_trade))?
+                    stored(history.first_at(Dated::Trades, id, end.saturating_add(1), last_trade))?
                         .saturating_sub(1)
                 };
                 Box::new(
@@ -1452,7 +1452,7 @@ pub(crate) async fn all_orders(
                 .transpose(),
         )?
         .map_or(0, |o| o.order_id);
-        let from = stored(history.first_order_at(market, start, newest))?;
+        let from = stored(history.first_at(Dated::Orders, market, start, newest))?;
         first(
             history
                 .account_orders(account, market, from, ScanDirection::Forward)
@@ -1578,14 +1578,20 @@ pub(crate) async fn my_trades(
     let mut end = end;
     let mut seek = from.unwrap_or(0);
     if let Some(start) = start {
-        seek = seek.max(stored(history.first_trade_at(market, start, last_trade))?);
+        seek = seek.max(stored(history.first_at(
+            Dated::Trades,
+            market,
+            start,
+            last_trade,
+        ))?);
     }
     if let Some(order_id) = order_id {
         let Some(order) = stored(history.order(market, order_id))?.filter(|o| o.account == account)
         else {
             return Ok(Json(Value::Array(Vec::new())).into_response());
         };
-        seek = seek.max(stored(history.first_trade_at(
+        seek = seek.max(stored(history.first_at(
+            Dated::Trades,
             market,
             order.time_ms,
             last_trade,

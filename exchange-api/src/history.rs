@@ -591,55 +591,38 @@ impl History {
             .map(|row| Ok(row?))
     }
 
-    /// The first trade of `market` at or after `time_ms` among ids `1..=last`
-    /// (trade times never go backwards), by binary search.
-    pub fn first_trade_at(
+    /// The first id of `rows` of `market` dated at or after `time_ms`
+    /// among ids `1..=last` (`last + 1` if none), by binary search: ids are
+    /// handed out in time order.
+    pub fn first_at(
         &self,
+        rows: Dated,
         market: MarketId,
         time_ms: u64,
         last: u64,
     ) -> Result<u64, HistoryError> {
         let symbol = self.catalog.symbol(market);
+        let store = &self.store;
         first_id_at(last, time_ms, |id| {
-            Ok(self
-                .store
-                .trade(symbol, id)?
-                .map_or(u64::MAX, |t| t.time_ms))
+            let time = match rows {
+                Dated::Orders => store.order(symbol, id)?.map(|o| o.time_ms),
+                Dated::Trades => store.trade(symbol, id)?.map(|t| t.time_ms),
+                Dated::AggTrades => store.agg_trade(symbol, id)?.map(|a| a.time_ms),
+            };
+            Ok(time.unwrap_or(u64::MAX))
         })
     }
+}
 
-    /// The first order of `market` placed at or after `time_ms` among ids
-    /// `1..=last` (ids are handed out in time order), by binary search.
-    pub fn first_order_at(
-        &self,
-        market: MarketId,
-        time_ms: u64,
-        last: u64,
-    ) -> Result<u64, HistoryError> {
-        let symbol = self.catalog.symbol(market);
-        first_id_at(last, time_ms, |id| {
-            Ok(self
-                .store
-                .order(symbol, id)?
-                .map_or(u64::MAX, |o| o.time_ms))
-        })
-    }
-
-    /// The first aggregate trade of `market` at or after `time_ms` among ids `1..=last`.
-    pub fn first_agg_at(
-        &self,
-        market: MarketId,
-        time_ms: u64,
-        last: u64,
-    ) -> Result<u64, HistoryError> {
-        let symbol = self.catalog.symbol(market);
-        first_id_at(last, time_ms, |id| {
-            Ok(self
-                .store
-                .agg_trade(symbol, id)?
-                .map_or(u64::MAX, |t| t.time_ms))
-        })
-    }
+/// Stored rows with sequential ids and times, searchable by time.
+#[derive(Debug, Clone, Copy)]
+pub enum Dated {
+    /// Orders, by order id.
+    Orders,
+    /// Trades, by trade id.
+    Trades,
+    /// Aggregate trades, by aggregate id.
+    AggTrades,
 }
 
 /// Sums the hour and day candles of a history written before they were

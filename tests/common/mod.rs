@@ -101,6 +101,13 @@ impl Drop for Anvil {
     }
 }
 
+/// An HMAC API key as created, with its secret.
+pub struct Key {
+    pub id: String,
+    pub secret: String,
+    pub account: u64,
+}
+
 /// A running `weiport serve`, killed on drop unless stopped.
 pub struct Weiport {
     pub child: Child,
@@ -205,6 +212,30 @@ impl Weiport {
             .await;
         assert_eq!(status, 201, "{created}");
         created
+    }
+
+    /// A key with `permissions` on a new account credited with `funds`
+    /// (asset, decimal amount) through the admin API.
+    pub async fn funded_key(&self, permissions: &[&str], funds: &[(&str, &str)]) -> Key {
+        let created = self
+            .create_key(serde_json::json!({ "permissions": permissions }))
+            .await;
+        let key = Key {
+            id: created["id"].as_str().unwrap().into(),
+            secret: created["secret"].as_str().unwrap().into(),
+            account: created["account"].as_u64().unwrap(),
+        };
+        for (asset, amount) in funds {
+            let (status, answer) = self
+                .admin(
+                    reqwest::Method::POST,
+                    &format!("/admin/accounts/{}/credit", key.account),
+                    serde_json::json!({ "asset": asset, "amount": amount }),
+                )
+                .await;
+            assert_eq!(status, 200, "{answer}");
+        }
+        key
     }
 
     /// Waits until `/readyz` reports `block` indexed.
