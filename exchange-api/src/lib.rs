@@ -8,6 +8,8 @@ pub mod engine;
 pub mod error;
 pub mod history;
 pub mod market;
+#[cfg(test)]
+mod oracle;
 pub mod order;
 mod routes;
 pub mod sequencer;
