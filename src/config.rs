@@ -244,6 +244,8 @@ pub enum BalanceSourceChoice {
     Prestate,
     /// trace_replayBlockTransactions stateDiff.
     Statediff,
+    /// debug_traceTransaction struct logs, value-moving addresses re-read.
+    Structlogs,
     /// Touched addresses re-read.
     Touched,
 }
@@ -260,6 +262,7 @@ impl IndexerSection {
                 BalanceSourceChoice::Auto => None,
                 BalanceSourceChoice::Prestate => Some(BalanceSource::Prestate),
                 BalanceSourceChoice::Statediff => Some(BalanceSource::StateDiff),
+                BalanceSourceChoice::Structlogs => Some(BalanceSource::StructLogs),
                 BalanceSourceChoice::Touched => Some(BalanceSource::Touched),
             },
             concurrency: self.concurrency,

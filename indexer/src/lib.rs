@@ -8,4 +8,4 @@ pub mod source;
 
 pub use node::{NodeClient, NodeError, NodeOptions, StateAt};
 pub use pipeline::{Indexer, IndexerConfig, IndexerError, Progress};
-pub use source::BalanceSource;
+pub use source::{BalanceSource, NodePlan, ReceiptSource, StateReads};

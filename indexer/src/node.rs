@@ -101,7 +101,16 @@ impl NodeError {
     /// Classifies a JSON-RPC error answer (or a per-item error inside a result) by its text.
     pub fn from_rpc_error(method: &'static str, code: i64, message: String) -> Self {
         let lower = message.to_ascii_lowercase();
-        if code == -32601 || lower.contains("method not found") || lower.contains("not supported") {
+        // A method the node lacks, or a parameter form it cannot read (an
+        // EIP-1898 block object on Ganache: -32700 "Cannot wrap …"): a
+        // capability answer, never an outage to wait out.
+        if code == -32601
+            || code == -32700
+            || lower.contains("method not found")
+            || lower.contains("not supported")
+            || lower.contains("does not exist/is not available")
+            || lower.contains("cannot wrap")
+        {
             Self::Unsupported { method, message }
         } else if lower.contains("blockoutofrange")
             || lower.contains("missing trie node")

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 use weiport_storage::{BlockRecord, Cursor, IndexBatch, StorageError, Store};
 
 use crate::genesis::{GenesisError, read_genesis_alloc};
-use crate::node::{NodeClient, NodeError, StateAt};
-use crate::source::{self, BalanceSource, BlockChanges};
+use crate::node::{NodeClient, NodeError};
+use crate::source::{self, BalanceSource, BlockChanges, NodePlan};
 
 /// What the indexer is told to do.
 #[derive(Debug, Clone)]
@@ -102,6 +102,14 @@ pub enum IndexerError {
     /// The index is inconsistent (a missing block record inside the window).
     #[error("index is inconsistent: {0}")]
     Inconsistent(String),
+    /// The node lacks a method or parameter form the chosen plan needs.
+    #[error("{client} cannot serve the indexer: {source}")]
+    NodeLacks {
+        /// The node's `web3_clientVersion`.
+        client: String,
+        /// What it refused.
+        source: NodeError,
+    },
 }
 
 impl IndexerError {
@@ -237,17 +245,17 @@ impl Indexer {
     /// waiting cannot fix. Node outages pause it; they never corrupt the index.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), IndexerError> {
         let mut failures = 0u32;
-        let mut source = None;
+        let mut plan = None;
         loop {
             if *shutdown.borrow() {
                 return Ok(());
             }
             let attempt = async {
-                let chosen = match source {
+                let chosen = match plan {
                     Some(chosen) => chosen,
                     None => self.prepare().await?,
                 };
-                source = Some(chosen);
+                plan = Some(chosen);
                 self.follow(chosen, &mut shutdown.clone()).await
             };
             match attempt.await {
@@ -262,13 +270,24 @@ impl Indexer {
                         _ = shutdown.changed() => {}
                     }
                 }
+                Err(IndexerError::Node(error @ NodeError::Unsupported { .. })) => {
+                    let client = self
+                        .node
+                        .call::<_, String>("web3_clientVersion", ())
+                        .await
+                        .unwrap_or_else(|_| format!("the node at {}", self.node.url()));
+                    return Err(IndexerError::NodeLacks {
+                        client,
+                        source: error,
+                    });
+                }
                 Err(error) => return Err(error),
             }
         }
     }
 
-    /// Checks the chain, bootstraps an empty index, picks the balance source.
-    async fn prepare(&self) -> Result<BalanceSource, IndexerError> {
+    /// Checks the chain, probes the node, bootstraps an empty index.
+    async fn prepare(&self) -> Result<NodePlan, IndexerError> {
         let chain_id = self.node.chain_id().await?;
         let genesis = self
             .node
@@ -291,34 +310,34 @@ impl Indexer {
                     node: format!("genesis {}", genesis.hash),
                 });
             }
-            (Some(_), _) => {}
-            (None, _) => self.bootstrap(chain_id, &genesis).await?,
+            _ => {}
         }
         let head = self.node.block_number().await?;
-        let source = match self.config.balance_source {
-            Some(forced) => forced,
-            None => source::probe(&self.node, head).await?,
-        };
-        if source == BalanceSource::Touched {
+        let plan = source::probe(&self.node, head, self.config.balance_source).await?;
+        if plan.balances == BalanceSource::Touched {
             tracing::warn!(
-                %source,
-                "node offers no state-diff tracing: internal transfers to otherwise untouched addresses are MISSED"
+                %plan,
+                "node offers no tracing at all: internal transfers to otherwise untouched addresses are MISSED"
             );
         } else {
-            tracing::info!(%source, "balance source");
+            tracing::info!(%plan, "node plan");
         }
-        Ok(source)
+        if self.store.chain_id()?.is_none() {
+            self.bootstrap(chain_id, &genesis, &plan).await?;
+        }
+        Ok(plan)
     }
 
     async fn bootstrap(
         &self,
         chain_id: u64,
         genesis: &crate::node::BlockSummary,
+        plan: &NodePlan,
     ) -> Result<(), IndexerError> {
         let start = self.config.start_block;
         let mut batch = self.store.index_batch();
         let cursor = if start == 0 {
-            let seeded = self.genesis_balances(genesis).await?;
+            let seeded = self.genesis_balances(genesis, plan).await?;
             for (address, wei) in &seeded {
                 batch.set_balance(address, 0, wei);
             }
@@ -372,10 +391,13 @@ impl Indexer {
     async fn genesis_balances(
         &self,
         genesis: &crate::node::BlockSummary,
+        plan: &NodePlan,
     ) -> Result<Vec<(Address, U256)>, IndexerError> {
         let Some(path) = &self.config.genesis_file else {
             let accounts = self.node.accounts().await?;
-            let balances = self.stable_genesis_balances(&accounts, genesis).await?;
+            let balances = self
+                .stable_genesis_balances(&accounts, genesis, plan)
+                .await?;
             return Ok(accounts
                 .into_iter()
                 .zip(balances)
@@ -387,7 +409,10 @@ impl Indexer {
             .filter(|(_, w)| !w.is_zero())
             .collect();
         let addresses: Vec<Address> = alloc.iter().map(|(a, _)| *a).collect();
-        match self.stable_genesis_balances(&addresses, genesis).await {
+        match self
+            .stable_genesis_balances(&addresses, genesis, plan)
+            .await
+        {
             Ok(node_balances) => {
                 for ((address, file), node) in alloc.iter().zip(node_balances) {
                     if *file != node {
@@ -417,13 +442,14 @@ impl Indexer {
         &self,
         addresses: &[Address],
         genesis: &crate::node::BlockSummary,
+        plan: &NodePlan,
     ) -> Result<Vec<U256>, NodeError> {
-        let at = StateAt::Hash(genesis.hash);
+        let block = (0, genesis.hash);
         loop {
             let head_before = self.node.block_number().await?;
-            let first = self.node.balances(addresses, at).await?;
+            let first = source::balances_after(&self.node, plan, block, addresses).await?;
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let second = self.node.balances(addresses, at).await?;
+            let second = source::balances_after(&self.node, plan, block, addresses).await?;
             if first == second && self.node.block_number().await? == head_before {
                 return Ok(first);
             }
@@ -432,7 +458,7 @@ impl Indexer {
 
     async fn follow(
         &self,
-        source: BalanceSource,
+        plan: NodePlan,
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<(), IndexerError> {
         let mut cursor = self
@@ -469,7 +495,7 @@ impl Indexer {
                 continue;
             }
             cursor = self
-                .catch_up(source, cursor, target, shutdown, &mut log)
+                .catch_up(plan, cursor, target, shutdown, &mut log)
                 .await?;
         }
     }
@@ -486,7 +512,7 @@ impl Indexer {
     /// the new cursor; stops early at a reorganisation (after undoing it).
     async fn catch_up(
         &self,
-        source: BalanceSource,
+        plan: NodePlan,
         mut cursor: Cursor,
         target: u64,
         shutdown: &watch::Receiver<bool>,
@@ -498,7 +524,7 @@ impl Indexer {
         let first = cursor.number + 1;
         let _fetcher = AbortOnDrop(tokio::spawn(async move {
             let mut blocks = futures::stream::iter(first..=target)
-                .map(|number| fetch_block(&node, source, number))
+                .map(|number| fetch_block(&node, plan, number))
                 .buffered(concurrency);
             while let Some(fetched) = blocks.next().await {
                 let failed = fetched.is_err();
@@ -666,7 +692,7 @@ impl Indexer {
 
 async fn fetch_block(
     node: &NodeClient,
-    source: BalanceSource,
+    plan: NodePlan,
     number: u64,
 ) -> Result<BlockChanges, NodeError> {
     let block = node
@@ -676,7 +702,7 @@ async fn fetch_block(
             method: "eth_getBlockByNumber",
             detail: format!("block {number} vanished (chain reorganised)"),
         })?;
-    source::block_changes(node, source, &block).await
+    source::block_changes(node, &plan, &block).await
 }
 
 /// Commits on a blocking thread: the synced WAL write must not stall the runtime.

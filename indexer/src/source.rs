@@ -16,6 +16,12 @@ pub enum BalanceSource {
     Prestate,
     /// `trace_replayBlockTransactions` with `stateDiff`.
     StateDiff,
+    /// `debug_traceTransaction` struct logs (the default tracer, which every
+    /// dev node has): every address a transaction can move value to or from
+    /// (value calls, creations, self-destruct beneficiaries, sender,
+    /// recipient, coinbase) re-read at the block. Exact: the numbers are
+    /// the node's own.
+    StructLogs,
     /// Re-read the balances of addresses seen in receipts, the coinbase and
     /// withdrawals. Misses internal transfers to otherwise untouched addresses.
     Touched,
@@ -26,13 +32,119 @@ impl std::fmt::Display for BalanceSource {
         f.write_str(match self {
             Self::Prestate => "debug_traceBlockByNumber prestateTracer (diff mode)",
             Self::StateDiff => "trace_replayBlockTransactions stateDiff",
+            Self::StructLogs => {
+                "debug_traceTransaction struct logs, value-moving addresses re-read"
+            }
             Self::Touched => "touched addresses re-read with eth_getBalance (degraded)",
         })
     }
 }
 
-/// Picks the best source the node supports, trying them on `block`.
-pub async fn probe(node: &NodeClient, block: u64) -> Result<BalanceSource, NodeError> {
+/// Where a block's receipts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiptSource {
+    /// `eth_getBlockReceipts`, one call a block.
+    Block,
+    /// `eth_getTransactionReceipt` for each transaction, in one batch.
+    PerTransaction,
+}
+
+/// How state at a block is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateReads {
+    /// By block hash (EIP-1898): immune to a reorganisation.
+    ByHash,
+    /// By number, with the block's hash checked before and after the reads,
+    /// so a reorganisation in between is seen and the block fetched again.
+    ByNumber,
+}
+
+/// What the indexer asks of the node, chosen once by probing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodePlan {
+    /// Where balance changes come from.
+    pub balances: BalanceSource,
+    /// Where receipts come from.
+    pub receipts: ReceiptSource,
+    /// How state at a block is read.
+    pub state: StateReads,
+}
+
+impl NodePlan {
+    /// The reference to state at `block`, as this node takes it.
+    pub fn state_at(&self, number: u64, hash: B256) -> StateAt {
+        match self.state {
+            StateReads::ByHash => StateAt::Hash(hash),
+            StateReads::ByNumber => StateAt::Number(number),
+        }
+    }
+}
+
+impl std::fmt::Display for NodePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let receipts = match self.receipts {
+            ReceiptSource::Block => "eth_getBlockReceipts",
+            ReceiptSource::PerTransaction => "eth_getTransactionReceipt per transaction",
+        };
+        let state = match self.state {
+            StateReads::ByHash => "by block hash (EIP-1898)",
+            StateReads::ByNumber => "by block number, hash checked before and after",
+        };
+        write!(
+            f,
+            "balances: {}; receipts: {receipts}; state: {state}",
+            self.balances
+        )
+    }
+}
+
+/// Whether an answer says the node lacks a method or a parameter form:
+/// a capability to do without, not an outage.
+fn lacks(error: &NodeError) -> bool {
+    matches!(error, NodeError::Unsupported { .. } | NodeError::Rpc { .. })
+}
+
+/// Probes what the node supports at its head `head`, each capability once,
+/// and picks the best of each; `forced` overrides the balance source.
+pub async fn probe(
+    node: &NodeClient,
+    head: u64,
+    forced: Option<BalanceSource>,
+) -> Result<NodePlan, NodeError> {
+    let block = node
+        .block(head)
+        .await?
+        .ok_or_else(|| NodeError::Malformed {
+            method: "eth_getBlockByNumber",
+            detail: format!("head {head} has no block"),
+        })?;
+    let state = match node.balance(Address::ZERO, StateAt::Hash(block.hash)).await {
+        Ok(_) => StateReads::ByHash,
+        Err(error) if lacks(&error) => StateReads::ByNumber,
+        Err(error) => return Err(error),
+    };
+    let receipts = match node
+        .call::<_, serde_json::Value>("eth_getBlockReceipts", (StateAt::Number(head),))
+        .await
+    {
+        Ok(answer) if answer.is_array() => ReceiptSource::Block,
+        Ok(_) => ReceiptSource::PerTransaction,
+        Err(error) if lacks(&error) => ReceiptSource::PerTransaction,
+        Err(error) => return Err(error),
+    };
+    let balances = match forced {
+        Some(forced) => forced,
+        None => balance_source(node, head).await?,
+    };
+    Ok(NodePlan {
+        balances,
+        receipts,
+        state,
+    })
+}
+
+/// The best balance source the node answers, tried on block `block`.
+async fn balance_source(node: &NodeClient, block: u64) -> Result<BalanceSource, NodeError> {
     for source in [BalanceSource::Prestate, BalanceSource::StateDiff] {
         let attempt = match source {
             BalanceSource::Prestate => prestate_diffs(node, block).await.map(drop),
@@ -40,11 +152,23 @@ pub async fn probe(node: &NodeClient, block: u64) -> Result<BalanceSource, NodeE
         };
         match attempt {
             Ok(()) => return Ok(source),
-            Err(NodeError::Unsupported { .. } | NodeError::Rpc { .. }) => continue,
+            Err(error) if lacks(&error) => continue,
             Err(other) => return Err(other),
         }
     }
-    Ok(BalanceSource::Touched)
+    // Any answer but "no such method" (here: "no such transaction") means
+    // the node traces transactions with the default tracer.
+    let unknown = B256::ZERO;
+    match node
+        .call::<_, serde_json::Value>("debug_traceTransaction", (unknown, struct_log_options()))
+        .await
+    {
+        Err(NodeError::Unsupported { .. }) => Ok(BalanceSource::Touched),
+        Ok(_) | Err(NodeError::Rpc { .. } | NodeError::Malformed { .. }) => {
+            Ok(BalanceSource::StructLogs)
+        }
+        Err(other) => Err(other),
+    }
 }
 
 /// The balances one block changed, as absolute post-block values.
@@ -129,8 +253,151 @@ struct Receipt {
     from: Address,
     to: Option<Address>,
     contract_address: Option<Address>,
+    block_hash: Option<B256>,
     #[serde(default)]
     logs: Vec<LogAddress>,
+}
+
+/// A `debug_traceTransaction` answer of the default (struct-log) tracer.
+#[derive(Debug, Deserialize)]
+struct StructTrace {
+    #[serde(rename = "structLogs")]
+    steps: Vec<StructStep>,
+}
+
+/// One executed opcode, with the stack before it (top last).
+#[derive(Debug, Deserialize)]
+struct StructStep {
+    op: String,
+    depth: u64,
+    #[serde(default)]
+    stack: Option<Vec<String>>,
+}
+
+/// Options that keep struct-log answers small: no memory, no storage (the
+/// stack is what the addresses are read from).
+fn struct_log_options() -> serde_json::Value {
+    serde_json::json!({ "disableMemory": true, "disableStorage": true })
+}
+
+/// The address in a stack word (hex, with or without `0x`, any width).
+fn word_address(word: &str) -> Option<Address> {
+    let hex = word.strip_prefix("0x").unwrap_or(word);
+    let value = U256::from_str_radix(hex, 16).ok()?;
+    Some(Address::from_word(B256::from(value)))
+}
+
+/// The stack word `from_top` places below the top.
+fn stack_address(step: &StructStep, from_top: usize) -> Option<Address> {
+    let stack = step.stack.as_ref()?;
+    let at = stack.len().checked_sub(1 + from_top)?;
+    word_address(&stack[at])
+}
+
+/// Every address a traced transaction can have moved value to or from
+/// inside the EVM: each CALL/CALLCODE target (a contract reached with no
+/// value may still send some), each created contract, each self-destruct
+/// beneficiary. Together with the sender, the recipient and the coinbase
+/// this covers every balance the transaction changed.
+fn value_addresses(steps: &[StructStep]) -> BTreeSet<Address> {
+    let mut found = BTreeSet::new();
+    for (at, step) in steps.iter().enumerate() {
+        match step.op.as_str() {
+            "CALL" | "CALLCODE" => found.extend(stack_address(step, 1)),
+            "SELFDESTRUCT" | "SUICIDE" => found.extend(stack_address(step, 0)),
+            "CREATE" | "CREATE2" => {
+                // The new address is pushed when execution returns to this depth.
+                let created = steps[at + 1..]
+                    .iter()
+                    .find(|next| next.depth == step.depth)
+                    .and_then(|next| stack_address(next, 0))
+                    .filter(|address| !address.is_zero());
+                found.extend(created);
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The receipts of `block`'s transactions, in order, checked to belong to it.
+async fn receipts(
+    node: &NodeClient,
+    plan: &NodePlan,
+    block: &BlockSummary,
+) -> Result<Vec<Receipt>, NodeError> {
+    let number = block.number.to::<u64>();
+    let (method, receipts): (&'static str, Vec<Option<Receipt>>) = match plan.receipts {
+        ReceiptSource::Block => (
+            "eth_getBlockReceipts",
+            node.call("eth_getBlockReceipts", (StateAt::Number(number),))
+                .await?,
+        ),
+        ReceiptSource::PerTransaction => {
+            let params: Vec<(B256,)> = block.transactions.iter().map(|h| (*h,)).collect();
+            (
+                "eth_getTransactionReceipt",
+                node.call_batch("eth_getTransactionReceipt", &params)
+                    .await?,
+            )
+        }
+    };
+    if receipts.len() != block.transactions.len() {
+        return Err(malformed(
+            method,
+            format!(
+                "block {number}: {} receipts for {} transactions",
+                receipts.len(),
+                block.transactions.len()
+            ),
+        ));
+    }
+    receipts
+        .into_iter()
+        .map(|receipt| {
+            receipt
+                .filter(|r| r.block_hash.is_none_or(|h| h == block.hash))
+                .ok_or_else(|| {
+                    malformed(
+                        method,
+                        format!(
+                            "block {number}: a receipt is missing or of another block (reorg?)"
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Balances of `addresses` after `block`. Read by number, the block's hash
+/// is checked before and after, so values of a block that was replaced
+/// meanwhile are never taken.
+pub async fn balances_after(
+    node: &NodeClient,
+    plan: &NodePlan,
+    block: (u64, B256),
+    addresses: &[Address],
+) -> Result<Vec<U256>, NodeError> {
+    let (number, hash) = block;
+    let at = plan.state_at(number, hash);
+    if plan.state == StateReads::ByHash {
+        return node.balances(addresses, at).await;
+    }
+    let still = || async {
+        let current = node.block(number).await?.map(|b| b.hash);
+        if current == Some(hash) {
+            Ok(())
+        } else {
+            Err(malformed(
+                "eth_getBalance",
+                format!("block {number} was replaced while its balances were read (reorg)"),
+            ))
+        }
+    };
+    still().await?;
+    let values = node.balances(addresses, at).await?;
+    still().await?;
+    Ok(values)
 }
 
 #[derive(Debug, Deserialize)]
@@ -200,20 +467,20 @@ fn check_coverage(
     Ok(())
 }
 
-/// Derives the balance changes of `block` with `source`.
+/// Derives the balance changes of `block` as `plan` says.
 pub async fn block_changes(
     node: &NodeClient,
-    source: BalanceSource,
+    plan: &NodePlan,
     block: &BlockSummary,
 ) -> Result<BlockChanges, NodeError> {
     let number = block.number.to::<u64>();
     let mut balances: BTreeMap<Address, U256> = BTreeMap::new();
-    // Addresses whose final value is re-read from the node at this block hash:
+    // Addresses whose final value is re-read from the node at this block:
     // effects outside transactions (withdrawals, proof-of-work rewards), or
-    // every touched address in the degraded mode.
+    // every address a transaction touched when no state diff is offered.
     let mut reread: BTreeSet<Address> = BTreeSet::new();
 
-    match source {
+    match plan.balances {
         BalanceSource::Prestate => {
             let traces = if block.transactions.is_empty() {
                 Vec::new()
@@ -286,27 +553,26 @@ pub async fn block_changes(
                 }
             }
         }
-        BalanceSource::Touched => {
+        BalanceSource::StructLogs | BalanceSource::Touched => {
             reread.insert(block.miner);
             if !block.transactions.is_empty() {
-                let receipts: Vec<Receipt> = node
-                    .call("eth_getBlockReceipts", (StateAt::Hash(block.hash),))
-                    .await?;
-                if receipts.len() != block.transactions.len() {
-                    return Err(malformed(
-                        "eth_getBlockReceipts",
-                        format!(
-                            "block {number}: {} receipts for {} transactions",
-                            receipts.len(),
-                            block.transactions.len()
-                        ),
-                    ));
-                }
-                for receipt in receipts {
+                for receipt in receipts(node, plan, block).await? {
                     reread.insert(receipt.from);
                     reread.extend(receipt.to);
                     reread.extend(receipt.contract_address);
                     reread.extend(receipt.logs.iter().map(|l| l.address));
+                }
+            }
+            if plan.balances == BalanceSource::StructLogs && !block.transactions.is_empty() {
+                let params: Vec<(B256, serde_json::Value)> = block
+                    .transactions
+                    .iter()
+                    .map(|hash| (*hash, struct_log_options()))
+                    .collect();
+                let traces: Vec<StructTrace> =
+                    node.call_batch("debug_traceTransaction", &params).await?;
+                for trace in traces {
+                    reread.extend(value_addresses(&trace.steps));
                 }
             }
         }
@@ -330,7 +596,7 @@ pub async fn block_changes(
     }
     if !reread.is_empty() {
         let addresses: Vec<Address> = reread.into_iter().collect();
-        let values = node.balances(&addresses, StateAt::Hash(block.hash)).await?;
+        let values = balances_after(node, plan, (number, block.hash), &addresses).await?;
         balances.extend(addresses.into_iter().zip(values));
     }
 
@@ -396,6 +662,42 @@ mod tests {
         assert!(
             matches!(diff[&Address::with_last_byte(4)].balance, BalanceDiff::Changed { ref change } if change.to == U256::from(2))
         );
+    }
+
+    #[test]
+    fn struct_logs_yield_every_address_value_can_move_through() {
+        // Stacks as Hardhat writes them (64 hex digits) and as geth does (0x, minimal).
+        let word = |byte: u8| {
+            format!(
+                "{:0>64}",
+                alloy_primitives::hex::encode(Address::repeat_byte(byte))
+            )
+        };
+        let answer = serde_json::json!({
+            "failed": false,
+            "structLogs": [
+                { "op": "PUSH1", "depth": 1, "stack": [] },
+                // CALL: gas, address, value, … (top last): to 0xbb, no value.
+                { "op": "CALL", "depth": 1, "stack": ["0x0", "0x0", "0x0", "0x0", "0x0", word(0xbb), "0xffff"] },
+                { "op": "CALLCODE", "depth": 2, "stack": ["0x0", "0x0", "0x0", "0x0", "0x5", format!("0x{}", alloy_primitives::hex::encode(Address::repeat_byte(0xcc))), "0x1"] },
+                { "op": "STATICCALL", "depth": 2, "stack": ["0x0", "0x0", "0x0", "0x0", word(0xdd), "0x1"] },
+                { "op": "CREATE", "depth": 2, "stack": ["0x0", "0x0", "0x1"] },
+                { "op": "PUSH1", "depth": 3, "stack": [] },
+                { "op": "SELFDESTRUCT", "depth": 3, "stack": [word(0xee)] },
+                { "op": "SWAP1", "depth": 2, "stack": [word(0xaa)] },
+                { "op": "CREATE2", "depth": 2, "stack": ["0x0", "0x0", "0x0", "0x1"] },
+                { "op": "POP", "depth": 2, "stack": ["0x0"] },
+                { "op": "STOP", "depth": 1 }
+            ]
+        });
+        let trace: StructTrace = serde_json::from_value(answer).unwrap();
+        let found: Vec<Address> = value_addresses(&trace.steps).into_iter().collect();
+        // STATICCALL cannot move value; a failed CREATE2 (0) created nothing.
+        let expected: Vec<Address> = [0xaa, 0xbb, 0xcc, 0xee]
+            .into_iter()
+            .map(Address::repeat_byte)
+            .collect();
+        assert_eq!(found, expected);
     }
 
     #[test]
