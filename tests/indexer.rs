@@ -10,6 +10,7 @@ use alloy_primitives::{Address, U256};
 use common::Anvil;
 use common::chain::{Chain, assert_index_matches, ether, wait_until_indexed};
 use common::proxy::{Fault, FaultProxy};
+use common::rpc_filter::{Lacks, RpcFilter};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -171,6 +172,136 @@ async fn random_traffic(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn balances_equal_the_node_through_transfers_reverts_internal_calls_and_fees() {
     let anvil = Anvil::start(&["--accounts", "10"]);
+    exact_balances(&anvil, &anvil.url).await;
+}
+
+/// A node with tracing by transaction only and no block receipts (Hardhat's
+/// capabilities): struct logs and one receipt per transaction, exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_struct_logs_only_and_no_block_receipts_is_indexed_exactly() {
+    // anvil records the steps of struct-log traces only when asked to.
+    let anvil = Anvil::start(&["--accounts", "10", "--steps-tracing"]);
+    let filter = RpcFilter::start(
+        &anvil.url,
+        Lacks {
+            methods: vec![
+                "debug_traceBlockByNumber",
+                "trace_replayBlockTransactions",
+                "eth_getBlockReceipts",
+            ],
+            block_hash_objects: false,
+        },
+    )
+    .await;
+    exact_balances(&anvil, &filter.url).await;
+    assert!(filter.forwarded("debug_traceTransaction") > 100);
+    assert!(filter.forwarded("eth_getTransactionReceipt") > 100);
+}
+
+/// A node that refuses block-hash objects (Ganache's -32700), traces
+/// transactions only and has no block receipts, as Ganache: state read by
+/// number with the block hash checked around the reads, exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refusing_block_hash_objects_is_indexed_exactly() {
+    let anvil = Anvil::start(&["--accounts", "10", "--steps-tracing"]);
+    let filter = RpcFilter::start(
+        &anvil.url,
+        Lacks {
+            methods: vec![
+                "debug_traceBlockByNumber",
+                "trace_replayBlockTransactions",
+                "eth_getBlockReceipts",
+            ],
+            block_hash_objects: true,
+        },
+    )
+    .await;
+    exact_balances(&anvil, &filter.url).await;
+    assert!(filter.forwarded("eth_getBalance") > 100);
+    assert!(filter.forwarded("debug_traceTransaction") > 100);
+
+    // The same node with block tracing: prestate diffs, state by number.
+    let anvil = Anvil::start(&["--accounts", "10"]);
+    let filter = RpcFilter::start(
+        &anvil.url,
+        Lacks {
+            methods: vec![],
+            block_hash_objects: true,
+        },
+    )
+    .await;
+    exact_balances(&anvil, &filter.url).await;
+    assert!(filter.forwarded("debug_traceBlockByNumber") > 10);
+}
+
+/// A node whose struct-log traces record no steps (anvil without
+/// --steps-tracing) is not taken to have moved nothing: the indexer stops
+/// and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn struct_logs_without_steps_stop_the_indexer_instead_of_missing_transfers() {
+    let anvil = Anvil::start(&["--accounts", "2"]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    chain.deploy_forwarder(dev[0], ether(1)).await;
+    let filter = RpcFilter::start(
+        &anvil.url,
+        Lacks {
+            methods: vec!["debug_traceBlockByNumber", "trace_replayBlockTransactions"],
+            block_hash_objects: false,
+        },
+    )
+    .await;
+    let running = start_indexer(&filter.url, fast_config());
+    let stopped = tokio::time::timeout(WAIT, running.job)
+        .await
+        .expect("stops")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        stopped.to_string().contains("no steps recorded"),
+        "{stopped}"
+    );
+}
+
+/// A node lacking a method the chosen plan needs (here: receipts of any
+/// kind) stops the indexer with a message naming the node and the method,
+/// instead of pausing and retrying forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_method_the_plan_needs_and_the_node_lacks_stops_with_its_name() {
+    let anvil = Anvil::start(&["--accounts", "2"]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    chain
+        .receipt(chain.transfer(dev[0], dev[1], ether(1)).await)
+        .await;
+    let filter = RpcFilter::start(
+        &anvil.url,
+        Lacks {
+            methods: vec!["eth_getTransactionReceipt", "eth_getBlockReceipts"],
+            block_hash_objects: false,
+        },
+    )
+    .await;
+    let config = IndexerConfig {
+        balance_source: Some(weiport_indexer::BalanceSource::Touched),
+        ..fast_config()
+    };
+    let running = start_indexer(&filter.url, config);
+    let stopped = tokio::time::timeout(WAIT, running.job)
+        .await
+        .expect("stops instead of retrying forever")
+        .unwrap()
+        .unwrap_err();
+    let message = stopped.to_string();
+    assert!(
+        message.contains("anvil") && message.contains("eth_getTransactionReceipt"),
+        "{message}"
+    );
+}
+
+/// The scenario of random traffic with internal transfers, reverts and a
+/// second coinbase, indexed through `indexer_url` and checked against the node.
+async fn exact_balances(anvil: &Anvil, indexer_url: &str) {
     let chain = Chain::new(&anvil.url);
     chain.auto_impersonate().await;
     let dev = chain.accounts().await;
@@ -193,7 +324,7 @@ async fn balances_equal_the_node_through_transfers_reverts_internal_calls_and_fe
 
     // Catch up on what exists, then follow while more is produced, with
     // tips going to a second coinbase.
-    let running = start_indexer(&anvil.url, fast_config());
+    let running = start_indexer(indexer_url, fast_config());
     let coinbase = Address::repeat_byte(0xcb);
     chain.rpc("anvil_setCoinbase", json!([coinbase])).await;
     failed += random_traffic(&chain, &mut rng, 25, &traffic).await;

@@ -555,13 +555,16 @@ pub async fn block_changes(
         }
         BalanceSource::StructLogs | BalanceSource::Touched => {
             reread.insert(block.miner);
-            if !block.transactions.is_empty() {
-                for receipt in receipts(node, plan, block).await? {
-                    reread.insert(receipt.from);
-                    reread.extend(receipt.to);
-                    reread.extend(receipt.contract_address);
-                    reread.extend(receipt.logs.iter().map(|l| l.address));
-                }
+            let receipts = if block.transactions.is_empty() {
+                Vec::new()
+            } else {
+                receipts(node, plan, block).await?
+            };
+            for receipt in &receipts {
+                reread.insert(receipt.from);
+                reread.extend(receipt.to);
+                reread.extend(receipt.contract_address);
+                reread.extend(receipt.logs.iter().map(|l| l.address));
             }
             if plan.balances == BalanceSource::StructLogs && !block.transactions.is_empty() {
                 let params: Vec<(B256, serde_json::Value)> = block
@@ -571,7 +574,19 @@ pub async fn block_changes(
                     .collect();
                 let traces: Vec<StructTrace> =
                     node.call_batch("debug_traceTransaction", &params).await?;
-                for trace in traces {
+                for (trace, receipt) in traces.iter().zip(&receipts) {
+                    // Code ran (a creation, or a call that logged) but no step
+                    // was recorded: the node is not tracing steps, and what
+                    // it did not record cannot be trusted as "nothing moved".
+                    let code_ran = receipt.contract_address.is_some() || !receipt.logs.is_empty();
+                    if code_ran && trace.steps.is_empty() {
+                        return Err(NodeError::Unsupported {
+                            method: "debug_traceTransaction",
+                            message: format!(
+                                "block {number}: no steps recorded for a transaction that ran code (anvil needs --steps-tracing)"
+                            ),
+                        });
+                    }
                     reread.extend(value_addresses(&trace.steps));
                 }
             }

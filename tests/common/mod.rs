@@ -6,6 +6,7 @@
 pub mod chain;
 pub mod proxy;
 pub mod raw_http;
+pub mod rpc_filter;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
