@@ -34,9 +34,12 @@ apt_install libclang-dev
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 command -v curl >/dev/null 2>&1 || apt_install curl
 
-if [ ! -x "$WEIPORT_ANVIL" ]; then
-  echo "setup: installing the pinned anvil node (tools/package-lock.json)" >&2
+# The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
+tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"
+if [ ! -x "$WEIPORT_ANVIL" ] || ! cmp -s "$REPO_ROOT/tools/package-lock.json" "$tools_stamp" 2>/dev/null; then
+  echo "setup: installing the pinned nodes (tools/package-lock.json)" >&2
   npm ci --prefix "$REPO_ROOT/tools" --no-audit --no-fund --loglevel=error >&2
+  cp "$REPO_ROOT/tools/package-lock.json" "$tools_stamp"
 fi
 
 # Python clients of the APIs weiport is compatible with, in a private venv.

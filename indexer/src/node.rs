@@ -104,8 +104,8 @@ impl NodeError {
         // A method the node lacks, or a parameter form it cannot read (an
         // EIP-1898 block object on Ganache: -32700 "Cannot wrap …"): a
         // capability answer, never an outage to wait out.
+        // Not by code -32700 alone: Ganache answers every error with it.
         if code == -32601
-            || code == -32700
             || lower.contains("method not found")
             || lower.contains("not supported")
             || lower.contains("does not exist/is not available")

@@ -109,6 +109,98 @@ pub struct Key {
     pub account: u64,
 }
 
+/// Which development node a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DevNodeKind {
+    /// Hardhat Network (EDR), pinned in tools/package.json.
+    Hardhat,
+    /// Ganache, pinned in tools/package.json.
+    Ganache,
+}
+
+/// A running Hardhat or Ganache node on a free loopback port, killed on drop.
+pub struct DevNode {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    pub kind: DevNodeKind,
+}
+
+impl DevNode {
+    /// Starts `kind` and waits until it answers JSON-RPC.
+    pub fn start(kind: DevNodeKind) -> Self {
+        let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port()
+            .to_string();
+        let mut command = match kind {
+            DevNodeKind::Hardhat => {
+                let mut command = Command::new(tools.join("node_modules/.bin/hardhat"));
+                command.args(["node", "--hostname", "127.0.0.1", "--port", &port]);
+                command
+            }
+            DevNodeKind::Ganache => {
+                let mut command = Command::new(tools.join("node_modules/.bin/ganache"));
+                command.args([
+                    "--server.host",
+                    "127.0.0.1",
+                    "--server.port",
+                    &port,
+                    "--wallet.deterministic",
+                    "--logging.quiet",
+                ]);
+                command
+            }
+        };
+        let child = command
+            .current_dir(&tools)
+            .env("HARDHAT_DISABLE_TELEMETRY_PROMPT", "true")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {kind:?}: {e} (run scripts/setup.sh)"));
+        let node = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            kind,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"web3_clientVersion","params":[]}"#;
+        loop {
+            let answered = std::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+                .ok()
+                .and_then(|mut stream| {
+                    use std::io::{Read, Write};
+                    let request = format!(
+                        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    stream.write_all(request.as_bytes()).ok()?;
+                    let mut answer = String::new();
+                    stream.read_to_string(&mut answer).ok()?;
+                    answer.contains("\"result\"").then_some(())
+                });
+            if answered.is_some() {
+                return node;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{kind:?} did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for DevNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A running `weiport serve`, killed on drop unless stopped.
 pub struct Weiport {
     pub child: Child,
