@@ -1,7 +1,8 @@
-//! Indexer catch-up speed against the bare cost of fetching the same blocks
-//! and traces from the same node, measured in the same run.
+//! Indexer catch-up speed against the bare cost of fetching what it needs
+//! from the same node, measured in the same run.
 //!
-//! `scripts/bench.sh indexer_catch_up` (env: BENCH_BLOCKS, BENCH_TXS, BENCH_CONCURRENCY).
+//! `scripts/bench.sh indexer_catch_up` (env: BENCH_NODE = anvil, hardhat or
+//! ganache; BENCH_BLOCKS, BENCH_TXS, BENCH_CONCURRENCY).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -9,8 +10,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
-use common::Anvil;
 use common::chain::Chain;
+use common::{Anvil, DevNode, DevNodeKind};
 use futures::StreamExt;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -24,9 +25,13 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-async fn generate(chain: &Chain, blocks: u64, txs: u64) {
+async fn generate(chain: &Chain, blocks: u64, txs: u64, ganache: bool) {
     let dev = chain.accounts().await;
-    chain.set_automine(false).await;
+    if ganache {
+        chain.rpc("miner_stop", json!([])).await;
+    } else {
+        chain.set_automine(false).await;
+    }
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for block in 0..blocks {
         let sends: Vec<serde_json::Value> = (0..txs)
@@ -46,6 +51,71 @@ async fn generate(chain: &Chain, blocks: u64, txs: u64) {
             .unwrap();
         chain.mine().await;
     }
+}
+
+/// What the indexer needs of a node without block tracing (Hardhat,
+/// Ganache), fetched bare: the block, each transaction's receipt and
+/// struct-log trace (batched), and the balances of the senders, recipients
+/// and coinbase at that block; answers kept raw but for those addresses.
+async fn bare_fetch_per_transaction(
+    node: &NodeClient,
+    head: u64,
+    concurrency: usize,
+    by_number: bool,
+) -> Duration {
+    let started = Instant::now();
+    let options = json!({ "disableMemory": true, "disableStorage": true });
+    let mut fetched = futures::stream::iter(1..=head)
+        .map(|number| {
+            let options = options.clone();
+            async move {
+                let block: serde_json::Value = node
+                    .call("eth_getBlockByNumber", (StateAt::Number(number), false))
+                    .await
+                    .unwrap();
+                let hashes: Vec<(String,)> = block["transactions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| (h.as_str().unwrap().to_owned(),))
+                    .collect();
+                let receipts: Vec<serde_json::Value> = node
+                    .call_batch("eth_getTransactionReceipt", &hashes)
+                    .await
+                    .unwrap();
+                let traced: Vec<(String, serde_json::Value)> = hashes
+                    .iter()
+                    .map(|(h,)| (h.clone(), options.clone()))
+                    .collect();
+                let traces: Vec<Box<RawValue>> = node
+                    .call_batch("debug_traceTransaction", &traced)
+                    .await
+                    .unwrap();
+                let mut addresses: Vec<Address> = receipts
+                    .iter()
+                    .flat_map(|r| [r["from"].as_str(), r["to"].as_str()])
+                    .flatten()
+                    .map(|a| a.parse().unwrap())
+                    .collect();
+                addresses.push(block["miner"].as_str().unwrap().parse().unwrap());
+                addresses.sort();
+                addresses.dedup();
+                let at = if by_number {
+                    StateAt::Number(number)
+                } else {
+                    StateAt::Hash(block["hash"].as_str().unwrap().parse().unwrap())
+                };
+                let balances = node.balances(&addresses, at).await.unwrap();
+                traces.iter().map(|t| t.get().len()).sum::<usize>() + balances.len()
+            }
+        })
+        .buffered(concurrency);
+    let mut bytes = 0;
+    while let Some(n) = fetched.next().await {
+        bytes += n;
+    }
+    assert!(bytes > 0);
+    started.elapsed()
 }
 
 /// Fetches every block and its trace exactly as the indexer does, but keeps
@@ -102,7 +172,14 @@ async fn index(url: &str, head: u64, concurrency: usize) -> Duration {
 }
 
 fn main() {
-    let blocks = env("BENCH_BLOCKS", 10_000);
+    let kind = std::env::var("BENCH_NODE").unwrap_or_else(|_| "anvil".into());
+    let js_node = match kind.as_str() {
+        "anvil" => None,
+        "hardhat" => Some(DevNodeKind::Hardhat),
+        "ganache" => Some(DevNodeKind::Ganache),
+        other => panic!("BENCH_NODE={other}: anvil, hardhat or ganache"),
+    };
+    let blocks = env("BENCH_BLOCKS", if js_node.is_some() { 500 } else { 10_000 });
     let txs = env("BENCH_TXS", 20);
     let concurrency = env("BENCH_CONCURRENCY", 8) as usize;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -112,24 +189,44 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let history = (blocks + 100).to_string();
-        let anvil = Anvil::start(&["--accounts", "20", "--prune-history", &history]);
-        let chain = Chain::new(&anvil.url);
+        let (_anvil, _js, url) = match js_node {
+            None => {
+                let anvil = Anvil::start(&["--accounts", "20", "--prune-history", &history]);
+                let url = anvil.url.clone();
+                (Some(anvil), None, url)
+            }
+            Some(kind) => {
+                let node = DevNode::start(kind);
+                let url = node.url.clone();
+                (None, Some(node), url)
+            }
+        };
+        let chain = Chain::new(&url);
         let started = Instant::now();
-        generate(&chain, blocks, txs).await;
+        generate(&chain, blocks, txs, js_node == Some(DevNodeKind::Ganache)).await;
         let head = chain.head().await;
         eprintln!("generated {head} blocks of {txs} transactions in {:.1?}", started.elapsed());
 
-        let node = NodeClient::new(&anvil.url, NodeOptions::default()).unwrap();
+        let node = NodeClient::new(&url, NodeOptions::default()).unwrap();
         let rate = |d: Duration| head as f64 / d.as_secs_f64();
-        let bare_1 = bare_fetch(&node, head, concurrency).await;
+        let bare = || async {
+            match js_node {
+                None => bare_fetch(&node, head, concurrency).await,
+                Some(kind) => {
+                    let by_number = kind == DevNodeKind::Ganache;
+                    bare_fetch_per_transaction(&node, head, concurrency, by_number).await
+                }
+            }
+        };
+        let bare_1 = bare().await;
         eprintln!("bare fetch: {:.0} blocks/s", rate(bare_1));
-        let indexed = index(&anvil.url, head, concurrency).await;
+        let indexed = index(&url, head, concurrency).await;
         eprintln!("indexer:    {:.0} blocks/s", rate(indexed));
-        let bare_2 = bare_fetch(&node, head, concurrency).await;
+        let bare_2 = bare().await;
         eprintln!("bare fetch: {:.0} blocks/s", rate(bare_2));
         let baseline = (rate(bare_1) + rate(bare_2)) / 2.0;
         println!(
-            "| {head} blocks × {txs} tx, concurrency {concurrency} | {:.0} | {:.0} | {:.0} | **{:.2}×** |",
+            "| {kind} | {head} blocks × {txs} tx, concurrency {concurrency} | {:.0} | {:.0} | {:.0} | **{:.2}×** |",
             rate(bare_1),
             rate(bare_2),
             rate(indexed),
