@@ -72,7 +72,7 @@ pub struct Config {
     /// The Etherscan-compatible API.
     pub query: QuerySection,
     /// Markets of the exchange.
-    pub exchange: weiport_exchange_api::ExchangeConfig,
+    pub exchange: weiport_exchange::ExchangeConfig,
     /// The Ethereum node.
     pub node: NodeConfig,
     /// The balance indexer.

@@ -252,11 +252,11 @@ fn open_exchange(
     store: &Store,
     access: &Arc<weiport_access::Access>,
 ) -> anyhow::Result<weiport_exchange_api::Exchange> {
-    let catalog = Arc::new(weiport_exchange_api::Catalog::new(
+    let catalog = Arc::new(weiport_exchange::Catalog::new(
         config.exchange.markets.clone(),
     ));
     let started = std::time::Instant::now();
-    let sequencer = weiport_exchange_api::sequencer::Sequencer::start(
+    let sequencer = weiport_exchange::sequencer::Sequencer::start(
         store.clone(),
         catalog.clone(),
         config.exchange.fee_account,
@@ -269,7 +269,7 @@ fn open_exchange(
         "exchange state rebuilt from the command log"
     );
     Ok(weiport_exchange_api::Exchange {
-        history: weiport_exchange_api::history::History::new(store.clone(), catalog.clone()),
+        history: weiport_exchange::history::History::new(store.clone(), catalog.clone()),
         catalog,
         sequencer,
         access: access.clone(),

@@ -12,11 +12,11 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
-use weiport_exchange_api::engine::Command;
-use weiport_exchange_api::market::Market;
-use weiport_exchange_api::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
-use weiport_exchange_api::sequencer::Sequencer;
-use weiport_exchange_api::{Amount, Catalog, MarketId};
+use weiport_exchange::engine::Command;
+use weiport_exchange::market::Market;
+use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange::sequencer::Sequencer;
+use weiport_exchange::{Amount, Catalog, MarketId};
 use weiport_storage::{CommandRecord, Store, StoreOptions};
 
 /// Set in the child process: the data dir the driver works on.
@@ -90,7 +90,7 @@ fn sequencer_driver() {
                 )),
                 client_order_id: Some(client_order_id.clone()),
                 response_type: ResponseType::Full,
-                stp: weiport_exchange_api::StpMode::None,
+                stp: weiport_exchange::StpMode::None,
             };
             let account = 1 + n % 2;
             sequencer

@@ -13,20 +13,21 @@ use serde_json::{Value, json};
 use weiport_access::params::BodyKind;
 use weiport_access::{Access, ApiKey, Caller};
 
-use crate::amount::Amount;
-use crate::catalog::{Catalog, MarketId};
+use weiport_exchange::amount::Amount;
+use weiport_exchange::catalog::{Catalog, MarketId};
 use weiport_storage::{CandleRow, CandleSpan, ScanDirection};
 
-use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
 use crate::error::BinanceError;
-use crate::history::{
+use crate::params::Params;
+use weiport_exchange::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
+use weiport_exchange::history::{
     CANDLE_MS, Dated, History, HistoryError, OrderView, candle_of, merge_earlier, merge_later,
 };
-use crate::market::{Market, StpMode};
-use crate::now_ms;
-use crate::order::{NewOrder, OrderType, Params, ResponseType, Side, TimeInForce};
-use crate::sequencer::{Outcome, Sequencer};
-use crate::view::{MarketView, View};
+use weiport_exchange::market::{Market, StpMode};
+use weiport_exchange::now_ms;
+use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange::sequencer::{Outcome, Sequencer};
+use weiport_exchange::view::{MarketView, View};
 
 /// The exchange as the API sees it: the markets, the engine behind its
 /// sequencer, and the access layer (for order-count figures).
@@ -953,7 +954,9 @@ pub(crate) fn validated_order(
             (None, None) => None,
         };
         if notional.is_some_and(|n| n < market.min_notional) {
-            return Err(BinanceError::bad(-1013, "Filter failure: NOTIONAL"));
+            return Err(crate::params::filter_failure(
+                weiport_exchange::market::FilterFailure::Notional,
+            ));
         }
     }
     Ok(order)

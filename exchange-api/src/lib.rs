@@ -1,30 +1,20 @@
-//! weiport's exchange: fixed-point amounts, the matching engine and ledger,
-//! and the Binance Spot-compatible API around them.
+//! weiport's Binance Spot-compatible face over the exchange domain
+//! (`weiport-exchange`): the route table and OpenAPI document, extractors
+//! and parameters, the one mapping of domain refusals to Binance's codes,
+//! and the handlers.
+//!
+//! ```text
+//!  HTTP ──▶ access guard ──▶ extractor (Params: -1104, -1101…) ──▶ handler
+//!                                                         │
+//!        Binance JSON ◀── wire shapes ◀── Outcome / View / History
+//! ```
 
-pub mod amount;
 pub mod api;
-pub mod catalog;
-pub mod engine;
 pub mod error;
-pub mod history;
-pub mod market;
-#[cfg(test)]
-mod oracle;
-pub mod order;
+mod params;
 mod routes;
-pub mod sequencer;
-pub mod view;
 
-pub use amount::{Amount, AmountError};
 pub use api::Exchange;
-pub use catalog::{AssetId, Catalog, MarketId};
 pub use error::{BinanceError, BinanceFace};
-pub use market::{ExchangeConfig, Market, StpMode};
 pub use routes::{admin_router, openapi, router};
-
-/// Wall-clock time in ms since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub use weiport_exchange::now_ms;

@@ -10,11 +10,11 @@ use axum::routing::{MethodRouter, delete, get, post};
 use axum::{Json, Router};
 use weiport_access::{Endpoint, Permission, Security, guarded};
 
-use crate::amount::Amount;
 use crate::api::{self, Exchange, Signed};
-use crate::engine::{Command, Event, Reject};
 use crate::error::BinanceFace;
-use crate::now_ms;
+use weiport_exchange::amount::Amount;
+use weiport_exchange::engine::{Command, Event, Reject};
+use weiport_exchange::now_ms;
 
 async fn ping() -> Json<serde_json::Value> {
     Json(serde_json::json!({}))
@@ -60,7 +60,7 @@ async fn test_order(
         return Json(serde_json::json!({})).into_response();
     }
     let market = catalog.market(order.market).expect("validated above");
-    let zero = crate::Amount::ZERO.to_string();
+    let zero = weiport_exchange::Amount::ZERO.to_string();
     Json(serde_json::json!({
         "standardCommissionForOrder": { "maker": market.maker_fee.to_string(), "taker": market.taker_fee.to_string() },
         "specialCommissionForOrder": { "maker": zero, "taker": zero },

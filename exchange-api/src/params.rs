@@ -2,79 +2,12 @@
 //! body), checked against the market's filters with Binance's exact errors.
 
 use weiport_access::params::{self, BodyKind};
+use weiport_exchange::amount::{Amount, AmountError};
+use weiport_exchange::catalog::Catalog;
+use weiport_exchange::market::{FilterFailure, Market, StpMode};
+use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 
-use crate::amount::{Amount, AmountError};
-use crate::catalog::{Catalog, MarketId};
 use crate::error::BinanceError;
-use crate::market::{Market, StpMode};
-
-/// BUY or SELL.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Side {
-    /// Buy base with quote.
-    #[default]
-    Buy,
-    /// Sell base for quote.
-    Sell,
-}
-
-/// Supported order types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OrderType {
-    /// Limit order.
-    Limit,
-    /// Market order.
-    Market,
-    /// Post-only limit order.
-    LimitMaker,
-}
-
-/// Time in force.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimeInForce {
-    /// Good till canceled.
-    Gtc,
-    /// Immediate or cancel.
-    Ioc,
-    /// Fill or kill.
-    Fok,
-}
-
-/// How much of the order result is returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResponseType {
-    /// Ids only.
-    Ack,
-    /// Plus status and amounts.
-    Result,
-    /// Plus fills.
-    Full,
-}
-
-/// A validated new order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewOrder {
-    /// Market.
-    pub market: MarketId,
-    /// Side.
-    pub side: Side,
-    /// Type.
-    pub order_type: OrderType,
-    /// Time in force (GTC for market orders, as Binance reports).
-    pub time_in_force: TimeInForce,
-    /// Base quantity, unless a quote quantity was given.
-    pub quantity: Option<Amount>,
-    /// MARKET only: quote amount to spend or receive.
-    pub quote_quantity: Option<Amount>,
-    /// Limit price.
-    pub price: Option<Amount>,
-    /// Client order id, if given.
-    pub client_order_id: Option<String>,
-    /// Response detail.
-    pub response_type: ResponseType,
-    /// Self-trade prevention.
-    pub stp: StpMode,
-}
 
 /// Request parameters by name, from the query string and the body.
 pub struct Params {
@@ -243,10 +176,10 @@ impl Params {
                             "Parameter 'quoteOrderQty' sent when not required.",
                         ));
                     }
-                    (Some(q), None) => market.check_quantity(q, true)?,
+                    (Some(q), None) => market.check_quantity(q, true).map_err(filter_failure)?,
                     (None, Some(quote)) => {
                         if quote.is_zero() {
-                            return Err(BinanceError::bad(-1013, "Filter failure: NOTIONAL"));
+                            return Err(filter_failure(FilterFailure::Notional));
                         }
                     }
                 }
@@ -255,9 +188,13 @@ impl Params {
                 self.not_required("quoteOrderQty")?;
                 let quantity = quantity.ok_or_else(|| BinanceError::mandatory("quantity"))?;
                 let price = price.ok_or_else(|| BinanceError::mandatory("price"))?;
-                market.check_price(price)?;
-                market.check_quantity(quantity, false)?;
-                market.check_notional(price, quantity)?;
+                market.check_price(price).map_err(filter_failure)?;
+                market
+                    .check_quantity(quantity, false)
+                    .map_err(filter_failure)?;
+                market
+                    .check_notional(price, quantity)
+                    .map_err(filter_failure)?;
             }
         }
         let response_type = match self.get("newOrderRespType") {
@@ -303,6 +240,11 @@ impl Params {
     }
 }
 
+/// -1013 `Filter failure: <FILTER>`, Binance's answer to a failed filter.
+pub(crate) fn filter_failure(failure: FilterFailure) -> BinanceError {
+    BinanceError::bad(-1013, format!("Filter failure: {failure}"))
+}
+
 fn stp(market: &Market, requested: Option<&str>) -> Result<StpMode, BinanceError> {
     let Some(text) = requested else {
         return Ok(market.default_stp);
@@ -327,7 +269,7 @@ mod tests {
     use super::*;
 
     fn exchange() -> Catalog {
-        Catalog::new(vec![crate::market::tests_support::eth_usdt()])
+        Catalog::new(vec![weiport_exchange::market::tests_support::eth_usdt()])
     }
 
     fn order(query: &str) -> Result<NewOrder, (i32, String)> {

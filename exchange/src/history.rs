@@ -186,7 +186,7 @@ fn trade_from_row(market: MarketId, row: &TradeRow) -> Trade {
 pub const CANDLE_MS: u64 = 60_000;
 
 /// A candle of one trade, opening at `open_time`.
-pub(crate) fn candle_of(trade: &Trade, open_time: u64) -> CandleRow {
+pub fn candle_of(trade: &Trade, open_time: u64) -> CandleRow {
     let price = trade.price.units();
     let (taker_base, taker_quote) = if trade.taker_side == Side::Buy {
         (trade.quantity.units(), trade.quote_quantity.units())
@@ -209,14 +209,14 @@ pub(crate) fn candle_of(trade: &Trade, open_time: u64) -> CandleRow {
 }
 
 /// Adds `later`, which follows `candle` in time, to it.
-pub(crate) fn merge_later(candle: &mut CandleRow, later: &CandleRow) {
+pub fn merge_later(candle: &mut CandleRow, later: &CandleRow) {
     candle.close = later.close;
     candle.last_trade = later.last_trade;
     add_volumes(candle, later);
 }
 
 /// Adds `earlier`, which precedes `candle` in time, to it.
-pub(crate) fn merge_earlier(candle: &mut CandleRow, earlier: &CandleRow) {
+pub fn merge_earlier(candle: &mut CandleRow, earlier: &CandleRow) {
     candle.open = earlier.open;
     candle.first_trade = earlier.first_trade;
     add_volumes(candle, earlier);

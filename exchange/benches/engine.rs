@@ -14,11 +14,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weiport_exchange_api::engine::{Command, Engine};
-use weiport_exchange_api::market::Market;
-use weiport_exchange_api::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
-use weiport_exchange_api::sequencer::Sequencer;
-use weiport_exchange_api::{Amount, AssetId, Catalog, MarketId};
+use weiport_exchange::engine::{Command, Engine};
+use weiport_exchange::market::{Market, StpMode};
+use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange::sequencer::Sequencer;
+use weiport_exchange::{Amount, AssetId, Catalog, MarketId};
 
 const ACCOUNTS: u64 = 100;
 
@@ -27,14 +27,12 @@ fn catalog() -> Arc<Catalog> {
 }
 
 fn market() -> Market {
-    serde_json::from_value(serde_json::json!({
-        "symbol": "ETHUSDT", "base": "ETH", "quote": "USDT",
-        "tick_size": "0.01", "min_price": "0.01", "max_price": "1000000",
-        "step_size": "0.0001", "min_qty": "0.0001", "max_qty": "9000", "market_max_qty": "1000",
-        "min_notional": "5", "max_num_orders": 1000000, "maker_fee": "0.001", "taker_fee": "0.001",
-        "default_stp": "NONE", "allowed_stp": ["NONE"],
-    }))
-    .unwrap()
+    Market {
+        max_num_orders: 1_000_000,
+        default_stp: StpMode::None,
+        allowed_stp: vec![StpMode::None],
+        ..weiport_exchange::market::tests_support::eth_usdt()
+    }
 }
 
 struct Rng(u64);
@@ -111,7 +109,7 @@ fn mix(count: usize, seed: u64) -> Vec<Command> {
                     price: (!market_order).then(|| Amount::from_units(ticks * 1_000_000)),
                     client_order_id: None,
                     response_type: ResponseType::Ack,
-                    stp: weiport_exchange_api::StpMode::None,
+                    stp: weiport_exchange::StpMode::None,
                 },
             }
         })

@@ -3,7 +3,6 @@
 use serde::Deserialize;
 
 use crate::amount::Amount;
-use crate::error::BinanceError;
 
 /// Self-trade prevention modes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -21,9 +20,15 @@ pub enum StpMode {
 }
 
 impl StpMode {
-    /// From Binance's parameter text.
+    /// From its name (`EXPIRE_MAKER`).
     pub fn parse(text: &str) -> Option<Self> {
-        serde_json::from_value(serde_json::Value::String(text.to_owned())).ok()
+        Some(match text {
+            "NONE" => Self::None,
+            "EXPIRE_TAKER" => Self::ExpireTaker,
+            "EXPIRE_MAKER" => Self::ExpireMaker,
+            "EXPIRE_BOTH" => Self::ExpireBoth,
+            _ => return None,
+        })
     }
 }
 
@@ -121,43 +126,60 @@ impl Market {
     }
 
     /// PRICE_FILTER.
-    pub fn check_price(&self, price: Amount) -> Result<(), BinanceError> {
+    pub fn check_price(&self, price: Amount) -> Result<(), FilterFailure> {
         let on_tick = price
             .checked_sub(self.min_price)
             .is_some_and(|d| d.units() % self.tick_size.units() == 0);
         if price < self.min_price || price > self.max_price || !on_tick {
-            return Err(filter_failure("PRICE_FILTER"));
+            return Err(FilterFailure::Price);
         }
         Ok(())
     }
 
     /// LOT_SIZE, or MARKET_LOT_SIZE for market orders.
-    pub fn check_quantity(&self, quantity: Amount, market_order: bool) -> Result<(), BinanceError> {
+    pub fn check_quantity(
+        &self,
+        quantity: Amount,
+        market_order: bool,
+    ) -> Result<(), FilterFailure> {
         let (max, filter) = if market_order {
-            (self.market_max_qty, "MARKET_LOT_SIZE")
+            (self.market_max_qty, FilterFailure::MarketLotSize)
         } else {
-            (self.max_qty, "LOT_SIZE")
+            (self.max_qty, FilterFailure::LotSize)
         };
         let on_step = quantity
             .checked_sub(self.min_qty)
             .is_some_and(|d| d.units() % self.step_size.units() == 0);
         if quantity < self.min_qty || quantity > max || !on_step {
-            return Err(filter_failure(filter));
+            return Err(filter);
         }
         Ok(())
     }
 
     /// NOTIONAL: price × quantity at least the minimum.
-    pub fn check_notional(&self, price: Amount, quantity: Amount) -> Result<(), BinanceError> {
+    pub fn check_notional(&self, price: Amount, quantity: Amount) -> Result<(), FilterFailure> {
         match price.checked_mul(quantity) {
             Some(notional) if notional >= self.min_notional => Ok(()),
-            _ => Err(filter_failure("NOTIONAL")),
+            _ => Err(FilterFailure::Notional),
         }
     }
 }
 
-fn filter_failure(filter: &str) -> BinanceError {
-    BinanceError::bad(-1013, format!("Filter failure: {filter}"))
+/// Which of a market's filters an order fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FilterFailure {
+    /// Price outside its range or off the tick grid (PRICE_FILTER).
+    #[error("PRICE_FILTER")]
+    Price,
+    /// Quantity outside its range or off the step grid (LOT_SIZE).
+    #[error("LOT_SIZE")]
+    LotSize,
+    /// A market order's quantity outside its range (MARKET_LOT_SIZE).
+    #[error("MARKET_LOT_SIZE")]
+    MarketLotSize,
+    /// Price × quantity below the minimum (NOTIONAL).
+    #[error("NOTIONAL")]
+    Notional,
 }
 
 /// `[exchange]` configuration.
@@ -193,13 +215,13 @@ impl ExchangeConfig {
     }
 }
 
-/// A realistic market for tests of this crate.
-#[cfg(test)]
-pub(crate) mod tests_support {
+/// Realistic markets the tests of this and other crates share.
+#[doc(hidden)]
+pub mod tests_support {
     use super::*;
 
     /// A second market sharing the ETH asset with ETHUSDT, with fees of 0.2 %/0.05 %.
-    pub(crate) fn eth_btc() -> Market {
+    pub fn eth_btc() -> Market {
         let a = |t: &str| t.parse::<Amount>().unwrap();
         Market {
             symbol: "ETHBTC".into(),
@@ -216,7 +238,7 @@ pub(crate) mod tests_support {
         }
     }
 
-    pub(crate) fn eth_usdt() -> Market {
+    pub fn eth_usdt() -> Market {
         let a = |t: &str| t.parse::<Amount>().unwrap();
         Market {
             symbol: "ETHUSDT".into(),
@@ -255,32 +277,34 @@ mod tests {
         let a = |t: &str| t.parse::<Amount>().unwrap();
         m.check_price(a("3000.01")).unwrap();
         assert_eq!(
-            m.check_price(a("3000.015")).unwrap_err().msg,
-            "Filter failure: PRICE_FILTER"
+            m.check_price(a("3000.015")).unwrap_err().to_string(),
+            "PRICE_FILTER"
         );
         assert!(m.check_price(a("0")).is_err());
         assert!(m.check_price(a("1000000.01")).is_err());
         m.check_quantity(a("1.2345"), false).unwrap();
         assert_eq!(
-            m.check_quantity(a("1.23455"), false).unwrap_err().msg,
-            "Filter failure: LOT_SIZE"
+            m.check_quantity(a("1.23455"), false)
+                .unwrap_err()
+                .to_string(),
+            "LOT_SIZE"
         );
         assert_eq!(
-            m.check_quantity(a("9000.0001"), false).unwrap_err().msg,
-            "Filter failure: LOT_SIZE"
+            m.check_quantity(a("9000.0001"), false)
+                .unwrap_err()
+                .to_string(),
+            "LOT_SIZE"
         );
         assert_eq!(
-            m.check_quantity(a("1000.0001"), true).unwrap_err().msg,
-            "Filter failure: MARKET_LOT_SIZE"
+            m.check_quantity(a("1000.0001"), true)
+                .unwrap_err()
+                .to_string(),
+            "MARKET_LOT_SIZE"
         );
         m.check_notional(a("2500"), a("0.002")).unwrap();
         assert_eq!(
-            m.check_notional(a("2500"), a("0.0019")).unwrap_err().msg,
-            "Filter failure: NOTIONAL"
-        );
-        assert_eq!(
-            m.check_notional(a("2500"), a("0.0019")).unwrap_err().code,
-            -1013
+            m.check_notional(a("2500"), a("0.0019")),
+            Err(FilterFailure::Notional)
         );
     }
 

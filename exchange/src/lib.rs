@@ -1,0 +1,36 @@
+//! weiport's exchange domain: fixed-point amounts, markets and their filters,
+//! the matching engine and ledger (a deterministic state machine, no I/O),
+//! the command log with its sequencer, and the projections it feeds.
+//!
+//! ```text
+//!  command ──▶ Sequencer ──▶ Engine::apply ──▶ events
+//!                 │ (engine thread; one synced RocksDB batch per group commit)
+//!                 ├──▶ command log + history rows (Recorder) ──▶ storage
+//!                 └──▶ View (depth, balances, open orders, recent candles)
+//!  History ◀── storage: orders, trades, aggregate trades, candles
+//! ```
+//!
+//! It knows no wire format: the Binance face (`weiport-exchange-api`) maps
+//! its types and refusals to Binance's.
+
+pub mod amount;
+pub mod catalog;
+pub mod engine;
+pub mod history;
+pub mod market;
+#[cfg(test)]
+mod oracle;
+pub mod order;
+pub mod sequencer;
+pub mod view;
+
+pub use amount::{Amount, AmountError};
+pub use catalog::{AssetId, Catalog, MarketId};
+pub use market::{ExchangeConfig, FilterFailure, Market, StpMode};
+
+/// Wall-clock time in ms since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
