@@ -270,43 +270,27 @@ impl Ledger {
     }
 
     /// Takes `released` out of the slot's locked `asset` and adds `credited` to its free.
-    fn settle_leg(
-        &mut self,
-        slot: usize,
-        asset: AssetId,
-        released: Amount,
-        credited: Amount,
-    ) -> Result<(), Reject> {
+    fn settle_leg(&mut self, slot: usize, asset: AssetId, released: Amount, credited: Amount) {
         let b = self.at(slot, asset);
-        b.locked = b.locked.checked_sub(released).ok_or(Reject::Overflow)?;
-        b.free = b.free.checked_add(credited).ok_or(Reject::Overflow)?;
-        Ok(())
+        b.locked = sure(b.locked.checked_sub(released));
+        b.free = sure(b.free.checked_add(credited));
     }
 
     /// Moves `amount` from free to locked (or back with `lock = false`).
-    fn shift(
-        &mut self,
-        slot: usize,
-        asset: AssetId,
-        amount: Amount,
-        lock: bool,
-    ) -> Result<(), Reject> {
+    fn shift(&mut self, slot: usize, asset: AssetId, amount: Amount, lock: bool) {
         let b = self.at(slot, asset);
         let (from, to) = if lock {
             (b.free, b.locked)
         } else {
             (b.locked, b.free)
         };
-        let from = from
-            .checked_sub(amount)
-            .ok_or(Reject::InsufficientBalance)?;
-        let to = to.checked_add(amount).ok_or(Reject::Overflow)?;
+        // Callers check the free balance first: a shift cannot fail.
+        let (from, to) = (sure(from.checked_sub(amount)), sure(to.checked_add(amount)));
         if lock {
             (b.free, b.locked) = (from, to);
         } else {
             (b.locked, b.free) = (from, to);
         }
-        Ok(())
     }
 
     /// Both assets of a market, base first.
@@ -372,21 +356,11 @@ impl Order {
     }
 
     /// Books a fill of `quantity` for `quote` that consumes `spent` of the lock.
-    fn fill(&mut self, quantity: Amount, quote: Amount, spent: Amount) -> Result<(), Reject> {
-        self.remaining = self
-            .remaining
-            .checked_sub(quantity)
-            .ok_or(Reject::Overflow)?;
-        self.executed = self
-            .executed
-            .checked_add(quantity)
-            .ok_or(Reject::Overflow)?;
-        self.cumulative_quote = self
-            .cumulative_quote
-            .checked_add(quote)
-            .ok_or(Reject::Overflow)?;
-        self.locked = self.locked.checked_sub(spent).ok_or(Reject::Overflow)?;
-        Ok(())
+    fn fill(&mut self, quantity: Amount, quote: Amount, spent: Amount) {
+        self.remaining = self.remaining.checked_sub(quantity).expect(BROKEN);
+        self.executed = self.executed.checked_add(quantity).expect(BROKEN);
+        self.cumulative_quote = self.cumulative_quote.checked_add(quote).expect(BROKEN);
+        self.locked = self.locked.checked_sub(spent).expect(BROKEN);
     }
 }
 
@@ -740,6 +714,18 @@ pub struct Engine {
     now_ms: u64,
 }
 
+/// What a failed step after validation means: the engine's own bug, not a
+/// refusal. A command is checked whole before it changes anything, and every
+/// later step is arithmetic the checks made safe; if one fails anyway, the
+/// state can no longer be trusted, and stopping is the only correct answer.
+const BROKEN: &str = "exchange invariant broken: a validated command failed part-way";
+
+/// An amount the validation made safe (see [`BROKEN`]).
+#[track_caller]
+fn sure(value: Option<Amount>) -> Amount {
+    value.expect(BROKEN)
+}
+
 fn mul(price: Amount, quantity: Amount) -> Option<Amount> {
     price.checked_mul(quantity)
 }
@@ -870,7 +856,10 @@ impl Engine {
             events.truncate(start);
             events.push(Event::Rejected(reject));
         }
-        debug_assert_eq!(self.check_invariants(), Ok(()));
+        // Checked in every test build, release ones included.
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(self.check_invariants(), Ok(()));
+        }
     }
 
     /// Adds (`credit`) or removes free funds, keeping the supply in step.
@@ -1032,7 +1021,7 @@ impl Engine {
             return Err(Reject::InsufficientBalance);
         }
         let slot = self.ledger.slot(account);
-        self.ledger.shift(slot, lock_asset, lock, true)?;
+        self.ledger.shift(slot, lock_asset, lock, true);
         let order_id = book.take_order_id();
         let mut taker = Order {
             order_id,
@@ -1063,7 +1052,7 @@ impl Engine {
             &mut taker,
             &mut quote_budget,
             events,
-        )?;
+        );
 
         let status = if expired_in_match {
             OrderStatus::ExpiredInMatch
@@ -1088,7 +1077,7 @@ impl Engine {
             taker.client_order_id = order.client_order_id.map(String::into_boxed_str);
             book.rest(taker);
         } else if !taker.locked.is_zero() {
-            self.ledger.shift(slot, lock_asset, taker.locked, false)?;
+            self.ledger.shift(slot, lock_asset, taker.locked, false);
         }
         self.ledger.emit_pair(slot, (base, quote), events);
         Ok(())
@@ -1104,7 +1093,7 @@ impl Engine {
         taker: &mut Order,
         quote_budget: &mut Option<Amount>,
         events: &mut Vec<Event>,
-    ) -> Result<bool, Reject> {
+    ) -> bool {
         loop {
             // A spent quote amount ends the order; a market buy by quantity
             // whose budget is empty still meets the book, so that self-trade
@@ -1112,14 +1101,14 @@ impl Engine {
             if taker.remaining.is_zero()
                 || (order.quote_quantity.is_some() && quote_budget.is_some_and(|q| q.is_zero()))
             {
-                return Ok(false);
+                return false;
             }
             let book = &mut self.books[book_index];
             let Some((price, maker_slot)) = book.best_opposite(order.side) else {
-                return Ok(false);
+                return false;
             };
             if beyond(order.side, price, order.price) {
-                return Ok(false);
+                return false;
             }
             let maker = &book.slab[maker_slot as usize];
             if maker.account == taker.account && taker.stp != StpMode::None {
@@ -1134,10 +1123,10 @@ impl Engine {
                         maker_slot,
                         OrderStatus::ExpiredInMatch,
                         events,
-                    )?;
+                    );
                 }
                 if expire_taker {
-                    return Ok(true);
+                    return true;
                 }
                 continue;
             }
@@ -1145,13 +1134,13 @@ impl Engine {
             if let Some(budget) = *quote_budget {
                 quantity = quantity.min(affordable(budget, price, book.market.step_size));
             }
-            let quote_quantity = mul(price, quantity).ok_or(Reject::Overflow)?;
+            let quote_quantity = mul(price, quantity).expect(BROKEN);
             // Nothing trades for nothing: a fill must move both assets.
             if quantity.is_zero() || quote_quantity.is_zero() {
-                return Ok(false);
+                return false;
             }
             if let Some(budget) = quote_budget.as_mut() {
-                *budget = budget.checked_sub(quote_quantity).ok_or(Reject::Overflow)?;
+                *budget = budget.checked_sub(quote_quantity).expect(BROKEN);
             }
             self.settle(
                 book_index,
@@ -1161,7 +1150,7 @@ impl Engine {
                 quantity,
                 quote_quantity,
                 events,
-            )?;
+            );
         }
     }
 
@@ -1176,7 +1165,7 @@ impl Engine {
         quantity: Amount,
         quote_quantity: Amount,
         events: &mut Vec<Event>,
-    ) -> Result<(), Reject> {
+    ) {
         let book = &mut self.books[book_index];
         let (base, quote) = (book.base, book.quote);
         let (maker_rate, taker_rate) = (book.market.maker_fee, book.market.taker_fee);
@@ -1188,30 +1177,24 @@ impl Engine {
         // for market orders); the seller's by the base sold.
         let taker_spent = match taker_side {
             Side::Buy if taker.price.is_zero() => quote_quantity,
-            Side::Buy => mul(taker.price, quantity).ok_or(Reject::Overflow)?,
+            Side::Buy => mul(taker.price, quantity).expect(BROKEN),
             Side::Sell => quantity,
         };
         let maker_spent = match taker_side {
             Side::Buy => quantity,
-            Side::Sell => mul(maker_price, quantity).ok_or(Reject::Overflow)?,
+            Side::Sell => mul(maker_price, quantity).expect(BROKEN),
         };
         let (buyer_rate, seller_rate, buyer_spent) = match taker_side {
             Side::Buy => (taker_rate, maker_rate, taker_spent),
             Side::Sell => (maker_rate, taker_rate, maker_spent),
         };
-        let buyer_fee = quantity.checked_mul(buyer_rate).ok_or(Reject::Overflow)?;
-        let seller_fee = quote_quantity
-            .checked_mul(seller_rate)
-            .ok_or(Reject::Overflow)?;
+        let buyer_fee = quantity.checked_mul(buyer_rate).expect(BROKEN);
+        let seller_fee = quote_quantity.checked_mul(seller_rate).expect(BROKEN);
         // Buyer: its quote reservation for this fill is released, the part
         // not paid (price improvement) back to free; it receives base net of fee.
-        let improvement = buyer_spent
-            .checked_sub(quote_quantity)
-            .ok_or(Reject::Overflow)?;
-        let buyer_gets = quantity.checked_sub(buyer_fee).ok_or(Reject::Overflow)?;
-        let seller_gets = quote_quantity
-            .checked_sub(seller_fee)
-            .ok_or(Reject::Overflow)?;
+        let improvement = buyer_spent.checked_sub(quote_quantity).expect(BROKEN);
+        let buyer_gets = quantity.checked_sub(buyer_fee).expect(BROKEN);
+        let seller_gets = quote_quantity.checked_sub(seller_fee).expect(BROKEN);
 
         let maker_slot_in_ledger = self.ledger.slot(maker_account);
         let (buyer, seller) = match taker_side {
@@ -1219,15 +1202,15 @@ impl Engine {
             Side::Sell => (maker_slot_in_ledger, taker_slot),
         };
         let ledger = &mut self.ledger;
-        ledger.settle_leg(buyer, quote, buyer_spent, improvement)?;
-        ledger.settle_leg(buyer, base, Amount::ZERO, buyer_gets)?;
+        ledger.settle_leg(buyer, quote, buyer_spent, improvement);
+        ledger.settle_leg(buyer, base, Amount::ZERO, buyer_gets);
         // Seller: its base reservation goes; it receives quote net of fee.
-        ledger.settle_leg(seller, base, quantity, Amount::ZERO)?;
-        ledger.settle_leg(seller, quote, Amount::ZERO, seller_gets)?;
+        ledger.settle_leg(seller, base, quantity, Amount::ZERO);
+        ledger.settle_leg(seller, quote, Amount::ZERO, seller_gets);
         let fees = ledger.fee_slot;
-        ledger.settle_leg(fees, base, Amount::ZERO, buyer_fee)?;
-        ledger.settle_leg(fees, quote, Amount::ZERO, seller_fee)?;
-        taker.fill(quantity, quote_quantity, taker_spent)?;
+        ledger.settle_leg(fees, base, Amount::ZERO, buyer_fee);
+        ledger.settle_leg(fees, quote, Amount::ZERO, seller_fee);
+        taker.fill(quantity, quote_quantity, taker_spent);
 
         let trade_id = book.next_trade_id;
         book.next_trade_id += 1;
@@ -1250,7 +1233,7 @@ impl Engine {
         }));
 
         let maker = &mut book.slab[maker_slot as usize];
-        maker.fill(quantity, quote_quantity, maker_spent)?;
+        maker.fill(quantity, quote_quantity, maker_spent);
         let levels = match maker.side {
             Side::Buy => &mut book.bids,
             Side::Sell => &mut book.asks,
@@ -1259,14 +1242,13 @@ impl Engine {
             level.quantity = level.quantity.saturating_sub(quantity);
         }
         if maker.remaining.is_zero() {
-            self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events)?;
+            self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events);
         } else {
             events.push(maker.state(book.id, OrderStatus::PartiallyFilled, self.now_ms));
         }
         for slot in [buyer, seller] {
             self.ledger.emit_pair(slot, (base, quote), events);
         }
-        Ok(())
     }
 
     /// Takes a resting order off the book, releasing what it still locks.
@@ -1276,17 +1258,16 @@ impl Engine {
         slot: u32,
         status: OrderStatus,
         events: &mut Vec<Event>,
-    ) -> Result<(), Reject> {
+    ) {
         let book = &mut self.books[book_index];
         let order = book.unlink(slot);
         events.push(order.state(book.id, status, self.now_ms));
         if !order.locked.is_zero() {
             let asset = book.locked_asset(order.side);
             let owner = self.ledger.slot(order.account);
-            self.ledger.shift(owner, asset, order.locked, false)?;
+            self.ledger.shift(owner, asset, order.locked, false);
             self.ledger.emit(owner, asset, events);
         }
-        Ok(())
     }
 
     fn cancel(
@@ -1302,7 +1283,8 @@ impl Engine {
         if book.slab[slot as usize].account != account {
             return Err(Reject::UnknownOrder);
         }
-        self.remove_resting(index, slot, OrderStatus::Canceled, events)
+        self.remove_resting(index, slot, OrderStatus::Canceled, events);
+        Ok(())
     }
 
     fn cancel_all(
@@ -1318,7 +1300,7 @@ impl Engine {
             return Err(Reject::UnknownOrder);
         }
         for slot in slots {
-            self.remove_resting(index, slot, OrderStatus::Canceled, events)?;
+            self.remove_resting(index, slot, OrderStatus::Canceled, events);
         }
         Ok(())
     }

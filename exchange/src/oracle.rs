@@ -771,7 +771,11 @@ mod tests {
             let mut model = Model::new(catalog.clone(), FEES);
             for (step, command) in commands.into_iter().enumerate() {
                 let predicted = model.apply(&command);
+                let before = engine.snapshot();
                 let happened = Outcome::of(&engine.apply(command.clone()));
+                if happened.rejected.is_some() {
+                    proptest::prop_assert_eq!(&engine.snapshot(), &before, "a refusal changed the engine");
+                }
                 proptest::prop_assert_eq!(&happened, &predicted, "command {}: {:?}", step, command);
                 for account in [1, 2, 3, FEES] {
                     for (asset, _) in catalog.assets() {
