@@ -68,39 +68,52 @@ impl OrderView {
     }
 }
 
-// The stored tags of each enum: positions in these lists, never reordered.
-pub(crate) const SIDES: [Side; 2] = [Side::Buy, Side::Sell];
-pub(crate) const TYPES: [OrderType; 3] =
-    [OrderType::Limit, OrderType::Market, OrderType::LimitMaker];
-pub(crate) const TIFS: [TimeInForce; 3] = [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok];
-pub(crate) const RESPONSES: [ResponseType; 3] =
-    [ResponseType::Ack, ResponseType::Result, ResponseType::Full];
-pub(crate) const STPS: [StpMode; 4] = [
-    StpMode::None,
-    StpMode::ExpireTaker,
-    StpMode::ExpireMaker,
-    StpMode::ExpireBoth,
+// The stored tag of every enum value, written out: a byte on disk never
+// depends on the order of a list or of an enum's variants. Never renumber
+// (`stored_tags_are_pinned` fails if one changes); add new values at new numbers.
+pub(crate) const SIDES: [(Side, u8); 2] = [(Side::Buy, 0), (Side::Sell, 1)];
+pub(crate) const TYPES: [(OrderType, u8); 3] = [
+    (OrderType::Limit, 0),
+    (OrderType::Market, 1),
+    (OrderType::LimitMaker, 2),
 ];
-const STATUSES: [OrderStatus; 7] = [
-    OrderStatus::New,
-    OrderStatus::PartiallyFilled,
-    OrderStatus::Filled,
-    OrderStatus::Canceled,
-    OrderStatus::Rejected,
-    OrderStatus::Expired,
-    OrderStatus::ExpiredInMatch,
+pub(crate) const TIFS: [(TimeInForce, u8); 3] = [
+    (TimeInForce::Gtc, 0),
+    (TimeInForce::Ioc, 1),
+    (TimeInForce::Fok, 2),
+];
+pub(crate) const RESPONSES: [(ResponseType, u8); 3] = [
+    (ResponseType::Ack, 0),
+    (ResponseType::Result, 1),
+    (ResponseType::Full, 2),
+];
+pub(crate) const STPS: [(StpMode, u8); 4] = [
+    (StpMode::None, 0),
+    (StpMode::ExpireTaker, 1),
+    (StpMode::ExpireMaker, 2),
+    (StpMode::ExpireBoth, 3),
+];
+const STATUSES: [(OrderStatus, u8); 7] = [
+    (OrderStatus::New, 0),
+    (OrderStatus::PartiallyFilled, 1),
+    (OrderStatus::Filled, 2),
+    (OrderStatus::Canceled, 3),
+    (OrderStatus::Rejected, 4),
+    (OrderStatus::Expired, 5),
+    (OrderStatus::ExpiredInMatch, 6),
 ];
 
 /// The stored tag of `value`.
-pub(crate) fn tag<T: PartialEq + Copy>(value: T, all: &[T]) -> u8 {
+pub(crate) fn tag<T: PartialEq + Copy>(value: T, all: &[(T, u8)]) -> u8 {
     all.iter()
-        .position(|v| *v == value)
-        .expect("every variant is listed") as u8
+        .find(|(v, _)| *v == value)
+        .map(|(_, tag)| *tag)
+        .expect("every variant is listed")
 }
 
 /// The value of a stored tag, if this build knows it.
-pub(crate) fn untag<T: Copy>(tag: u8, all: &[T]) -> Option<T> {
-    all.get(usize::from(tag)).copied()
+pub(crate) fn untag<T: Copy>(tag: u8, all: &[(T, u8)]) -> Option<T> {
+    all.iter().find(|(_, t)| *t == tag).map(|(v, _)| *v)
 }
 
 impl OrderView {
@@ -678,4 +691,61 @@ fn first_id_at(
         }
     }
     Ok(low)
+}
+
+#[cfg(test)]
+mod stored_tag_tests {
+    use super::*;
+
+    /// Each value's number, written independently of the lists above, with
+    /// every variant named in an exhaustive match so a new one must be added.
+    #[test]
+    fn stored_tags_are_pinned() {
+        fn check<T: PartialEq + Copy + std::fmt::Debug>(all: &[(T, u8)], pinned: fn(T) -> u8) {
+            let mut seen = std::collections::BTreeSet::new();
+            for (value, stored) in all {
+                assert_eq!(*stored, pinned(*value), "{value:?} was renumbered");
+                assert!(seen.insert(*stored), "tag {stored} used twice");
+                assert_eq!(untag(*stored, all), Some(*value));
+            }
+        }
+        check(&SIDES, |v| match v {
+            Side::Buy => 0,
+            Side::Sell => 1,
+        });
+        check(&TYPES, |v| match v {
+            OrderType::Limit => 0,
+            OrderType::Market => 1,
+            OrderType::LimitMaker => 2,
+        });
+        check(&TIFS, |v| match v {
+            TimeInForce::Gtc => 0,
+            TimeInForce::Ioc => 1,
+            TimeInForce::Fok => 2,
+        });
+        check(&RESPONSES, |v| match v {
+            ResponseType::Ack => 0,
+            ResponseType::Result => 1,
+            ResponseType::Full => 2,
+        });
+        check(&STPS, |v| match v {
+            StpMode::None => 0,
+            StpMode::ExpireTaker => 1,
+            StpMode::ExpireMaker => 2,
+            StpMode::ExpireBoth => 3,
+        });
+        check(&STATUSES, |v| match v {
+            OrderStatus::New => 0,
+            OrderStatus::PartiallyFilled => 1,
+            OrderStatus::Filled => 2,
+            OrderStatus::Canceled => 3,
+            OrderStatus::Rejected => 4,
+            OrderStatus::Expired => 5,
+            OrderStatus::ExpiredInMatch => 6,
+        });
+        // Every variant is listed: the matches above are exhaustive, and
+        // each list holds as many entries as its enum has variants.
+        assert_eq!((SIDES.len(), TYPES.len(), TIFS.len()), (2, 3, 3));
+        assert_eq!((RESPONSES.len(), STPS.len(), STATUSES.len()), (3, 4, 7));
+    }
 }

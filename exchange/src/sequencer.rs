@@ -66,7 +66,7 @@ pub struct Sequencer {
     thread: Option<JoinHandle<Engine>>,
 }
 
-fn untag_logged<T: Copy>(tag: u8, all: &[T], sequence: u64) -> Result<T, SequencerError> {
+fn untag_logged<T: Copy>(tag: u8, all: &[(T, u8)], sequence: u64) -> Result<T, SequencerError> {
     untag(tag, all).ok_or(SequencerError::Corrupt {
         sequence,
         reason: "unknown enum tag",
