@@ -9,10 +9,18 @@
 //!        Binance JSON ◀── wire shapes ◀── Outcome / View / History
 //! ```
 
+mod account;
 pub mod api;
+mod calendar;
 pub mod error;
+mod extract;
+mod market_data;
 mod params;
 mod routes;
+mod sapi;
+mod ticker;
+mod trading;
+mod wire;
 
 pub use api::Exchange;
 pub use error::{BinanceError, BinanceFace};

@@ -10,73 +10,10 @@ use axum::routing::{MethodRouter, delete, get, post};
 use axum::{Json, Router};
 use weiport_access::{Endpoint, Permission, Security, guarded};
 
-use crate::api::{self, Exchange, Signed};
+use crate::api::{self, Exchange};
 use crate::error::BinanceFace;
 use weiport_exchange::amount::Amount;
 use weiport_exchange::engine::{Command, Event, Reject};
-use weiport_exchange::now_ms;
-
-async fn ping() -> Json<serde_json::Value> {
-    Json(serde_json::json!({}))
-}
-
-async fn time() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "serverTime": now_ms() }))
-}
-
-/// `GET /sapi/v1/account/apiRestrictions`: what the calling key may do.
-async fn api_restrictions(Signed { key, .. }: Signed) -> Response {
-    let can = |p| key.permissions.allows(p);
-    Json(serde_json::json!({
-        "ipRestrict": !key.allowed_ips.is_empty(),
-        "createTime": key.created_ms,
-        "enableReading": can(Permission::Read),
-        "enableSpotAndMarginTrading": can(Permission::Trade),
-        "enableWithdrawals": can(Permission::Withdraw),
-        "enableInternalTransfer": false,
-        "enableMargin": false,
-        "enableFutures": false,
-        "permitsUniversalTransfer": false,
-        "enableVanillaOptions": false,
-        "enableFixApiTrade": false,
-        "enableFixReadOnly": false,
-        "enablePortfolioMarginTrading": false,
-    }))
-    .into_response()
-}
-
-/// `POST /api/v3/order/test`: validates an order exactly as placing it would,
-/// without sending it to the engine.
-async fn test_order(
-    State(exchange): State<Arc<Exchange>>,
-    Signed { params, .. }: Signed,
-) -> Response {
-    let catalog = &exchange.catalog;
-    let order = match api::validated_order(&exchange, &params) {
-        Ok(order) => order,
-        Err(error) => return error.into_response(),
-    };
-    if params.get("computeCommissionRates") != Some("true") {
-        return Json(serde_json::json!({})).into_response();
-    }
-    let market = catalog.market(order.market).expect("validated above");
-    let zero = weiport_exchange::Amount::ZERO.to_string();
-    Json(serde_json::json!({
-        "standardCommissionForOrder": { "maker": market.maker_fee.to_string(), "taker": market.taker_fee.to_string() },
-        "specialCommissionForOrder": { "maker": zero, "taker": zero },
-        "taxCommissionForOrder": { "maker": zero, "taker": zero },
-        "discount": { "enabledForAccount": false, "enabledForSymbol": false, "discountAsset": null, "discount": zero },
-    }))
-    .into_response()
-}
-
-fn test_order_weight(query: &str) -> u32 {
-    if query.contains("computeCommissionRates=true") {
-        20
-    } else {
-        1
-    }
-}
 
 /// One route: what it answers, who may call it and what it costs, and its
 /// handler. The router and the OpenAPI document are both built from the
@@ -145,7 +82,7 @@ fn routes() -> Vec<Route> {
             "Test connectivity",
             public(1),
             reads::NONE,
-            || get(ping),
+            || get(api::ping),
         ),
         route(
             "GET",
@@ -153,7 +90,7 @@ fn routes() -> Vec<Route> {
             "Server time",
             public(1),
             reads::NONE,
-            || get(time),
+            || get(api::time),
         ),
         route(
             "GET",
@@ -287,9 +224,9 @@ fn routes() -> Vec<Route> {
             "POST",
             "/api/v3/order/test",
             "Validate an order without placing it",
-            TRADE.weight_by(test_order_weight),
+            TRADE.weight_by(api::test_order_weight),
             &[reads::ORDER, &["computeCommissionRates"]],
-            || post(test_order),
+            || post(api::test_order),
         ),
         route(
             "GET",
@@ -353,7 +290,7 @@ fn routes() -> Vec<Route> {
             "The key's permissions",
             read(1),
             reads::NONE,
-            || get(api_restrictions),
+            || get(api::api_restrictions),
         ),
         route(
             "GET",

@@ -1,0 +1,78 @@
+//! The /sapi, /fapi and /dapi answers ccxt asks for when loading markets.
+
+use axum::response::Response;
+use std::sync::Arc;
+use weiport_access::Permission;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+use crate::api::*;
+use weiport_exchange::now_ms;
+
+pub(crate) async fn capital_config(
+    State(exchange): State<Arc<Exchange>>,
+    Signed { account, .. }: Signed,
+) -> Answer {
+    let view = exchange.sequencer.view();
+    let held = view.accounts.get(&account);
+    let out: Vec<Value> = exchange
+        .catalog
+        .assets()
+        .map(|(id, name)| {
+            let (free, locked) = held
+                .and_then(|a| a.balances.get(&id))
+                .copied()
+                .unwrap_or_default();
+            json!({
+                "coin": name, "name": name, "free": free.to_string(), "locked": locked.to_string(),
+                "freeze": "0", "withdrawing": "0", "ipoing": "0", "ipoable": "0", "storage": "0",
+                "isLegalMoney": false, "trading": true,
+                "depositAllEnable": false, "withdrawAllEnable": false,
+                "networkList": [],
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+/// Futures exchange information (`/fapi`, `/dapi`): this exchange lists no
+/// futures, which clients that load every market type need to hear.
+pub(crate) async fn no_futures() -> Json<Value> {
+    Json(json!({
+        "timezone": "UTC",
+        "serverTime": now_ms(),
+        "rateLimits": [],
+        "exchangeFilters": [],
+        "assets": [],
+        "symbols": [],
+    }))
+}
+
+/// Margin pair lists: this exchange has no margin trading.
+pub(crate) async fn no_margin_pairs() -> Json<Value> {
+    Json(json!([]))
+}
+
+/// `GET /sapi/v1/account/apiRestrictions`: what the calling key may do.
+pub(crate) async fn api_restrictions(Signed { key, .. }: Signed) -> Response {
+    let can = |p| key.permissions.allows(p);
+    Json(serde_json::json!({
+        "ipRestrict": !key.allowed_ips.is_empty(),
+        "createTime": key.created_ms,
+        "enableReading": can(Permission::Read),
+        "enableSpotAndMarginTrading": can(Permission::Trade),
+        "enableWithdrawals": can(Permission::Withdraw),
+        "enableInternalTransfer": false,
+        "enableMargin": false,
+        "enableFutures": false,
+        "permitsUniversalTransfer": false,
+        "enableVanillaOptions": false,
+        "enableFixApiTrade": false,
+        "enableFixReadOnly": false,
+        "enablePortfolioMarginTrading": false,
+    }))
+    .into_response()
+}

@@ -1,0 +1,288 @@
+//! Price tickers and rolling statistics: 24 h, rolling windows, trading day, book ticker, average price.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+use weiport_exchange::amount::Amount;
+use weiport_exchange::catalog::MarketId;
+use weiport_storage::CandleRow;
+
+use crate::api::*;
+use crate::error::BinanceError;
+use crate::params::Params;
+use weiport_exchange::engine::Trade;
+use weiport_exchange::history::merge_later;
+use weiport_exchange::now_ms;
+use weiport_exchange::view::{MarketView, View};
+
+/// The one-minute candles of `view` overlapping the `window_ms` before `now`, merged.
+pub(crate) fn window(book: &MarketView, now: u64, window_ms: u64) -> Option<CandleRow> {
+    book.recent_candles(now, window_ms)
+        .copied()
+        .reduce(|mut total, later| {
+            merge_later(&mut total, &later);
+            total
+        })
+}
+
+/// Best bid and ask of `id`, each (price, quantity), zeros when absent.
+pub(crate) fn best(view: &View, id: MarketId) -> ((Amount, Amount), (Amount, Amount)) {
+    view.market(id)
+        .map_or_else(Default::default, |m| (m.best_bid(), m.best_ask()))
+}
+
+/// Quote per unit of base over trades summing to `base` and `quote` units.
+pub(crate) fn average_price(base: u128, quote: u128) -> Option<Amount> {
+    let price = (quote * 100_000_000).checked_div(base)?;
+    Some(Amount::from_units(u64::try_from(price).unwrap_or(u64::MAX)))
+}
+
+pub(crate) fn last_price(view: &View, id: MarketId) -> Option<&Trade> {
+    view.market(id).and_then(|m| m.last_trade.as_ref())
+}
+
+pub(crate) async fn ticker_price(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let view = exchange.sequencer.view();
+    let out = ids
+        .iter()
+        .map(|id| {
+            let price = last_price(&view, *id).map_or(Amount::ZERO, |t| t.price);
+            json!({ "symbol": exchange.catalog.symbol(*id), "price": price.to_string() })
+        })
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+pub(crate) async fn book_ticker(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let view = exchange.sequencer.view();
+    let out = ids
+        .iter()
+        .map(|id| {
+            let (bid, ask) = best(&view, *id);
+            json!({
+                "symbol": exchange.catalog.symbol(*id),
+                "bidPrice": bid.0.to_string(), "bidQty": bid.1.to_string(),
+                "askPrice": ask.0.to_string(), "askQty": ask.1.to_string(),
+            })
+        })
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+/// The five-minute average price of `id` (its last price when no trade
+/// happened in the window; none before the first trade), with the window's
+/// candle if it had trades.
+pub(crate) fn five_minute_price(
+    view: &View,
+    id: MarketId,
+    now: u64,
+) -> (Option<Amount>, Option<CandleRow>) {
+    let recent = view
+        .market(id)
+        .and_then(|book| window(book, now, 5 * 60_000));
+    let price = recent
+        .and_then(|c| average_price(u128::from(c.volume), u128::from(c.quote_volume)))
+        .or_else(|| last_price(view, id).map(|t| t.price));
+    (price, recent)
+}
+
+pub(crate) async fn avg_price(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    let (id, _) = market(&exchange.catalog, &params)?;
+    let view = exchange.sequencer.view();
+    let book = view.market(id).ok_or_else(bad_symbol)?;
+    let now = now_ms();
+    let (price, recent) = five_minute_price(&view, id, now);
+    let price = price.unwrap_or(Amount::ZERO);
+    let close = match (recent, book.last_trade) {
+        (Some(_), Some(last)) => last.time_ms,
+        _ => now,
+    };
+    Ok(Json(json!({ "mins": 5, "price": price.to_string(), "closeTime": close })).into_response())
+}
+
+/// Which fields a statistics ticker carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TickerFields {
+    /// `type=MINI`: prices, volumes, times and trade ids.
+    Mini,
+    /// `type=FULL` of the rolling-window and trading-day tickers: MINI and the change.
+    Full,
+    /// `type=FULL` of the 24-hour ticker: FULL and the last quantity and best prices.
+    FullWithBook,
+}
+
+/// Statistics of `id` over the trades from `open_time` until `now`, shown
+/// as covering `open_time..=close_time`.
+pub(crate) fn statistics(
+    exchange: &Exchange,
+    view: &View,
+    id: MarketId,
+    now: u64,
+    (open_time, close_time): (u64, u64),
+    fields: TickerFields,
+) -> Value {
+    let book = view.market(id);
+    let stats = book.and_then(|b| window(b, now, now.saturating_sub(open_time)));
+    let last = book.and_then(|b| b.last_trade).filter(|_| stats.is_some());
+    let price = |f: fn(&CandleRow) -> u64| Amount::from_units(stats.as_ref().map_or(0, f));
+    let (open, close, high, low) = (
+        price(|c| c.open),
+        price(|c| c.close),
+        price(|c| c.high),
+        price(|c| c.low),
+    );
+    let (base, quote) = (price(|c| c.volume), price(|c| c.quote_volume));
+    let mut out = json!({
+        "symbol": exchange.catalog.symbol(id),
+        "openPrice": open.to_string(), "highPrice": high.to_string(), "lowPrice": low.to_string(),
+        "lastPrice": close.to_string(), "volume": base.to_string(), "quoteVolume": quote.to_string(),
+        "openTime": open_time, "closeTime": close_time,
+        "firstId": stats.map_or(-1, |c| c.first_trade as i64),
+        "lastId": stats.map_or(-1, |c| c.last_trade as i64),
+        "count": stats.map_or(0, |c| c.trades()),
+    });
+    if fields != TickerFields::Mini {
+        let change = i128::from(close.units()) - i128::from(open.units());
+        let percent = if open.is_zero() {
+            0.0
+        } else {
+            change as f64 * 100.0 / open.units() as f64
+        };
+        let weighted =
+            average_price(u128::from(base.units()), u128::from(quote.units())).unwrap_or_default();
+        let sign = if change < 0 { "-" } else { "" };
+        let magnitude = Amount::from_units(change.unsigned_abs() as u64);
+        out["priceChange"] = json!(format!("{sign}{magnitude}"));
+        out["priceChangePercent"] = json!(format!("{percent:.3}"));
+        out["weightedAvgPrice"] = json!(weighted.to_string());
+    }
+    if fields == TickerFields::FullWithBook {
+        let (bid, ask) = best(view, id);
+        let extra = json!({
+            "prevClosePrice": open.to_string(),
+            "lastQty": last.map_or(Amount::ZERO, |t| t.quantity).to_string(),
+            "bidPrice": bid.0.to_string(), "bidQty": bid.1.to_string(),
+            "askPrice": ask.0.to_string(), "askQty": ask.1.to_string(),
+        });
+        if let (Value::Object(out), Value::Object(extra)) = (&mut out, extra) {
+            out.extend(extra);
+        }
+    }
+    out
+}
+
+/// `type`: FULL (the default) gives `full`, MINI the short form.
+pub(crate) fn ticker_type(
+    params: &Params,
+    full: TickerFields,
+) -> Result<TickerFields, BinanceError> {
+    match params.get("type") {
+        None | Some("FULL") => Ok(full),
+        Some("MINI") => Ok(TickerFields::Mini),
+        Some(_) => Err(BinanceError::bad(-1139, "Invalid ticker type.")),
+    }
+}
+
+/// `symbol` or `symbols` must be sent (the rolling tickers have no "all").
+pub(crate) fn require_symbols(params: &Params) -> Result<(), BinanceError> {
+    if params.get("symbol").is_none() && params.get("symbols").is_none() {
+        return Err(BinanceError::bad(
+            -1102,
+            "Param 'symbol' or 'symbols' must be sent, but both were empty/null!",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) async fn ticker_24hr(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let fields = ticker_type(&params, TickerFields::FullWithBook)?;
+    tickers(&exchange, &ids, single, fields, |now| {
+        (now.saturating_sub(86_400_000), now)
+    })
+}
+
+/// Statistics of `ids` over the span `span_at(now)`, one object or an array.
+pub(crate) fn tickers(
+    exchange: &Exchange,
+    ids: &[MarketId],
+    single: bool,
+    fields: TickerFields,
+    span_at: impl Fn(u64) -> (u64, u64),
+) -> Answer {
+    let view = exchange.sequencer.view();
+    let now = now_ms();
+    let span = span_at(now);
+    let out = ids
+        .iter()
+        .map(|id| statistics(exchange, &view, *id, now, span, fields))
+        .collect();
+    Ok(one_or_many(out, single))
+}
+
+pub(crate) async fn ticker_window(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    require_symbols(&params)?;
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let fields = ticker_type(&params, TickerFields::Full)?;
+    let size = params.get("windowSize").unwrap_or("1d");
+    let invalid = || {
+        BinanceError::bad(
+            -1100,
+            "Illegal characters found in parameter 'windowSize'; legal range is '^[0-9]{1,2}[mhd]$'.",
+        )
+    };
+    // By characters, not bytes: the value is the client's and may be any UTF-8.
+    let mut chars = size.chars();
+    let unit = chars.next_back().map(String::from).unwrap_or_default();
+    let number = chars.as_str();
+    if number.is_empty() || number.len() > 2 || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let window_ms = match (unit.as_str(), number) {
+        ("m", 1..=59) => number * 60_000,
+        ("h", 1..=23) => number * 3_600_000,
+        ("d", 1..=7) => number * 86_400_000,
+        _ => return Err(invalid()),
+    };
+    tickers(&exchange, &ids, single, fields, |now| {
+        (now.saturating_sub(window_ms), now)
+    })
+}
+
+/// `GET /api/v3/ticker/tradingDay`: statistics of the current calendar day
+/// in `timeZone`, from its midnight until now.
+pub(crate) async fn ticker_trading_day(
+    State(exchange): State<Arc<Exchange>>,
+    Query(params): Query,
+) -> Answer {
+    require_symbols(&params)?;
+    let (ids, single) = markets(&exchange.catalog, &params)?;
+    let fields = ticker_type(&params, TickerFields::Full)?;
+    let zone_ms = time_zone_ms(&params)?;
+    tickers(&exchange, &ids, single, fields, |now| {
+        let (midnight, next) = zoned_period(now, 86_400_000, zone_ms);
+        (midnight, next - 1)
+    })
+}

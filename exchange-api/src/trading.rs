@@ -1,0 +1,285 @@
+//! Orders: place, query, cancel, cancel all, open orders.
+
+use axum::response::Response;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+use weiport_exchange::catalog::MarketId;
+
+use crate::api::*;
+use crate::error::BinanceError;
+use crate::params::Params;
+use weiport_exchange::engine::{AccountId, Command, OrderStatus};
+use weiport_exchange::history::OrderView;
+use weiport_exchange::now_ms;
+use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side};
+
+/// A new order from `params`, checked against every filter, NOTIONAL for
+/// market orders included (`applyMinToMarket`): their quote amount, or
+/// their quantity at the five-minute average price, as Binance does.
+pub(crate) fn validated_order(
+    exchange: &Exchange,
+    params: &Params,
+) -> Result<NewOrder, BinanceError> {
+    let order = params.new_order(&exchange.catalog)?;
+    if order.order_type == OrderType::Market {
+        let market = exchange
+            .catalog
+            .market(order.market)
+            .ok_or_else(bad_symbol)?;
+        let notional = match (order.quote_quantity, order.quantity) {
+            (Some(quote), _) => Some(quote),
+            (None, Some(quantity)) => {
+                five_minute_price(&exchange.sequencer.view(), order.market, now_ms())
+                    .0
+                    .and_then(|price| price.checked_mul(quantity))
+            }
+            (None, None) => None,
+        };
+        if notional.is_some_and(|n| n < market.min_notional) {
+            return Err(crate::params::filter_failure(
+                weiport_exchange::market::FilterFailure::Notional,
+            ));
+        }
+    }
+    Ok(order)
+}
+
+pub(crate) async fn new_order(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let mut order = validated_order(&exchange, &params)?;
+    order
+        .client_order_id
+        .get_or_insert_with(generated_client_id);
+    let (market, response_type) = (order.market, order.response_type);
+    let outcome = submit(
+        &exchange,
+        Command::Place {
+            account,
+            order,
+            time_ms: 0,
+        },
+    )
+    .await?;
+    let order = outcome.changes.placed().ok_or_else(unavailable)?;
+    let order_id = order.order_id;
+    let ack = Acknowledgement {
+        symbol: exchange.catalog.symbol(market),
+        order_id,
+        order_list_id: -1,
+        client_order_id: &order.client_order_id,
+        transact_time: order.time_ms,
+    };
+    if response_type == ResponseType::Ack {
+        // The common case of trading programs: written straight, no JSON tree.
+        return Ok(Json(ack).into_response());
+    }
+    let mut out = serde_json::to_value(ack).map_err(|_| unavailable())?;
+    let full = order_json(&exchange.catalog, order);
+    for field in [
+        "price",
+        "origQty",
+        "executedQty",
+        "origQuoteOrderQty",
+        "cummulativeQuoteQty",
+        "status",
+        "timeInForce",
+        "type",
+        "side",
+        "workingTime",
+        "selfTradePreventionMode",
+    ] {
+        out[field] = full[field].clone();
+    }
+    if response_type == ResponseType::Full {
+        let (base, quote) = exchange.catalog.pair(market).ok_or_else(unavailable)?;
+        let fills: Vec<Value> = outcome
+            .changes
+            .trades
+            .iter()
+            .filter(|t| t.taker.0 == order_id)
+            .map(|t| {
+                let asset = if t.taker_side == Side::Buy {
+                    base
+                } else {
+                    quote
+                };
+                json!({
+                    "price": t.price.to_string(), "qty": t.quantity.to_string(),
+                    "commission": t.taker_fee.to_string(),
+                    "commissionAsset": exchange.catalog.asset(asset),
+                    "tradeId": t.trade_id,
+                })
+            })
+            .collect();
+        out["fills"] = Value::Array(fills);
+    }
+    Ok(Json(out).into_response())
+}
+
+/// The order of `account` that `orderId` or `origClientOrderId` names, if any.
+pub(crate) fn referenced_order(
+    exchange: &Exchange,
+    account: AccountId,
+    market: MarketId,
+    params: &Params,
+) -> Result<Option<OrderView>, BinanceError> {
+    let order_id = integer(params, "orderId")?;
+    let client = params.get("origClientOrderId");
+    if order_id.is_none() && client.is_none() {
+        return Err(BinanceError::bad(
+            -1102,
+            "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!",
+        ));
+    }
+    stored(
+        exchange
+            .history
+            .find_order(account, market, order_id, client),
+    )
+}
+
+pub(crate) async fn query_order(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let order = referenced_order(&exchange, account, market, &params)?
+        .ok_or_else(|| BinanceError::bad(-2013, "Order does not exist."))?;
+    Ok(Json(order_json(&exchange.catalog, &order)).into_response())
+}
+
+pub(crate) async fn cancel_order(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let order_id = referenced_order(&exchange, account, market, &params)?
+        .map(|o| o.order_id)
+        .ok_or_else(|| BinanceError::bad(-2011, "Unknown order sent."))?;
+    let outcome = submit(
+        &exchange,
+        Command::Cancel {
+            account,
+            market,
+            order_id,
+            time_ms: 0,
+        },
+    )
+    .await?;
+    let cancel_id = params
+        .get("newClientOrderId")
+        .map_or_else(generated_client_id, str::to_owned);
+    let (order, _) = outcome
+        .changes
+        .orders
+        .iter()
+        .find(|(o, _)| o.order_id == order_id)
+        .ok_or_else(unavailable)?;
+    Ok(Json(cancel_json(&exchange.catalog, order, &cancel_id)).into_response())
+}
+
+pub(crate) async fn cancel_open_orders(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let outcome = submit(
+        &exchange,
+        Command::CancelAll {
+            account,
+            market,
+            time_ms: 0,
+        },
+    )
+    .await?;
+    let out: Vec<Value> = outcome
+        .changes
+        .orders
+        .iter()
+        .filter(|(o, _)| o.status == OrderStatus::Canceled)
+        .map(|(o, _)| cancel_json(&exchange.catalog, o, &generated_client_id()))
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+pub(crate) fn open_orders_weight(query: &str) -> u32 {
+    if form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == "symbol" && !v.is_empty()) {
+        6
+    } else {
+        80
+    }
+}
+
+pub(crate) async fn open_orders(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let only = match params.get("symbol") {
+        Some(_) => Some(market(&exchange.catalog, &params)?.0),
+        None => None,
+    };
+    let view = exchange.sequencer.view();
+    let out: Vec<Value> = view
+        .accounts
+        .get(&account)
+        .map(|a| {
+            a.open
+                .iter()
+                .filter(|(m, _)| only.is_none_or(|only| only == *m))
+                .filter_map(|(m, id)| view.open_order(account, *m, *id))
+                .map(|o| order_json(&exchange.catalog, o))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+/// `POST /api/v3/order/test`: validates an order exactly as placing it would,
+/// without sending it to the engine.
+pub(crate) async fn test_order(
+    State(exchange): State<Arc<Exchange>>,
+    Signed { params, .. }: Signed,
+) -> Response {
+    let catalog = &exchange.catalog;
+    let order = match validated_order(&exchange, &params) {
+        Ok(order) => order,
+        Err(error) => return error.into_response(),
+    };
+    if params.get("computeCommissionRates") != Some("true") {
+        return Json(serde_json::json!({})).into_response();
+    }
+    let market = catalog.market(order.market).expect("validated above");
+    let zero = weiport_exchange::Amount::ZERO.to_string();
+    Json(serde_json::json!({
+        "standardCommissionForOrder": { "maker": market.maker_fee.to_string(), "taker": market.taker_fee.to_string() },
+        "specialCommissionForOrder": { "maker": zero, "taker": zero },
+        "taxCommissionForOrder": { "maker": zero, "taker": zero },
+        "discount": { "enabledForAccount": false, "enabledForSymbol": false, "discountAsset": null, "discount": zero },
+    }))
+    .into_response()
+}
+
+pub(crate) fn test_order_weight(query: &str) -> u32 {
+    if query.contains("computeCommissionRates=true") {
+        20
+    } else {
+        1
+    }
+}

@@ -1,0 +1,201 @@
+//! Binance's wire shapes and names, shared by the REST handlers and the coming streams.
+
+use serde_json::{Value, json};
+
+use weiport_exchange::amount::Amount;
+use weiport_exchange::catalog::Catalog;
+use weiport_storage::CandleRow;
+
+use weiport_exchange::engine::{OrderStatus, Trade};
+use weiport_exchange::history::OrderView;
+use weiport_exchange::market::StpMode;
+use weiport_exchange::now_ms;
+use weiport_exchange::order::{OrderType, Side, TimeInForce};
+
+pub(crate) fn status_name(status: OrderStatus) -> &'static str {
+    match status {
+        OrderStatus::New => "NEW",
+        OrderStatus::PartiallyFilled => "PARTIALLY_FILLED",
+        OrderStatus::Filled => "FILLED",
+        OrderStatus::Canceled => "CANCELED",
+        OrderStatus::Rejected => "REJECTED",
+        OrderStatus::Expired => "EXPIRED",
+        OrderStatus::ExpiredInMatch => "EXPIRED_IN_MATCH",
+    }
+}
+
+pub(crate) fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Buy => "BUY",
+        Side::Sell => "SELL",
+    }
+}
+
+pub(crate) fn type_name(order_type: OrderType) -> &'static str {
+    match order_type {
+        OrderType::Limit => "LIMIT",
+        OrderType::Market => "MARKET",
+        OrderType::LimitMaker => "LIMIT_MAKER",
+    }
+}
+
+pub(crate) fn tif_name(tif: TimeInForce) -> &'static str {
+    match tif {
+        TimeInForce::Gtc => "GTC",
+        TimeInForce::Ioc => "IOC",
+        TimeInForce::Fok => "FOK",
+    }
+}
+
+pub(crate) fn stp_name(stp: StpMode) -> &'static str {
+    match stp {
+        StpMode::None => "NONE",
+        StpMode::ExpireTaker => "EXPIRE_TAKER",
+        StpMode::ExpireMaker => "EXPIRE_MAKER",
+        StpMode::ExpireBoth => "EXPIRE_BOTH",
+    }
+}
+
+/// An order in the shape of `GET /api/v3/order`.
+pub(crate) fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
+    json!({
+        "symbol": catalog.symbol(order.market),
+        "orderId": order.order_id,
+        "orderListId": -1,
+        "clientOrderId": order.client_order_id,
+        "price": order.price.to_string(),
+        "origQty": order.orig_qty.to_string(),
+        "executedQty": order.executed.to_string(),
+        "cummulativeQuoteQty": order.cumulative_quote.to_string(),
+        "status": status_name(order.status),
+        "timeInForce": tif_name(order.time_in_force),
+        "type": type_name(order.order_type),
+        "side": side_name(order.side),
+        "stopPrice": Amount::ZERO.to_string(),
+        "icebergQty": Amount::ZERO.to_string(),
+        "time": order.time_ms,
+        "updateTime": order.update_ms,
+        "isWorking": true,
+        "workingTime": order.time_ms,
+        "origQuoteOrderQty": order.orig_quote_qty.to_string(),
+        "selfTradePreventionMode": stp_name(order.stp),
+    })
+}
+
+/// A cancel report, as `DELETE /api/v3/order` answers.
+pub(crate) fn cancel_json(catalog: &Catalog, order: &OrderView, cancel_id: &str) -> Value {
+    json!({
+        "symbol": catalog.symbol(order.market),
+        "origClientOrderId": order.client_order_id,
+        "orderId": order.order_id,
+        "orderListId": -1,
+        "clientOrderId": cancel_id,
+        "transactTime": order.update_ms,
+        "price": order.price.to_string(),
+        "origQty": order.orig_qty.to_string(),
+        "executedQty": order.executed.to_string(),
+        "origQuoteOrderQty": order.orig_quote_qty.to_string(),
+        "cummulativeQuoteQty": order.cumulative_quote.to_string(),
+        "status": status_name(order.status),
+        "timeInForce": tif_name(order.time_in_force),
+        "type": type_name(order.order_type),
+        "side": side_name(order.side),
+        "selfTradePreventionMode": stp_name(order.stp),
+    })
+}
+
+/// Base-62 digits in ASCII order, so encoded numbers sort like the numbers.
+pub(crate) const BASE62: &[u8; 62] =
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Client order id for a request that named none: 22 characters, like
+/// Binance's. Time first, then a process-wide counter, so successive ids
+/// sort in order and the client-id index grows at its end rather than at
+/// random places (a random insert is a full skip-list search in RocksDB's
+/// memtable); a random tail keeps ids apart across restarts and clock steps.
+pub(crate) fn generated_client_id() -> String {
+    use rand::Rng;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    client_id_at(
+        now_ms(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        rand::rng().random(),
+    )
+}
+
+/// Milliseconds in 8 digits (62^8 ms is some 6,900 years), the counter in 6
+/// (wrapping), the random tail in 8.
+pub(crate) fn client_id_at(time_ms: u64, counter: u64, tail: u64) -> String {
+    let mut id = [0u8; 22];
+    for (digits, mut value) in [(0..8, time_ms), (8..14, counter), (14..22, tail)] {
+        for at in digits.rev() {
+            id[at] = BASE62[(value % 62) as usize];
+            value /= 62;
+        }
+    }
+    id.iter().map(|&b| b as char).collect()
+}
+
+pub(crate) fn trade_json(trade: &Trade) -> Value {
+    json!({
+        "id": trade.trade_id,
+        "price": trade.price.to_string(),
+        "qty": trade.quantity.to_string(),
+        "quoteQty": trade.quote_quantity.to_string(),
+        "time": trade.time_ms,
+        "isBuyerMaker": trade.taker_side == Side::Sell,
+        "isBestMatch": true,
+    })
+}
+
+/// A kline in Binance's array shape; `candle` spans `open_time..close_time`.
+pub(crate) fn kline_json(candle: &CandleRow, close_time: u64) -> Value {
+    let amount = |units: u64| Amount::from_units(units).to_string();
+    json!([
+        candle.open_time,
+        amount(candle.open),
+        amount(candle.high),
+        amount(candle.low),
+        amount(candle.close),
+        amount(candle.volume),
+        close_time,
+        amount(candle.quote_volume),
+        candle.trades(),
+        amount(candle.taker_buy_volume),
+        amount(candle.taker_buy_quote_volume),
+        "0"
+    ])
+}
+
+/// The part of a new order's answer every `newOrderRespType` has.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Acknowledgement<'a> {
+    pub(crate) symbol: &'a str,
+    pub(crate) order_id: u64,
+    pub(crate) order_list_id: i64,
+    pub(crate) client_order_id: &'a str,
+    pub(crate) transact_time: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_client_ids_are_binance_shaped_and_sort_by_time_then_counter() {
+        let ids = [
+            client_id_at(1_700_000_000_000, 61, u64::MAX),
+            client_id_at(1_700_000_000_000, 62, 0),
+            client_id_at(1_700_000_000_001, 0, 7),
+            client_id_at(1_700_000_000_001, 1, 3),
+        ];
+        for id in &ids {
+            assert_eq!(id.len(), 22, "{id}");
+            assert!(id.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
+        }
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
+        assert_ne!(generated_client_id(), generated_client_id());
+    }
+}
