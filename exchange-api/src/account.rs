@@ -156,7 +156,7 @@ pub(crate) async fn account(
 }
 
 pub(crate) fn my_trades_weight(query: &str) -> u32 {
-    if form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "orderId") {
+    if query_value(query, "orderId").is_some() {
         5
     } else {
         20

@@ -207,3 +207,11 @@ pub(crate) fn json_body(body: Bytes) -> Response {
     )
         .into_response()
 }
+
+/// A non-empty parameter of a raw query string, for the weight functions,
+/// which run before the request's parameters are parsed.
+pub(crate) fn query_value(query: &str, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, v)| k == name && !v.is_empty())
+        .map(|(_, v)| v.into_owned())
+}

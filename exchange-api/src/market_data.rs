@@ -95,9 +95,7 @@ pub(crate) const CACHED_DEPTHS: [usize; 8] = [5, 10, 20, 50, 100, 500, 1000, 500
 pub(crate) fn depth_weight(query: &str) -> u32 {
     // The same reading of `limit` as the handler's, so what is charged is
     // what is served; a value that does not parse is refused by the handler.
-    let limit = form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "limit")
-        .and_then(|(_, v)| v.parse::<u64>().ok());
+    let limit = query_value(query, "limit").and_then(|v| v.parse::<u64>().ok());
     match depth_levels(limit) {
         0..=100 => 5,
         101..=500 => 25,

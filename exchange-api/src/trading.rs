@@ -218,7 +218,7 @@ pub(crate) async fn cancel_open_orders(
 }
 
 pub(crate) fn open_orders_weight(query: &str) -> u32 {
-    if form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == "symbol" && !v.is_empty()) {
+    if query_value(query, "symbol").is_some() {
         6
     } else {
         80
@@ -277,7 +277,7 @@ pub(crate) async fn test_order(
 }
 
 pub(crate) fn test_order_weight(query: &str) -> u32 {
-    if query.contains("computeCommissionRates=true") {
+    if query_value(query, "computeCommissionRates") == Some("true".into()) {
         20
     } else {
         1
