@@ -1,0 +1,154 @@
+//! What must always hold of the engine, checked after every command in tests,
+//! and a canonical snapshot for comparing two engines.
+
+use rustc_hash::FxHashMap;
+
+use super::*;
+
+impl Engine {
+    /// A canonical description of the whole state (balances, resting orders
+    /// in book order, id counters), for comparing two engines.
+    pub fn snapshot(&self) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        for (slot, account) in self.ledger.accounts.iter().enumerate() {
+            for (asset, name) in self.catalog.assets() {
+                let b = self.ledger.rows[slot * self.ledger.assets + usize::from(asset.0)];
+                if !b.free.is_zero() || !b.locked.is_zero() {
+                    lines.push(format!("balance {account} {name} {} {}", b.free, b.locked));
+                }
+            }
+        }
+        lines.sort();
+        for book in &self.books {
+            lines.push(format!(
+                "book {} next order {} next trade {}",
+                book.market.symbol, book.next_order_id, book.next_trade_id
+            ));
+            for (side, levels) in [("bid", &book.bids), ("ask", &book.asks)] {
+                for (price, level) in levels {
+                    for slot in book.level_slots(level) {
+                        let o = &book.slab[slot as usize];
+                        lines.push(format!(
+                            "{side} {price} #{} account {} remaining {} executed {} quote {} locked {} {:?} {:?}",
+                            o.order_id, o.account, o.remaining, o.executed, o.cumulative_quote, o.locked, o.stp, o.client_order_id
+                        ));
+                    }
+                }
+            }
+        }
+        for (asset, name) in self.catalog.assets() {
+            lines.push(format!(
+                "supply {name} {}",
+                self.ledger.supply[usize::from(asset.0)]
+            ));
+        }
+        lines
+    }
+
+    /// Checks the ledger and books: no crossed book, every index agrees with
+    /// the resting orders, locked funds equal open orders' reservations, and
+    /// per asset the holdings equal credits minus debits.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let assets = self.ledger.assets;
+        let mut reserved = vec![Amount::ZERO; self.ledger.rows.len()];
+        for book in &self.books {
+            let symbol = &book.market.symbol;
+            if let (Some((bid, _)), Some((ask, _))) =
+                (book.bids.last_key_value(), book.asks.first_key_value())
+                && bid >= ask
+            {
+                return Err(format!("{symbol}: book crossed, bid {bid} ≥ ask {ask}"));
+            }
+            let mut resting = 0usize;
+            for side in [Side::Buy, Side::Sell] {
+                for (price, level) in book.levels(side) {
+                    let (mut orders, mut quantity) = (0u32, Amount::ZERO);
+                    for slot in book.level_slots(level) {
+                        let o = &book.slab[slot as usize];
+                        if o.price != *price || o.side != side {
+                            return Err(format!(
+                                "{symbol}: order #{} in the wrong level",
+                                o.order_id
+                            ));
+                        }
+                        if book.slots.get(o.order_id) != Some(slot) {
+                            return Err(format!("{symbol}: order #{} not indexed", o.order_id));
+                        }
+                        orders += 1;
+                        quantity = quantity.saturating_add(o.remaining);
+                        let owner = *self
+                            .ledger
+                            .slots
+                            .get(&o.account)
+                            .ok_or("an order's owner has no ledger row")?
+                            as usize;
+                        let cell =
+                            &mut reserved[owner * assets + usize::from(book.locked_asset(side).0)];
+                        *cell = cell.checked_add(o.locked).ok_or("reservation overflow")?;
+                    }
+                    if orders == 0 || orders != level.orders || quantity != level.quantity {
+                        return Err(format!(
+                            "{symbol}: level {price} counts {} orders / {} but holds {orders} / {quantity}",
+                            level.orders, level.quantity
+                        ));
+                    }
+                    resting += orders as usize;
+                }
+            }
+            if resting != book.slots.len() {
+                return Err(format!("{symbol}: the order index holds stale ids"));
+            }
+            let mut owned = 0usize;
+            for (account, own) in &book.own {
+                let slots: Vec<u32> = book.own_slots(*account).collect();
+                if slots.len() != own.count as usize
+                    || slots
+                        .iter()
+                        .any(|s| book.slab[*s as usize].account != *account)
+                {
+                    return Err(format!("{symbol}: account {account}'s order list is wrong"));
+                }
+                owned += slots.len();
+            }
+            if owned != resting {
+                return Err(format!(
+                    "{symbol}: open-order counts disagree with the book"
+                ));
+            }
+            let named = book
+                .slots
+                .iter()
+                .filter(|s| book.slab[*s as usize].client_order_id.is_some())
+                .count();
+            if named != book.client_ids.values().map(FxHashMap::len).sum::<usize>() {
+                return Err(format!("{symbol}: client order ids disagree with the book"));
+            }
+        }
+        let mut held = vec![0u128; assets];
+        for (slot, account) in self.ledger.accounts.iter().enumerate() {
+            for (asset, name) in self.catalog.assets() {
+                let i = slot * assets + usize::from(asset.0);
+                let balance = self.ledger.rows[i];
+                if balance.locked != reserved[i] {
+                    return Err(format!(
+                        "account {account} {name}: locked {} but orders reserve {}",
+                        balance.locked, reserved[i]
+                    ));
+                }
+                held[usize::from(asset.0)] +=
+                    u128::from(balance.free.units()) + u128::from(balance.locked.units());
+            }
+        }
+        for (asset, name) in self.catalog.assets() {
+            let supply = self.ledger.supply[usize::from(asset.0)];
+            let total = held[usize::from(asset.0)];
+            if total != u128::from(supply.units()) {
+                return Err(format!(
+                    "{name}: ledger holds {total} units, credits − debits = {}",
+                    supply.units()
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,382 @@
+//! Placing an order: sizing what it can reach, matching it against the book, and
+//! settling each fill.
+
+use super::*;
+
+use super::book::Book;
+
+impl Engine {
+    /// Simulates a taker of `account` against the book: the base it would fill
+    /// and the quote it would pay, with self-trade prevention applied the way
+    /// matching will (own orders are skipped under EXPIRE_MAKER and end the
+    /// taker under EXPIRE_TAKER / EXPIRE_BOTH).
+    pub(crate) fn reachable(book: &Book, account: AccountId, order: &NewOrder) -> (Amount, Amount) {
+        let (mut base, mut quote) = (Amount::ZERO, Amount::ZERO);
+        for (price, level) in book.opposite(order.side) {
+            if beyond(order.side, *price, order.price) {
+                break;
+            }
+            for slot in book.level_slots(level) {
+                let resting = &book.slab[slot as usize];
+                if resting.account == account {
+                    match order.stp {
+                        StpMode::None => {}
+                        StpMode::ExpireMaker => continue,
+                        StpMode::ExpireTaker | StpMode::ExpireBoth => return (base, quote),
+                    }
+                }
+                let mut take = resting.remaining;
+                if let Some(want) = order.quantity {
+                    take = take.min(want.checked_sub(base).unwrap_or_default());
+                }
+                if let Some(want) = order.quote_quantity {
+                    let left = want.checked_sub(quote).unwrap_or_default();
+                    take = take.min(affordable(left, *price, book.market.step_size));
+                }
+                if take.is_zero() {
+                    return (base, quote);
+                }
+                base = base.checked_add(take).unwrap_or(base);
+                quote = quote
+                    .checked_add(mul(*price, take).unwrap_or_default())
+                    .unwrap_or(quote);
+            }
+        }
+        (base, quote)
+    }
+
+    pub(crate) fn place(
+        &mut self,
+        account: AccountId,
+        order: NewOrder,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        let now_ms = self.now_ms;
+        let book = self
+            .books
+            .get_mut(usize::from(order.market.0))
+            .ok_or(Reject::UnknownSymbol)?;
+        let off_grid = |value: Option<Amount>, grid: Amount| {
+            value.is_some_and(|v| v.is_zero() || v.units() % grid.units().max(1) != 0)
+        };
+        if off_grid(order.price, book.market.tick_size)
+            || off_grid(order.quantity, book.market.step_size)
+        {
+            return Err(Reject::OffGrid);
+        }
+        if let Some(id) = &order.client_order_id
+            && book.is_client_id_open(account, id)
+        {
+            return Err(Reject::DuplicateClientOrderId);
+        }
+        if order.order_type != OrderType::Market
+            && book.open_orders(account) >= book.market.max_num_orders
+        {
+            return Err(Reject::TooManyOrders);
+        }
+        let limit = order.price;
+        if order.order_type == OrderType::LimitMaker
+            && book
+                .best_opposite(order.side)
+                .is_some_and(|(best, _)| !beyond(order.side, best, limit))
+        {
+            return Err(Reject::WouldTake);
+        }
+        // Only fill-or-kill and market buys by quantity need to know the
+        // reachable liquidity in advance.
+        let fok = order.time_in_force == TimeInForce::Fok;
+        let market_buy = order.side == Side::Buy && order.order_type == OrderType::Market;
+        // A market sell for a quote amount sells what the book needs to pay it.
+        let sell_for_quote = order.side == Side::Sell
+            && order.order_type == OrderType::Market
+            && order.quote_quantity.is_some();
+        let (reach_base, reach_quote) =
+            if fok || (market_buy && order.quote_quantity.is_none()) || sell_for_quote {
+                Self::reachable(book, account, &order)
+            } else {
+                (Amount::ZERO, Amount::ZERO)
+            };
+        if fok && Some(reach_base) != order.quantity {
+            // Fill-or-kill that cannot fill completely: expires untouched.
+            let order_id = book.take_order_id();
+            events.push(Event::Order(OrderState {
+                market: book.id,
+                order_id,
+                account,
+                status: OrderStatus::Expired,
+                executed: Amount::ZERO,
+                cumulative_quote: Amount::ZERO,
+                time_ms: now_ms,
+            }));
+            return Ok(());
+        }
+        // What to lock: sells lock base; limit buys lock price × quantity;
+        // market buys lock what the book can fill (or the quote amount given).
+        let lock = match (order.side, order.order_type) {
+            (Side::Sell, _) if sell_for_quote => reach_base,
+            (Side::Sell, _) => order.quantity.ok_or(Reject::Overflow)?,
+            (Side::Buy, OrderType::Market) => order.quote_quantity.unwrap_or(reach_quote),
+            (Side::Buy, _) => mul(
+                limit.ok_or(Reject::Overflow)?,
+                order.quantity.ok_or(Reject::Overflow)?,
+            )
+            .ok_or(Reject::Overflow)?,
+        };
+        let lock_asset = book.locked_asset(order.side);
+        if let (Side::Sell, Some(price), Some(quantity)) = (order.side, limit, order.quantity) {
+            // What a sell can receive must fit, so settlement cannot overflow later.
+            mul(price, quantity).ok_or(Reject::Overflow)?;
+        }
+        if self.ledger.get(account, lock_asset).free < lock {
+            return Err(Reject::InsufficientBalance);
+        }
+        let slot = self.ledger.slot(account);
+        self.ledger.shift(slot, lock_asset, lock, true);
+        let order_id = book.take_order_id();
+        let mut taker = Order {
+            order_id,
+            account,
+            side: order.side,
+            price: limit.unwrap_or_default(),
+            remaining: match order.quantity {
+                Some(quantity) => quantity,
+                None if sell_for_quote => lock,
+                None => Amount::from_units(u64::MAX),
+            },
+            locked: lock,
+            stp: order.stp,
+            ..Order::default()
+        };
+        // Market buys spend at most what they locked, whatever self-trade
+        // prevention skips on the way; a sell for a quote amount receives at
+        // most that amount.
+        let mut quote_budget = if market_buy {
+            Some(lock)
+        } else {
+            order.quote_quantity.filter(|_| sell_for_quote)
+        };
+        let expired_in_match = self.match_taker(
+            usize::from(order.market.0),
+            &order,
+            slot,
+            &mut taker,
+            &mut quote_budget,
+            events,
+        );
+
+        let status = if expired_in_match {
+            OrderStatus::ExpiredInMatch
+        } else if match order.quote_quantity {
+            // An order for a quote amount is filled when that amount is met,
+            // not when the base the book offered runs out.
+            Some(_) => quote_budget.is_some_and(|q| q.is_zero()),
+            None => taker.remaining.is_zero(),
+        } {
+            OrderStatus::Filled
+        } else if order.order_type == OrderType::Market || order.time_in_force != TimeInForce::Gtc {
+            OrderStatus::Expired
+        } else if taker.executed.is_zero() {
+            OrderStatus::New
+        } else {
+            OrderStatus::PartiallyFilled
+        };
+        let book = &mut self.books[usize::from(order.market.0)];
+        events.push(taker.state(book.id, status, now_ms));
+        let (base, quote) = (book.base, book.quote);
+        if matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled) {
+            taker.client_order_id = order.client_order_id.map(String::into_boxed_str);
+            book.rest(taker);
+        } else if !taker.locked.is_zero() {
+            self.ledger.shift(slot, lock_asset, taker.locked, false);
+        }
+        self.ledger.emit_pair(slot, (base, quote), events);
+        Ok(())
+    }
+
+    /// Matches the taker against the opposite side. Returns whether self-trade
+    /// prevention expired the taker.
+    pub(crate) fn match_taker(
+        &mut self,
+        book_index: usize,
+        order: &NewOrder,
+        taker_slot: usize,
+        taker: &mut Order,
+        quote_budget: &mut Option<Amount>,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        loop {
+            // A spent quote amount ends the order; a market buy by quantity
+            // whose budget is empty still meets the book, so that self-trade
+            // prevention can end it the way it would with funds.
+            if taker.remaining.is_zero()
+                || (order.quote_quantity.is_some() && quote_budget.is_some_and(|q| q.is_zero()))
+            {
+                return false;
+            }
+            let book = &mut self.books[book_index];
+            let Some((price, maker_slot)) = book.best_opposite(order.side) else {
+                return false;
+            };
+            if beyond(order.side, price, order.price) {
+                return false;
+            }
+            let maker = &book.slab[maker_slot as usize];
+            if maker.account == taker.account && taker.stp != StpMode::None {
+                let (expire_maker, expire_taker) = match taker.stp {
+                    StpMode::ExpireTaker => (false, true),
+                    StpMode::ExpireMaker => (true, false),
+                    _ => (true, true),
+                };
+                if expire_maker {
+                    self.remove_resting(
+                        book_index,
+                        maker_slot,
+                        OrderStatus::ExpiredInMatch,
+                        events,
+                    );
+                }
+                if expire_taker {
+                    return true;
+                }
+                continue;
+            }
+            let mut quantity = taker.remaining.min(maker.remaining);
+            if let Some(budget) = *quote_budget {
+                quantity = quantity.min(affordable(budget, price, book.market.step_size));
+            }
+            let quote_quantity = mul(price, quantity).expect(BROKEN);
+            // Nothing trades for nothing: a fill must move both assets.
+            if quantity.is_zero() || quote_quantity.is_zero() {
+                return false;
+            }
+            if let Some(budget) = quote_budget.as_mut() {
+                *budget = budget.checked_sub(quote_quantity).expect(BROKEN);
+            }
+            self.settle(
+                book_index,
+                (taker_slot, taker),
+                maker_slot,
+                price,
+                quantity,
+                quote_quantity,
+                events,
+            );
+        }
+    }
+
+    /// Books one fill between the taker and the maker in `maker_slot`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn settle(
+        &mut self,
+        book_index: usize,
+        (taker_slot, taker): (usize, &mut Order),
+        maker_slot: u32,
+        price: Amount,
+        quantity: Amount,
+        quote_quantity: Amount,
+        events: &mut Vec<Event>,
+    ) {
+        let book = &mut self.books[book_index];
+        let (base, quote) = (book.base, book.quote);
+        let (maker_rate, taker_rate) = (book.market.maker_fee, book.market.taker_fee);
+        let maker = &book.slab[maker_slot as usize];
+        let (maker_id, maker_account, maker_price) = (maker.order_id, maker.account, maker.price);
+        let taker_side = taker.side;
+        // The buyer's lock shrinks by what this fill may cost at its own limit
+        // (maker buys: their price; taker buys: their limit, or the quote paid
+        // for market orders); the seller's by the base sold.
+        let taker_spent = match taker_side {
+            Side::Buy if taker.price.is_zero() => quote_quantity,
+            Side::Buy => mul(taker.price, quantity).expect(BROKEN),
+            Side::Sell => quantity,
+        };
+        let maker_spent = match taker_side {
+            Side::Buy => quantity,
+            Side::Sell => mul(maker_price, quantity).expect(BROKEN),
+        };
+        let (buyer_rate, seller_rate, buyer_spent) = match taker_side {
+            Side::Buy => (taker_rate, maker_rate, taker_spent),
+            Side::Sell => (maker_rate, taker_rate, maker_spent),
+        };
+        let buyer_fee = quantity.checked_mul(buyer_rate).expect(BROKEN);
+        let seller_fee = quote_quantity.checked_mul(seller_rate).expect(BROKEN);
+        // Buyer: its quote reservation for this fill is released, the part
+        // not paid (price improvement) back to free; it receives base net of fee.
+        let improvement = buyer_spent.checked_sub(quote_quantity).expect(BROKEN);
+        let buyer_gets = quantity.checked_sub(buyer_fee).expect(BROKEN);
+        let seller_gets = quote_quantity.checked_sub(seller_fee).expect(BROKEN);
+
+        let maker_slot_in_ledger = self.ledger.slot(maker_account);
+        let (buyer, seller) = match taker_side {
+            Side::Buy => (taker_slot, maker_slot_in_ledger),
+            Side::Sell => (maker_slot_in_ledger, taker_slot),
+        };
+        let ledger = &mut self.ledger;
+        ledger.settle_leg(buyer, quote, buyer_spent, improvement);
+        ledger.settle_leg(buyer, base, Amount::ZERO, buyer_gets);
+        // Seller: its base reservation goes; it receives quote net of fee.
+        ledger.settle_leg(seller, base, quantity, Amount::ZERO);
+        ledger.settle_leg(seller, quote, Amount::ZERO, seller_gets);
+        let fees = ledger.fee_slot;
+        ledger.settle_leg(fees, base, Amount::ZERO, buyer_fee);
+        ledger.settle_leg(fees, quote, Amount::ZERO, seller_fee);
+        taker.fill(quantity, quote_quantity, taker_spent);
+
+        let trade_id = book.next_trade_id;
+        book.next_trade_id += 1;
+        let (maker_fee, taker_fee) = match taker_side {
+            Side::Buy => (seller_fee, buyer_fee),
+            Side::Sell => (buyer_fee, seller_fee),
+        };
+        events.push(Event::Trade(Trade {
+            market: book.id,
+            trade_id,
+            price,
+            quantity,
+            quote_quantity,
+            maker: (maker_id, maker_account),
+            taker: (taker.order_id, taker.account),
+            taker_side,
+            maker_fee,
+            taker_fee,
+            time_ms: self.now_ms,
+        }));
+
+        let maker = &mut book.slab[maker_slot as usize];
+        maker.fill(quantity, quote_quantity, maker_spent);
+        let levels = match maker.side {
+            Side::Buy => &mut book.bids,
+            Side::Sell => &mut book.asks,
+        };
+        if let Some(level) = levels.get_mut(&price) {
+            level.quantity = level.quantity.saturating_sub(quantity);
+        }
+        if maker.remaining.is_zero() {
+            self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events);
+        } else {
+            events.push(maker.state(book.id, OrderStatus::PartiallyFilled, self.now_ms));
+        }
+        for slot in [buyer, seller] {
+            self.ledger.emit_pair(slot, (base, quote), events);
+        }
+    }
+
+    /// Takes a resting order off the book, releasing what it still locks.
+    pub(crate) fn remove_resting(
+        &mut self,
+        book_index: usize,
+        slot: u32,
+        status: OrderStatus,
+        events: &mut Vec<Event>,
+    ) {
+        let book = &mut self.books[book_index];
+        let order = book.unlink(slot);
+        events.push(order.state(book.id, status, self.now_ms));
+        if !order.locked.is_zero() {
+            let asset = book.locked_asset(order.side);
+            let owner = self.ledger.slot(order.account);
+            self.ledger.shift(owner, asset, order.locked, false);
+            self.ledger.emit(owner, asset, events);
+        }
+    }
+}
