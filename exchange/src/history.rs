@@ -13,7 +13,7 @@ use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
 use crate::engine::{AccountId, Command, Event, OrderStatus, Trade};
 use crate::market::StpMode;
-use crate::order::{OrderType, ResponseType, Side, TimeInForce};
+use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 
 /// An order as the API reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +53,37 @@ pub struct OrderView {
 }
 
 impl OrderView {
+    /// `order` as placed by `account` under `order_id`, before any fill.
+    pub fn placed(
+        market: MarketId,
+        order_id: u64,
+        account: AccountId,
+        order: &NewOrder,
+        time_ms: u64,
+    ) -> Self {
+        Self {
+            market,
+            order_id,
+            account,
+            client_order_id: order
+                .client_order_id
+                .clone()
+                .unwrap_or_else(|| format!("weiport{order_id}")),
+            side: order.side,
+            order_type: order.order_type,
+            time_in_force: order.time_in_force,
+            price: order.price.unwrap_or_default(),
+            orig_qty: order.quantity.unwrap_or_default(),
+            orig_quote_qty: order.quote_quantity.unwrap_or_default(),
+            executed: Amount::ZERO,
+            cumulative_quote: Amount::ZERO,
+            status: OrderStatus::New,
+            stp: order.stp,
+            time_ms,
+            update_ms: time_ms,
+        }
+    }
+
     /// Whether it rests on the book.
     pub fn is_open(&self) -> bool {
         matches!(self.status, OrderStatus::New | OrderStatus::PartiallyFilled)
@@ -341,43 +372,6 @@ impl Recorder {
         if matches!(events.first(), Some(Event::Rejected(_))) {
             return changes;
         }
-        let mut placed = None;
-        if let Command::Place {
-            account,
-            order,
-            time_ms,
-        } = command
-        {
-            // The new order has its market's highest id among the events.
-            let id = events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Order(o) if o.market == order.market => Some(o.order_id),
-                    _ => None,
-                })
-                .max();
-            placed = id.map(|order_id| OrderView {
-                market: order.market,
-                order_id,
-                account: *account,
-                client_order_id: order
-                    .client_order_id
-                    .clone()
-                    .unwrap_or_else(|| format!("weiport{order_id}")),
-                side: order.side,
-                order_type: order.order_type,
-                time_in_force: order.time_in_force,
-                price: order.price.unwrap_or_default(),
-                orig_qty: order.quantity.unwrap_or_default(),
-                orig_quote_qty: order.quote_quantity.unwrap_or_default(),
-                executed: Amount::ZERO,
-                cumulative_quote: Amount::ZERO,
-                status: OrderStatus::New,
-                stp: order.stp,
-                time_ms: *time_ms,
-                update_ms: *time_ms,
-            });
-        }
         for event in events {
             match event {
                 Event::Order(state) => {
@@ -389,15 +383,10 @@ impl Recorder {
                     let at = match at {
                         Some(at) => at,
                         None => {
-                            let (order, is_new) =
-                                match placed.take_if(|p| p.order_id == state.order_id) {
-                                    Some(order) => (order, true),
-                                    None => match self.open.remove(&key) {
-                                        Some(order) => (order, false),
-                                        None => continue,
-                                    },
-                                };
-                            changes.orders.push((order, is_new));
+                            let Some(order) = self.open.remove(&key) else {
+                                continue;
+                            };
+                            changes.orders.push((order, false));
                             changes.orders.len() - 1
                         }
                     };
@@ -406,6 +395,18 @@ impl Recorder {
                     order.executed = state.executed;
                     order.cumulative_quote = state.cumulative_quote;
                     order.update_ms = state.time_ms;
+                }
+                Event::Placed { market, order_id } => {
+                    if let Command::Place {
+                        account,
+                        order,
+                        time_ms,
+                    } = command
+                    {
+                        let placed =
+                            OrderView::placed(*market, *order_id, *account, order, *time_ms);
+                        changes.orders.push((placed, true));
+                    }
                 }
                 Event::Trade(trade) => self.record_trade(trade, &mut changes),
                 Event::Rejected(_) | Event::Balance { .. } => {}

@@ -1,62 +1,87 @@
 //! An independent, deliberately simple model of the exchange, for testing
-//! the engine against: resting orders in one plain list per market, found
-//! by scanning it; balances in an ordered map. It predicts every command's
-//! outcome (refusal and its reason, each fill, each order's final state)
-//! and the balances after it, so the fast engine must agree on what
-//! happened, not only keep its invariants.
+//! the engine against. It is written from the rules and Binance's
+//! documented behaviour, not from the engine's code: each market's resting
+//! orders are two plain lists kept in priority order, balances an ordered
+//! map, and what an order could fill is found by matching it against a copy
+//! of the book. It predicts every command's outcome (refusal and its reason,
+//! each fill, each order's last state) and the balances after it, so the
+//! fast engine must agree on what happened, not only keep its invariants.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
-use crate::engine::{AccountId, Command, Event, OrderStatus, Reject, Trade};
-use crate::market::StpMode;
+use crate::engine::{AccountId, Command, Event, Levels, OrderState, OrderStatus, Reject, Trade};
+use crate::market::{Market, StpMode};
 use crate::order::{NewOrder, OrderType, Side, TimeInForce};
 
 /// What a command did, in a form both the model and the engine's events
-/// reduce to.
+/// reduce to: the order of events within a command is the engine's
+/// business, their content is not.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Outcome {
     /// The refusal, if the command was refused.
     pub(crate) rejected: Option<Reject>,
     /// Every fill, in the order it happened.
     pub(crate) trades: Vec<Trade>,
-    /// Each order touched, in its last state: (market, id, owner, status,
-    /// executed, cumulative quote), by market and id.
-    pub(crate) orders: Vec<(MarketId, u64, AccountId, OrderStatus, Amount, Amount)>,
+    /// The last state of each order the command touched.
+    pub(crate) orders: BTreeMap<(MarketId, u64), OrderState>,
 }
 
 impl Outcome {
     /// The engine's events reduced to an outcome.
     pub(crate) fn of(events: &[Event]) -> Self {
         let mut outcome = Self::default();
-        let mut last: BTreeMap<(MarketId, u64), (AccountId, OrderStatus, Amount, Amount)> =
-            BTreeMap::new();
         for event in events {
             match event {
                 Event::Rejected(reject) => outcome.rejected = Some(*reject),
                 Event::Trade(trade) => outcome.trades.push(*trade),
                 Event::Order(state) => {
-                    last.insert(
-                        (state.market, state.order_id),
-                        (
-                            state.account,
-                            state.status,
-                            state.executed,
-                            state.cumulative_quote,
-                        ),
-                    );
+                    outcome
+                        .orders
+                        .insert((state.market, state.order_id), *state);
                 }
-                Event::Balance { .. } => {}
+                Event::Balance { .. } | Event::Placed { .. } => {}
             }
         }
-        outcome.orders = last
-            .into_iter()
-            .map(|((m, id), (a, s, e, q))| (m, id, a, s, e, q))
-            .collect();
         outcome
     }
+}
+
+/// The last (free, locked) the events report for each account and asset.
+pub(crate) fn reported_balances(
+    events: &[Event],
+) -> BTreeMap<(AccountId, AssetId), (Amount, Amount)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Balance {
+                account,
+                asset,
+                free,
+                locked,
+            } => Some(((*account, *asset), (*free, *locked))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `price × quantity`, for amounts the model has already checked fit.
+fn mul(price: Amount, quantity: Amount) -> Amount {
+    price
+        .checked_mul(quantity)
+        .expect("model: a checked amount fits")
+}
+
+/// The most base, in whole steps, whose exact cost at `price` is within
+/// `budget` (rounding never lets a fill cost more than the budget).
+fn whole_steps(budget: Amount, price: Amount, step: Amount) -> Amount {
+    let cost_of_a_step = u128::from(price.units()) * u128::from(step.units());
+    let steps = u128::from(budget.units()) * 100_000_000 / cost_of_a_step;
+    let units = steps * u128::from(step.units());
+    Amount::from_units(u64::try_from(units).unwrap_or(u64::MAX))
 }
 
 /// An order on the book.
@@ -69,72 +94,214 @@ struct Resting {
     remaining: Amount,
     executed: Amount,
     quote: Amount,
-    /// Still reserved for it: quote for a buy, base for a sell.
-    locked: Amount,
     client_id: Option<String>,
 }
 
-#[derive(Default)]
+impl Resting {
+    /// What it keeps reserved: its remainder at its price for a buy, its
+    /// remainder for a sell.
+    fn lock(&self) -> Amount {
+        match self.side {
+            Side::Buy => mul(self.price, self.remaining),
+            Side::Sell => self.remaining,
+        }
+    }
+
+    fn state(&self, market: MarketId, status: OrderStatus, time_ms: u64) -> OrderState {
+        OrderState {
+            market,
+            order_id: self.id,
+            account: self.account,
+            status,
+            executed: self.executed,
+            cumulative_quote: self.quote,
+            time_ms,
+        }
+    }
+}
+
+/// One market's book and id counters.
+#[derive(Debug, Clone)]
 struct Book {
-    orders: Vec<Resting>,
+    /// Resting buys, best first: highest price, then oldest (ids grow with time).
+    bids: Vec<Resting>,
+    /// Resting sells, best first: lowest price, then oldest.
+    asks: Vec<Resting>,
     next_order: u64,
     next_trade: u64,
 }
 
 impl Book {
-    /// Index of the best order a taker of `side` meets: best price, then oldest.
-    fn best_for(&self, side: Side) -> Option<usize> {
-        let candidates = self
-            .orders
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.side != side);
-        match side {
-            Side::Buy => candidates.min_by_key(|(_, o)| (o.price, o.id)),
-            Side::Sell => candidates.min_by_key(|(_, o)| (std::cmp::Reverse(o.price), o.id)),
+    fn new() -> Self {
+        Self {
+            bids: Vec::new(),
+            asks: Vec::new(),
+            next_order: 1,
+            next_trade: 1,
         }
-        .map(|(i, _)| i)
     }
 
-    /// The resting orders a taker of `side` meets, in the order it meets them.
-    fn queue_for(&self, side: Side) -> Vec<Resting> {
-        let mut queue: Vec<Resting> = self
-            .orders
-            .iter()
-            .filter(|o| o.side != side)
-            .cloned()
-            .collect();
-        match side {
-            Side::Buy => queue.sort_by_key(|o| (o.price, o.id)),
-            Side::Sell => queue.sort_by_key(|o| (std::cmp::Reverse(o.price), o.id)),
+    fn take_order_id(&mut self) -> u64 {
+        self.next_order += 1;
+        self.next_order - 1
+    }
+
+    fn rest(&mut self, order: Resting) {
+        match order.side {
+            Side::Buy => {
+                self.bids.push(order);
+                self.bids.sort_by_key(|o| (Reverse(o.price), o.id));
+            }
+            Side::Sell => {
+                self.asks.push(order);
+                self.asks.sort_by_key(|o| (o.price, o.id));
+            }
         }
-        queue
+    }
+
+    /// The orders an incoming order of `side` meets, best first.
+    fn opposite(&mut self, side: Side) -> &mut Vec<Resting> {
+        match side {
+            Side::Buy => &mut self.asks,
+            Side::Sell => &mut self.bids,
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Resting> {
+        self.bids.iter().chain(&self.asks)
+    }
+
+    /// Takes the first order `pick` chooses off the book.
+    fn take(&mut self, pick: impl Fn(&Resting) -> bool) -> Option<Resting> {
+        for side in [&mut self.bids, &mut self.asks] {
+            if let Some(at) = side.iter().position(&pick) {
+                return Some(side.remove(at));
+            }
+        }
+        None
     }
 }
 
-/// Whether `price` is worse for a taker of `side` than its `limit`.
+/// An incoming order while it matches.
+#[derive(Debug, Clone)]
+struct Taker {
+    id: u64,
+    account: AccountId,
+    side: Side,
+    /// None for MARKET.
+    limit: Option<Amount>,
+    stp: StpMode,
+    /// Base still wanted; None for an order by quote amount.
+    base_left: Option<Amount>,
+    /// Quote still to spend or receive; orders by quote amount only.
+    quote_left: Option<Amount>,
+    executed: Amount,
+    quote: Amount,
+}
+
+/// What an incoming order did to one resting order.
+enum Meeting {
+    /// A fill at the resting order's price; `maker` as it is after it.
+    Fill {
+        maker: Resting,
+        quantity: Amount,
+        quote: Amount,
+    },
+    /// Self-trade prevention took `maker` off the book.
+    Expired(Resting),
+}
+
+/// Matches `taker` against `book` by price-time priority at the resting
+/// orders' prices, taking filled and expired resting orders off. Returns
+/// what it met and whether self-trade prevention ended the taker.
+fn sweep(book: &mut Book, taker: &mut Taker, step: Amount) -> (Vec<Meeting>, bool) {
+    let mut met = Vec::new();
+    let makers = book.opposite(taker.side);
+    loop {
+        if taker.base_left == Some(Amount::ZERO) || taker.quote_left == Some(Amount::ZERO) {
+            return (met, false);
+        }
+        let Some(maker) = makers.first_mut() else {
+            return (met, false);
+        };
+        if beyond(taker.side, maker.price, taker.limit) {
+            return (met, false);
+        }
+        // The taker's mode decides; a resting order's own mode no longer counts.
+        if maker.account == taker.account && taker.stp != StpMode::None {
+            if matches!(taker.stp, StpMode::ExpireMaker | StpMode::ExpireBoth) {
+                met.push(Meeting::Expired(makers.remove(0)));
+            }
+            if matches!(taker.stp, StpMode::ExpireTaker | StpMode::ExpireBoth) {
+                return (met, true);
+            }
+            continue;
+        }
+        let mut quantity = maker.remaining;
+        if let Some(left) = taker.base_left {
+            quantity = quantity.min(left);
+        }
+        if let Some(left) = taker.quote_left {
+            quantity = quantity.min(whole_steps(left, maker.price, step));
+        }
+        let quote = mul(maker.price, quantity);
+        // Priority forbids skipping to a worse price, so what the best one
+        // cannot take ends the order; and a fill must move both assets.
+        if quantity.is_zero() || quote.is_zero() {
+            return (met, false);
+        }
+        let less = |left: Option<Amount>, used: Amount| {
+            left.map(|l| {
+                l.checked_sub(used)
+                    .expect("model: never beyond what is left")
+            })
+        };
+        taker.base_left = less(taker.base_left, quantity);
+        taker.quote_left = less(taker.quote_left, quote);
+        // A trial may add up past any amount; a placed order's totals stay
+        // within its lock.
+        taker.executed = taker.executed.saturating_add(quantity);
+        taker.quote = taker.quote.saturating_add(quote);
+        maker.remaining = maker
+            .remaining
+            .checked_sub(quantity)
+            .expect("model: within it");
+        maker.executed = sum(maker.executed, quantity);
+        maker.quote = sum(maker.quote, quote);
+        let maker = maker.clone();
+        if maker.remaining.is_zero() {
+            makers.remove(0);
+        }
+        met.push(Meeting::Fill {
+            maker,
+            quantity,
+            quote,
+        });
+    }
+}
+
+/// Whether `price` is worse for an incoming order of `side` than its `limit`.
 fn beyond(side: Side, price: Amount, limit: Option<Amount>) -> bool {
     match (side, limit) {
-        (_, None) => false,
         (Side::Buy, Some(limit)) => price > limit,
         (Side::Sell, Some(limit)) => price < limit,
+        (_, None) => false,
     }
 }
 
-/// The most base, in whole steps, that `budget` of quote pays at `price`.
-fn base_for(budget: Amount, price: Amount, step: Amount) -> Amount {
-    let units = u128::from(budget.units()) * 100_000_000 / u128::from(price.units().max(1));
-    let units = u64::try_from(units).unwrap_or(u64::MAX);
-    Amount::from_units(units / step.units() * step.units())
+fn sum(a: Amount, b: Amount) -> Amount {
+    a.checked_add(b).expect("model: totals fit")
 }
 
 /// The model exchange.
+#[derive(Clone)]
 pub(crate) struct Model {
     catalog: Arc<Catalog>,
     fee_account: AccountId,
     /// (free, locked) by account and asset.
     balances: BTreeMap<(AccountId, AssetId), (Amount, Amount)>,
-    /// Credits minus debits, by asset.
+    /// Credits minus debits, by asset: no balance can exceed it, so an
+    /// amount type that holds it holds every balance.
     supply: BTreeMap<AssetId, Amount>,
     books: Vec<Book>,
 }
@@ -144,14 +311,7 @@ type Step<T> = Result<T, Reject>;
 impl Model {
     /// An empty exchange over `catalog`, fees to `fee_account`.
     pub(crate) fn new(catalog: Arc<Catalog>, fee_account: AccountId) -> Self {
-        let books = catalog
-            .markets()
-            .map(|_| Book {
-                next_order: 1,
-                next_trade: 1,
-                ..Book::default()
-            })
-            .collect();
+        let books = catalog.markets().map(|_| Book::new()).collect();
         Self {
             catalog,
             fee_account,
@@ -169,43 +329,81 @@ impl Model {
             .unwrap_or_default()
     }
 
+    /// Every account the model has seen.
+    pub(crate) fn accounts(&self) -> Vec<AccountId> {
+        let mut accounts: Vec<_> = self.balances.keys().map(|(account, _)| *account).collect();
+        accounts.dedup();
+        accounts
+    }
+
+    /// `market`'s book as (price, quantity) levels, bids best first, then asks best first.
+    pub(crate) fn depth(&self, market: MarketId) -> (Levels, Levels) {
+        let book = &self.books[usize::from(market.0)];
+        let levels = |orders: &[Resting]| {
+            let mut levels: Vec<(Amount, Amount)> = Vec::new();
+            for order in orders {
+                match levels.last_mut() {
+                    Some((price, quantity)) if *price == order.price => {
+                        *quantity = sum(*quantity, order.remaining);
+                    }
+                    _ => levels.push((order.price, order.remaining)),
+                }
+            }
+            levels
+        };
+        (levels(&book.bids), levels(&book.asks))
+    }
+
+    /// Panics unless each locked balance is exactly what its owner's resting
+    /// orders reserve and no book is crossed: the model checking itself.
+    pub(crate) fn check(&self) {
+        let mut reserved: BTreeMap<(AccountId, AssetId), Amount> = BTreeMap::new();
+        for ((market, _), book) in self.catalog.markets().zip(&self.books) {
+            let (base, quote) = self.catalog.pair(market).expect("every market has a pair");
+            for order in book.all() {
+                let asset = if order.side == Side::Buy { quote } else { base };
+                let total = reserved.entry((order.account, asset)).or_default();
+                *total = sum(*total, order.lock());
+            }
+            if let (Some(bid), Some(ask)) = (book.bids.first(), book.asks.first()) {
+                assert!(bid.price < ask.price, "model: a crossed book");
+            }
+        }
+        for (&(account, asset), &(_, locked)) in &self.balances {
+            let expected = reserved.remove(&(account, asset)).unwrap_or_default();
+            assert_eq!(locked, expected, "model: locked {account} {asset:?}");
+        }
+        assert!(
+            reserved.values().all(|r| r.is_zero()),
+            "model: unbacked orders"
+        );
+    }
+
     /// Applies `command`; a refused command leaves the model as it was.
     pub(crate) fn apply(&mut self, command: &Command) -> Outcome {
-        let balances = self.balances.clone();
-        let supply = self.supply.clone();
-        let orders: Vec<(Vec<Resting>, u64, u64)> = self
-            .books
-            .iter()
-            .map(|b| (b.orders.clone(), b.next_order, b.next_trade))
-            .collect();
+        let before = self.clone();
         let mut outcome = Outcome::default();
         if let Err(reject) = self.run(command, &mut outcome) {
-            self.balances = balances;
-            self.supply = supply;
-            for (book, (orders, next_order, next_trade)) in self.books.iter_mut().zip(orders) {
-                (book.orders, book.next_order, book.next_trade) = (orders, next_order, next_trade);
-            }
+            *self = before;
             return Outcome {
                 rejected: Some(reject),
                 ..Outcome::default()
             };
         }
-        outcome.orders.sort_by_key(|o| (o.0, o.1));
         outcome
     }
 
     fn run(&mut self, command: &Command, outcome: &mut Outcome) -> Step<()> {
-        match command {
+        match *command {
             Command::Credit {
                 account,
                 asset,
                 amount,
             } => {
-                self.known_asset(*asset)?;
-                let supply = self.supply.entry(*asset).or_default();
-                *supply = supply.checked_add(*amount).ok_or(Reject::Overflow)?;
-                let free = &mut self.balances.entry((*account, *asset)).or_default().0;
-                *free = free.checked_add(*amount).ok_or(Reject::Overflow)?;
+                self.known_asset(asset)?;
+                let supply = self.supply.entry(asset).or_default();
+                *supply = supply.checked_add(amount).ok_or(Reject::Overflow)?;
+                self.add(account, asset, amount);
                 Ok(())
             }
             Command::Debit {
@@ -213,55 +411,50 @@ impl Model {
                 asset,
                 amount,
             } => {
-                self.known_asset(*asset)?;
-                let free = &mut self.balances.entry((*account, *asset)).or_default().0;
+                self.known_asset(asset)?;
+                let (free, _) = self.entry(account, asset);
                 *free = free
-                    .checked_sub(*amount)
+                    .checked_sub(amount)
                     .ok_or(Reject::InsufficientBalance)?;
-                let supply = self.supply.entry(*asset).or_default();
-                *supply = supply.checked_sub(*amount).ok_or(Reject::Overflow)?;
+                let supply = self.supply.entry(asset).or_default();
+                *supply = supply
+                    .checked_sub(amount)
+                    .expect("model: supply holds every balance");
                 Ok(())
             }
             Command::Place {
                 account,
-                order,
+                ref order,
                 time_ms,
-            } => self.place(*account, order, *time_ms, outcome),
+            } => self.place(account, order, time_ms, outcome),
             Command::Cancel {
                 account,
                 market,
                 order_id,
-                ..
+                time_ms,
             } => {
-                let book = self.book(*market)?;
-                let at = book
-                    .orders
-                    .iter()
-                    .position(|o| o.id == *order_id && o.account == *account)
+                let book = self.book(market)?;
+                let order = book
+                    .take(|o| o.id == order_id && o.account == account)
                     .ok_or(Reject::UnknownOrder)?;
-                self.take_off(*market, at, OrderStatus::Canceled, outcome)
+                self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
+                Ok(())
             }
             Command::CancelAll {
-                account, market, ..
+                account,
+                market,
+                time_ms,
             } => {
-                let mut ids: Vec<u64> = self
-                    .book(*market)?
-                    .orders
-                    .iter()
-                    .filter(|o| o.account == *account)
-                    .map(|o| o.id)
-                    .collect();
-                if ids.is_empty() {
+                let book = self.book(market)?;
+                let mut mine = Vec::new();
+                while let Some(order) = book.take(|o| o.account == account) {
+                    mine.push(order);
+                }
+                if mine.is_empty() {
                     return Err(Reject::UnknownOrder);
                 }
-                ids.sort_unstable();
-                for id in ids {
-                    let at = self.books[usize::from(market.0)]
-                        .orders
-                        .iter()
-                        .position(|o| o.id == id)
-                        .expect("listed above");
-                    self.take_off(*market, at, OrderStatus::Canceled, outcome)?;
+                for order in mine {
+                    self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
                 }
                 Ok(())
             }
@@ -276,106 +469,55 @@ impl Model {
         }
     }
 
-    fn book(&self, market: MarketId) -> Step<&Book> {
+    fn book(&mut self, market: MarketId) -> Step<&mut Book> {
         self.books
-            .get(usize::from(market.0))
+            .get_mut(usize::from(market.0))
             .ok_or(Reject::UnknownSymbol)
     }
 
-    /// Moves `amount` of `asset` between free and locked (`lock`: free to locked).
-    fn shift(
-        &mut self,
-        account: AccountId,
-        asset: AssetId,
-        amount: Amount,
-        lock: bool,
-    ) -> Step<()> {
-        let (free, locked) = self.balances.entry((account, asset)).or_default();
+    fn entry(&mut self, account: AccountId, asset: AssetId) -> &mut (Amount, Amount) {
+        self.balances.entry((account, asset)).or_default()
+    }
+
+    /// Adds to free.
+    fn add(&mut self, account: AccountId, asset: AssetId, amount: Amount) {
+        let (free, _) = self.entry(account, asset);
+        *free = sum(*free, amount);
+    }
+
+    /// Moves `amount` from free to locked (`lock`) or back.
+    fn shift(&mut self, account: AccountId, asset: AssetId, amount: Amount, lock: bool) {
+        let (free, locked) = self.entry(account, asset);
         let (from, to) = if lock { (free, locked) } else { (locked, free) };
-        *from = from
-            .checked_sub(amount)
-            .ok_or(Reject::InsufficientBalance)?;
-        *to = to.checked_add(amount).ok_or(Reject::Overflow)?;
-        Ok(())
+        *from = from.checked_sub(amount).expect("model: enough to move");
+        *to = sum(*to, amount);
     }
 
-    /// Adds `amount` to free, or (`locked`) takes it from locked.
-    fn adjust(
-        &mut self,
-        account: AccountId,
-        asset: AssetId,
-        amount: Amount,
-        locked: bool,
-    ) -> Step<()> {
-        let (free, held) = self.balances.entry((account, asset)).or_default();
-        if locked {
-            *held = held.checked_sub(amount).ok_or(Reject::Overflow)?;
-        } else {
-            *free = free.checked_add(amount).ok_or(Reject::Overflow)?;
-        }
-        Ok(())
+    /// Releases `reserved` from locked, of which `paid` leaves the account
+    /// and the rest goes back to free.
+    fn spend(&mut self, account: AccountId, asset: AssetId, reserved: Amount, paid: Amount) {
+        self.shift(account, asset, reserved, false);
+        let (free, _) = self.entry(account, asset);
+        *free = free
+            .checked_sub(paid)
+            .expect("model: paid from what was reserved");
     }
 
-    /// Takes the order at `at` off `market`'s book with `status`, unlocking what it holds.
-    fn take_off(
+    /// Takes `order`, already off the book, out with `status`, releasing what it reserved.
+    fn end(
         &mut self,
         market: MarketId,
-        at: usize,
+        order: Resting,
         status: OrderStatus,
+        time_ms: u64,
         outcome: &mut Outcome,
-    ) -> Step<()> {
-        let order = self.books[usize::from(market.0)].orders.remove(at);
-        let (base, quote) = self.catalog.pair(market).ok_or(Reject::UnknownSymbol)?;
+    ) {
+        let (base, quote) = self.catalog.pair(market).expect("a known market");
         let asset = if order.side == Side::Buy { quote } else { base };
-        self.shift(order.account, asset, order.locked, false)?;
-        outcome.orders.push((
-            market,
-            order.id,
-            order.account,
-            status,
-            order.executed,
-            order.quote,
-        ));
-        Ok(())
-    }
-
-    /// What a taker would fill against the book now, with self-trade
-    /// prevention as matching applies it: (base, quote).
-    fn reachable(&self, account: AccountId, order: &NewOrder) -> (Amount, Amount) {
-        let book = &self.books[usize::from(order.market.0)];
-        let step = self
-            .catalog
-            .market(order.market)
-            .map_or(Amount::ZERO, |m| m.step_size);
-        let (mut base, mut quote) = (Amount::ZERO, Amount::ZERO);
-        for resting in book.queue_for(order.side) {
-            if beyond(order.side, resting.price, order.price) {
-                break;
-            }
-            if resting.account == account {
-                match order.stp {
-                    StpMode::None => {}
-                    StpMode::ExpireMaker => continue,
-                    StpMode::ExpireTaker | StpMode::ExpireBoth => break,
-                }
-            }
-            let mut take = resting.remaining;
-            if let Some(want) = order.quantity {
-                take = take.min(want.checked_sub(base).unwrap_or_default());
-            }
-            if let Some(want) = order.quote_quantity {
-                let left = want.checked_sub(quote).unwrap_or_default();
-                take = take.min(base_for(left, resting.price, step));
-            }
-            if take.is_zero() {
-                break;
-            }
-            base = base.checked_add(take).unwrap_or(base);
-            quote = quote
-                .checked_add(resting.price.checked_mul(take).unwrap_or_default())
-                .unwrap_or(quote);
-        }
-        (base, quote)
+        self.shift(order.account, asset, order.lock(), false);
+        outcome
+            .orders
+            .insert((market, order.id), order.state(market, status, time_ms));
     }
 
     fn place(
@@ -390,131 +532,138 @@ impl Model {
             .market(order.market)
             .ok_or(Reject::UnknownSymbol)?
             .clone();
-        let (base, quote) = self
-            .catalog
-            .pair(order.market)
-            .ok_or(Reject::UnknownSymbol)?;
-        let off = |value: Option<Amount>, grid: Amount| {
+        let (base, quote) = self.catalog.pair(order.market).expect("a known market");
+        let off_grid = |value: Option<Amount>, grid: Amount| {
             value.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
         };
-        if off(order.price, market.tick_size) || off(order.quantity, market.step_size) {
+        if off_grid(order.price, market.tick_size) || off_grid(order.quantity, market.step_size) {
             return Err(Reject::OffGrid);
         }
         let book = self.book(order.market)?;
-        let mine = book.orders.iter().filter(|o| o.account == account);
-        if let Some(id) = &order.client_order_id
-            && mine.clone().any(|o| o.client_id.as_ref() == Some(id))
+        let open: Vec<&Resting> = book.all().filter(|o| o.account == account).collect();
+        if order.client_order_id.is_some()
+            && open.iter().any(|o| o.client_id == order.client_order_id)
         {
             return Err(Reject::DuplicateClientOrderId);
         }
-        if order.order_type != OrderType::Market && mine.count() as u32 >= market.max_num_orders {
+        if order.order_type != OrderType::Market && open.len() >= market.max_num_orders as usize {
             return Err(Reject::TooManyOrders);
         }
+        // Whatever self-trade prevention would do: crossing is taking.
         if order.order_type == OrderType::LimitMaker
-            && let Some(best) = book.best_for(order.side)
-            && !beyond(order.side, book.orders[best].price, order.price)
+            && let Some(best) = book.opposite(order.side).first()
+            && !beyond(order.side, best.price, order.price)
         {
             return Err(Reject::WouldTake);
         }
-        let is_market = order.order_type == OrderType::Market;
-        let (reach_base, reach_quote) = self.reachable(account, order);
-        if order.time_in_force == TimeInForce::Fok && Some(reach_base) != order.quantity {
-            let book = &mut self.books[usize::from(order.market.0)];
-            let id = book.next_order;
-            book.next_order += 1;
-            let zero = Amount::ZERO;
-            outcome
-                .orders
-                .push((order.market, id, account, OrderStatus::Expired, zero, zero));
+        let mut taker = Taker {
+            id: 0,
+            account,
+            side: order.side,
+            limit: order.price,
+            stp: order.stp,
+            base_left: order.quantity,
+            quote_left: order.quote_quantity,
+            executed: Amount::ZERO,
+            quote: Amount::ZERO,
+        };
+        // What matching would fill now, tried on a copy of the book.
+        let (trial, _) = sweep(&mut book.clone(), &mut taker.clone(), market.step_size);
+        let fills = trial.iter().filter_map(|m| match m {
+            Meeting::Fill {
+                quantity, quote, ..
+            } => Some((u128::from(quantity.units()), u128::from(quote.units()))),
+            Meeting::Expired(_) => None,
+        });
+        let (could_base, could_quote) = fills.fold((0, 0), |(b, q), (fb, fq)| (b + fb, q + fq));
+        if order.time_in_force == TimeInForce::Fok
+            && Some(could_base) != order.quantity.map(|q| u128::from(q.units()))
+        {
+            // It still takes an id, as Binance reports the order it expired.
+            let id = book.take_order_id();
+            let state = OrderState {
+                market: order.market,
+                order_id: id,
+                account,
+                status: OrderStatus::Expired,
+                executed: Amount::ZERO,
+                cumulative_quote: Amount::ZERO,
+                time_ms,
+            };
+            outcome.orders.insert((order.market, id), state);
             return Ok(());
         }
-        let sells_for_quote =
-            is_market && order.side == Side::Sell && order.quote_quantity.is_some();
-        let lock = match order.side {
-            Side::Sell if sells_for_quote => reach_base,
-            Side::Sell => order.quantity.ok_or(Reject::Overflow)?,
-            Side::Buy if is_market => order.quote_quantity.unwrap_or(reach_quote),
-            Side::Buy => order
+        let fits = |units: u128| u64::try_from(units).map(Amount::from_units);
+        let by_quote = order.quote_quantity.is_some();
+        let is_market = order.order_type == OrderType::Market;
+        let lock = match (order.side, is_market) {
+            (Side::Buy, true) => match order.quote_quantity {
+                Some(amount) => amount,
+                None => fits(could_quote).map_err(|_| Reject::Overflow)?,
+            },
+            (Side::Buy, false) => order
                 .price
                 .zip(order.quantity)
                 .and_then(|(p, q)| p.checked_mul(q))
                 .ok_or(Reject::Overflow)?,
+            (Side::Sell, true) if by_quote => fits(could_base).map_err(|_| Reject::Overflow)?,
+            (Side::Sell, _) => {
+                // What a limit sell could receive must be an amount too.
+                if let (Some(p), Some(q)) = (order.price, order.quantity) {
+                    p.checked_mul(q).ok_or(Reject::Overflow)?;
+                }
+                order.quantity.ok_or(Reject::Overflow)?
+            }
         };
-        if let (Side::Sell, Some(price), Some(quantity)) = (order.side, order.price, order.quantity)
-        {
-            price.checked_mul(quantity).ok_or(Reject::Overflow)?;
-        }
         let lock_asset = if order.side == Side::Buy { quote } else { base };
-        self.shift(account, lock_asset, lock, true)?;
-        let book = &mut self.books[usize::from(order.market.0)];
-        let id = book.next_order;
-        book.next_order += 1;
-        let mut taker = Resting {
-            id,
-            account,
-            side: order.side,
-            price: order.price.unwrap_or_default(),
-            remaining: match order.quantity {
-                Some(quantity) => quantity,
-                None if sells_for_quote => lock,
-                None => Amount::from_units(u64::MAX),
-            },
-            executed: Amount::ZERO,
-            quote: Amount::ZERO,
-            locked: lock,
-            client_id: order.client_order_id.clone(),
-        };
-        // A market buy spends at most its lock; a sell for quote receives at most its amount.
-        let mut budget = match (order.side, is_market) {
-            (Side::Buy, true) => Some(lock),
-            (Side::Sell, true) => order.quote_quantity,
-            _ => None,
-        };
-        let mut expired_in_match = false;
-        loop {
-            let budget_spent =
-                order.quote_quantity.is_some() && budget.is_some_and(|b| b.is_zero());
-            if taker.remaining.is_zero() || budget_spent {
-                break;
-            }
-            let book = &self.books[usize::from(order.market.0)];
-            let Some(at) = book.best_for(order.side) else {
-                break;
-            };
-            let maker = book.orders[at].clone();
-            if beyond(order.side, maker.price, order.price) {
-                break;
-            }
-            if maker.account == account && order.stp != StpMode::None {
-                if matches!(order.stp, StpMode::ExpireMaker | StpMode::ExpireBoth) {
-                    self.take_off(order.market, at, OrderStatus::ExpiredInMatch, outcome)?;
-                }
-                if matches!(order.stp, StpMode::ExpireTaker | StpMode::ExpireBoth) {
-                    expired_in_match = true;
-                    break;
-                }
-                continue;
-            }
-            let mut quantity = taker.remaining.min(maker.remaining);
-            if let Some(left) = budget {
-                quantity = quantity.min(base_for(left, maker.price, market.step_size));
-            }
-            let paid = maker.price.checked_mul(quantity).ok_or(Reject::Overflow)?;
-            if quantity.is_zero() || paid.is_zero() {
-                break;
-            }
-            if let Some(left) = budget.as_mut() {
-                *left = left.checked_sub(paid).ok_or(Reject::Overflow)?;
-            }
-            self.fill(order, &mut taker, at, quantity, paid, time_ms, outcome)?;
+        if self.balance(account, lock_asset).0 < lock {
+            return Err(Reject::InsufficientBalance);
         }
-        let filled = match order.quote_quantity {
-            Some(_) => budget.is_some_and(|b| b.is_zero()),
-            None => taker.remaining.is_zero(),
+        self.shift(account, lock_asset, lock, true);
+        let book = &mut self.books[usize::from(order.market.0)];
+        taker.id = book.take_order_id();
+        let (met, expired_in_match) = sweep(book, &mut taker, market.step_size);
+        let mut reserved = lock;
+        for meeting in met {
+            match meeting {
+                Meeting::Expired(maker) => {
+                    self.end(
+                        order.market,
+                        maker,
+                        OrderStatus::ExpiredInMatch,
+                        time_ms,
+                        outcome,
+                    );
+                }
+                Meeting::Fill {
+                    maker,
+                    quantity,
+                    quote: paid,
+                } => {
+                    let fill = (quantity, paid, time_ms);
+                    let (trade, used) = self.settle(order.market, &taker, &maker, fill);
+                    reserved = reserved.checked_sub(used).expect("model: within the lock");
+                    outcome.trades.push(trade);
+                    let status = if maker.remaining.is_zero() {
+                        OrderStatus::Filled
+                    } else {
+                        OrderStatus::PartiallyFilled
+                    };
+                    outcome.orders.insert(
+                        (order.market, maker.id),
+                        maker.state(order.market, status, time_ms),
+                    );
+                }
+            }
+        }
+        let done = if by_quote {
+            taker.quote_left == Some(Amount::ZERO)
+        } else {
+            taker.base_left == Some(Amount::ZERO)
         };
         let status = if expired_in_match {
             OrderStatus::ExpiredInMatch
-        } else if filled {
+        } else if done {
             OrderStatus::Filled
         } else if is_market || order.time_in_force != TimeInForce::Gtc {
             OrderStatus::Expired
@@ -523,92 +672,76 @@ impl Model {
         } else {
             OrderStatus::PartiallyFilled
         };
-        outcome.orders.push((
-            order.market,
-            id,
+        let resting = Resting {
+            id: taker.id,
             account,
-            status,
-            taker.executed,
-            taker.quote,
-        ));
+            side: order.side,
+            price: order.price.unwrap_or_default(),
+            remaining: taker.base_left.unwrap_or_default(),
+            executed: taker.executed,
+            quote: taker.quote,
+            client_id: order.client_order_id.clone(),
+        };
+        outcome.orders.insert(
+            (order.market, taker.id),
+            resting.state(order.market, status, time_ms),
+        );
         if matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled) {
-            self.books[usize::from(order.market.0)].orders.push(taker);
+            assert_eq!(
+                reserved,
+                resting.lock(),
+                "model: a resting order keeps its remainder"
+            );
+            self.books[usize::from(order.market.0)].rest(resting);
         } else {
-            self.shift(account, lock_asset, taker.locked, false)?;
+            self.shift(account, lock_asset, reserved, false);
         }
         Ok(())
     }
 
-    /// One fill of `quantity` for `paid` quote between the taker and the
-    /// maker at `at`, at the maker's price; fees from what each receives.
-    #[allow(clippy::too_many_arguments)]
-    fn fill(
+    /// Books one fill of `quantity` for `paid` quote between `taker` and
+    /// `maker` at `time_ms`; fees come out of what each side receives.
+    /// Returns the trade and how much of the taker's reservation it used.
+    fn settle(
         &mut self,
-        order: &NewOrder,
-        taker: &mut Resting,
-        at: usize,
-        quantity: Amount,
-        paid: Amount,
-        time_ms: u64,
-        outcome: &mut Outcome,
-    ) -> Step<()> {
-        let market = self
-            .catalog
-            .market(order.market)
-            .ok_or(Reject::UnknownSymbol)?
-            .clone();
-        let (base, quote) = self
-            .catalog
-            .pair(order.market)
-            .ok_or(Reject::UnknownSymbol)?;
-        let maker = self.books[usize::from(order.market.0)].orders[at].clone();
+        market_id: MarketId,
+        taker: &Taker,
+        maker: &Resting,
+        (quantity, paid, time_ms): (Amount, Amount, u64),
+    ) -> (Trade, Amount) {
+        let market = self.catalog.market(market_id).expect("a known market");
+        let (base, quote) = self.catalog.pair(market_id).expect("a known market");
+        let taker_fee = fee(market, taker, quantity, paid, true);
+        let maker_fee = fee(market, taker, quantity, paid, false);
         let taker_buys = taker.side == Side::Buy;
-        // What each side's reservation gives up for this fill.
-        let taker_used = match taker.side {
-            Side::Buy if taker.price.is_zero() => paid,
-            Side::Buy => taker.price.checked_mul(quantity).ok_or(Reject::Overflow)?,
-            Side::Sell => quantity,
-        };
-        let maker_used = if taker_buys {
-            quantity
+        let (buyer, seller, buyer_fee, seller_fee) = if taker_buys {
+            (taker.account, maker.account, taker_fee, maker_fee)
         } else {
-            maker.price.checked_mul(quantity).ok_or(Reject::Overflow)?
+            (maker.account, taker.account, maker_fee, taker_fee)
         };
-        let (buyer, seller) = if taker_buys {
-            (taker.account, maker.account)
-        } else {
-            (maker.account, taker.account)
+        // A buy reserved this quantity at its own limit (a resting buy's is
+        // the trade price); a market buy reserved exactly what it pays.
+        let buyer_reserved = match (taker_buys, taker.limit) {
+            (true, Some(limit)) => mul(limit, quantity),
+            _ => paid,
         };
-        let (buyer_rate, seller_rate) = if taker_buys {
-            (market.taker_fee, market.maker_fee)
-        } else {
-            (market.maker_fee, market.taker_fee)
-        };
-        let buyer_used = if taker_buys { taker_used } else { maker_used };
-        let buyer_fee = quantity.checked_mul(buyer_rate).ok_or(Reject::Overflow)?;
-        let seller_fee = paid.checked_mul(seller_rate).ok_or(Reject::Overflow)?;
-        let back = buyer_used.checked_sub(paid).ok_or(Reject::Overflow)?;
-        self.adjust(buyer, quote, buyer_used, true)?;
-        self.adjust(buyer, quote, back, false)?;
-        self.adjust(
+        self.spend(buyer, quote, buyer_reserved, paid);
+        self.add(
             buyer,
             base,
-            quantity.checked_sub(buyer_fee).ok_or(Reject::Overflow)?,
-            false,
-        )?;
-        self.adjust(seller, base, quantity, true)?;
-        self.adjust(
+            quantity.checked_sub(buyer_fee).expect("fee below 1"),
+        );
+        self.spend(seller, base, quantity, quantity);
+        self.add(
             seller,
             quote,
-            paid.checked_sub(seller_fee).ok_or(Reject::Overflow)?,
-            false,
-        )?;
-        self.adjust(self.fee_account, base, buyer_fee, false)?;
-        self.adjust(self.fee_account, quote, seller_fee, false)?;
-
-        let book = &mut self.books[usize::from(order.market.0)];
-        outcome.trades.push(Trade {
-            market: order.market,
+            paid.checked_sub(seller_fee).expect("fee below 1"),
+        );
+        self.add(self.fee_account, base, buyer_fee);
+        self.add(self.fee_account, quote, seller_fee);
+        let book = &mut self.books[usize::from(market_id.0)];
+        let trade = Trade {
+            market: market_id,
             trade_id: book.next_trade,
             price: maker.price,
             quantity,
@@ -616,64 +749,63 @@ impl Model {
             maker: (maker.id, maker.account),
             taker: (taker.id, taker.account),
             taker_side: taker.side,
-            maker_fee: if taker_buys { seller_fee } else { buyer_fee },
-            taker_fee: if taker_buys { buyer_fee } else { seller_fee },
+            maker_fee,
+            taker_fee,
             time_ms,
-        });
+        };
         book.next_trade += 1;
-        for (side, used) in [
-            (&mut *taker, taker_used),
-            (&mut book.orders[at], maker_used),
-        ] {
-            side.remaining = side
-                .remaining
-                .checked_sub(quantity)
-                .ok_or(Reject::Overflow)?;
-            side.executed = side
-                .executed
-                .checked_add(quantity)
-                .ok_or(Reject::Overflow)?;
-            side.quote = side.quote.checked_add(paid).ok_or(Reject::Overflow)?;
-            side.locked = side.locked.checked_sub(used).ok_or(Reject::Overflow)?;
-        }
-        let maker = &book.orders[at];
-        if maker.remaining.is_zero() {
-            self.take_off(order.market, at, OrderStatus::Filled, outcome)?;
-        } else {
-            outcome
-                .orders
-                .retain(|o| (o.0, o.1) != (order.market, maker.id));
-            outcome.orders.push((
-                order.market,
-                maker.id,
-                maker.account,
-                OrderStatus::PartiallyFilled,
-                maker.executed,
-                maker.quote,
-            ));
-        }
-        Ok(())
+        (trade, if taker_buys { buyer_reserved } else { quantity })
     }
+}
+
+/// The fee the taker (`of_taker`) or the maker pays on a fill: a rate of what
+/// it receives, base for the buyer and quote for the seller, rounded down.
+fn fee(market: &Market, taker: &Taker, quantity: Amount, paid: Amount, of_taker: bool) -> Amount {
+    let rate = if of_taker {
+        market.taker_fee
+    } else {
+        market.maker_fee
+    };
+    let buys = (taker.side == Side::Buy) == of_taker;
+    let received = if buys { quantity } else { paid };
+    mul(received, rate)
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::engine::Engine;
-    use crate::engine::tests::{command_strategy, two_markets};
+    use crate::engine::tests::command_strategy;
+    use crate::market::tests_support::{eth_btc, eth_usdt};
     use crate::order::ResponseType;
 
     const FEES: AccountId = 999;
     const ETHUSDT: MarketId = MarketId(0);
+    const ETHBTC: MarketId = MarketId(1);
     const ETH: AssetId = AssetId(0);
     const USDT: AssetId = AssetId(1);
+    const BTC: AssetId = AssetId(2);
+
+    /// ETHUSDT and ETHBTC numbered as the engine's tests number them, with
+    /// room for only three open orders per account on ETHBTC, so random
+    /// commands reach that limit too.
+    fn catalog() -> Arc<Catalog> {
+        let eth_btc = Market {
+            max_num_orders: 3,
+            ..eth_btc()
+        };
+        Arc::new(Catalog::new(vec![eth_usdt(), eth_btc]))
+    }
 
     fn a(text: &str) -> Amount {
         text.parse().unwrap()
     }
 
+    /// Accounts 1 and 2 with 100000 USDT and 100 ETH each.
     fn funded() -> Model {
-        let mut model = Model::new(two_markets(), FEES);
+        let mut model = Model::new(catalog(), FEES);
         for account in [1, 2] {
             for (asset, amount) in [(USDT, "100000"), (ETH, "100")] {
                 let credit = Command::Credit {
@@ -687,30 +819,54 @@ mod tests {
         model
     }
 
-    fn limit(side: Side, quantity: &str, price: &str) -> Command {
-        Command::Place {
-            account: if side == Side::Sell { 1 } else { 2 },
-            order: NewOrder {
-                market: ETHUSDT,
-                side,
-                order_type: OrderType::Limit,
-                time_in_force: TimeInForce::Gtc,
-                quantity: Some(a(quantity)),
-                quote_quantity: None,
-                price: Some(a(price)),
-                client_order_id: None,
-                response_type: ResponseType::Ack,
-                stp: StpMode::None,
-            },
-            time_ms: 7,
+    fn order(side: Side, order_type: OrderType, quantity: &str, price: Option<&str>) -> NewOrder {
+        NewOrder {
+            market: ETHUSDT,
+            side,
+            order_type,
+            time_in_force: TimeInForce::Gtc,
+            quantity: Some(a(quantity)),
+            quote_quantity: None,
+            price: price.map(a),
+            client_order_id: None,
+            response_type: ResponseType::Ack,
+            stp: StpMode::None,
         }
+    }
+
+    fn limit(side: Side, quantity: &str, price: &str) -> NewOrder {
+        order(side, OrderType::Limit, quantity, Some(price))
+    }
+
+    fn for_quote(side: Side, amount: &str) -> NewOrder {
+        NewOrder {
+            quantity: None,
+            quote_quantity: Some(a(amount)),
+            ..order(side, OrderType::Market, "1", None)
+        }
+    }
+
+    fn place(model: &mut Model, account: AccountId, order: NewOrder) -> Outcome {
+        let outcome = model.apply(&Command::Place {
+            account,
+            order,
+            time_ms: 7,
+        });
+        model.check();
+        outcome
+    }
+
+    /// (status, executed, cumulative quote) of order `id` on ETHUSDT.
+    fn state(outcome: &Outcome, id: u64) -> (OrderStatus, Amount, Amount) {
+        let s = outcome.orders[&(ETHUSDT, id)];
+        (s.status, s.executed, s.cumulative_quote)
     }
 
     #[test]
     fn a_crossing_buy_fills_at_the_makers_price_with_fees_from_what_each_receives() {
         let mut model = funded();
-        model.apply(&limit(Side::Sell, "1", "3000"));
-        let outcome = model.apply(&limit(Side::Buy, "0.4", "3100"));
+        place(&mut model, 1, limit(Side::Sell, "1", "3000"));
+        let outcome = place(&mut model, 2, limit(Side::Buy, "0.4", "3100"));
         assert_eq!(outcome.trades.len(), 1);
         let trade = outcome.trades[0];
         // ETHUSDT charges 0.1 % both ways.
@@ -720,8 +876,8 @@ mod tests {
         );
         assert_eq!((trade.taker_fee, trade.maker_fee), (a("0.0004"), a("1.2")));
         assert_eq!(
-            outcome.orders.iter().map(|o| o.3).collect::<Vec<_>>(),
-            vec![OrderStatus::PartiallyFilled, OrderStatus::Filled]
+            (state(&outcome, 1).0, state(&outcome, 2).0),
+            (OrderStatus::PartiallyFilled, OrderStatus::Filled)
         );
         // The buyer reserved 1240 at its limit and got the 40 back.
         assert_eq!(model.balance(2, USDT), (a("98800"), Amount::ZERO));
@@ -729,64 +885,635 @@ mod tests {
         assert_eq!(model.balance(1, USDT), (a("101198.8"), Amount::ZERO));
         assert_eq!(model.balance(1, ETH), (a("99"), a("0.6")));
         assert_eq!(model.balance(FEES, USDT), (a("1.2"), Amount::ZERO));
+        assert_eq!(model.balance(FEES, ETH), (a("0.0004"), Amount::ZERO));
     }
 
     #[test]
-    fn a_refused_command_changes_nothing() {
+    fn a_resting_buy_keeps_its_remainder_locked_at_its_own_price() {
         let mut model = funded();
-        let before = model.balances.clone();
-        let outcome = model.apply(&limit(Side::Buy, "1000", "3000"));
-        assert_eq!(outcome.rejected, Some(Reject::InsufficientBalance));
-        assert_eq!(model.balances, before);
-        let cancel = Command::Cancel {
+        place(&mut model, 1, limit(Side::Sell, "1", "3000"));
+        let outcome = place(&mut model, 2, limit(Side::Buy, "2", "3100"));
+        assert_eq!(
+            state(&outcome, 2),
+            (OrderStatus::PartiallyFilled, a("1"), a("3000"))
+        );
+        // 6200 reserved; 3000 paid, 100 of price improvement back, 3100 still held.
+        assert_eq!(model.balance(2, USDT), (a("93900"), a("3100")));
+        let cancel = Command::CancelAll {
             account: 2,
             market: ETHUSDT,
-            order_id: 1,
-            time_ms: 0,
+            time_ms: 8,
         };
-        assert_eq!(model.apply(&cancel).rejected, Some(Reject::UnknownOrder));
+        let outcome = model.apply(&cancel);
+        assert_eq!(outcome.orders[&(ETHUSDT, 2)].status, OrderStatus::Canceled);
+        assert_eq!(outcome.orders[&(ETHUSDT, 2)].time_ms, 8);
+        assert_eq!(model.balance(2, USDT), (a("97000"), Amount::ZERO));
+        assert_eq!(
+            model.apply(&cancel).rejected,
+            Some(Reject::UnknownOrder),
+            "nothing left to cancel"
+        );
     }
 
-    fn with_extras() -> impl proptest::strategy::Strategy<Value = Command> {
-        use proptest::prelude::*;
-        (command_strategy(), 0u8..4, 0u64..3).prop_map(|(mut command, client, tick)| {
-            if let Command::Place { order, time_ms, .. } = &mut command {
-                order.client_order_id =
-                    [None, None, Some("a"), Some("b")][client as usize].map(String::from);
-                *time_ms = tick;
-            }
-            command
-        })
+    #[test]
+    fn refusals_name_the_rule_broken_and_change_nothing() {
+        let mut model = funded();
+        place(&mut model, 1, limit(Side::Sell, "1", "3000"));
+        let named = NewOrder {
+            client_order_id: Some("x".into()),
+            ..limit(Side::Buy, "1", "2000")
+        };
+        place(&mut model, 2, named.clone());
+        let before = model.balances.clone();
+        let mut btc = limit(Side::Buy, "1", "0.05");
+        btc.market = ETHBTC;
+        let cases = [
+            (
+                limit(Side::Buy, "1000", "3000"),
+                Reject::InsufficientBalance,
+            ),
+            (limit(Side::Buy, "1", "3000.001"), Reject::OffGrid),
+            (limit(Side::Buy, "0.00001", "3000"), Reject::OffGrid),
+            (limit(Side::Buy, "0", "3000"), Reject::OffGrid),
+            (named, Reject::DuplicateClientOrderId),
+            (
+                order(Side::Buy, OrderType::LimitMaker, "1", Some("3000")),
+                Reject::WouldTake,
+            ),
+            (
+                NewOrder {
+                    market: MarketId(9),
+                    ..limit(Side::Buy, "1", "3000")
+                },
+                Reject::UnknownSymbol,
+            ),
+            (btc, Reject::InsufficientBalance),
+        ];
+        for (order, reject) in cases {
+            let outcome = place(&mut model, 2, order.clone());
+            assert_eq!(outcome.rejected, Some(reject), "{order:?}");
+            assert_eq!(model.balances, before, "{order:?}");
+        }
+        let debit = Command::Debit {
+            account: 3,
+            asset: BTC,
+            amount: a("1"),
+        };
+        assert_eq!(
+            model.apply(&debit).rejected,
+            Some(Reject::InsufficientBalance)
+        );
+        let credit = Command::Credit {
+            account: 3,
+            asset: AssetId(3),
+            amount: a("1"),
+        };
+        assert_eq!(model.apply(&credit).rejected, Some(Reject::UnknownAsset));
+        // A refused order takes no id: the next one gets 3.
+        let outcome = place(&mut model, 2, limit(Side::Buy, "1", "2000"));
+        assert_eq!(state(&outcome, 3).0, OrderStatus::New);
     }
 
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    #[test]
+    fn open_orders_are_limited_per_account_and_market_except_for_market_orders() {
+        let mut model = funded();
+        let mut buy = limit(Side::Buy, "0.1", "0.05");
+        buy.market = ETHBTC;
+        let credit = Command::Credit {
+            account: 1,
+            asset: BTC,
+            amount: a("10"),
+        };
+        model.apply(&credit);
+        for _ in 0..3 {
+            assert_eq!(place(&mut model, 1, buy.clone()).rejected, None);
+        }
+        assert_eq!(
+            place(&mut model, 1, buy.clone()).rejected,
+            Some(Reject::TooManyOrders)
+        );
+        let sell = NewOrder {
+            market: ETHBTC,
+            ..order(Side::Sell, OrderType::Market, "0.1", None)
+        };
+        let outcome = place(&mut model, 1, sell);
+        assert_eq!(outcome.rejected, None);
+        assert_eq!(outcome.trades.len(), 1, "a self-trade, as STP is NONE");
+    }
 
-        #[test]
-        fn the_engine_does_what_the_model_predicts(
-            commands in proptest::collection::vec(with_extras(), 1..100)
-        ) {
-            let catalog = two_markets();
-            let mut engine = Engine::new(catalog.clone(), FEES);
-            let mut model = Model::new(catalog.clone(), FEES);
-            for (step, command) in commands.into_iter().enumerate() {
-                let predicted = model.apply(&command);
-                let before = engine.snapshot();
-                let happened = Outcome::of(&engine.apply(command.clone()));
-                if happened.rejected.is_some() {
-                    proptest::prop_assert_eq!(&engine.snapshot(), &before, "a refusal changed the engine");
-                }
-                proptest::prop_assert_eq!(&happened, &predicted, "command {}: {:?}", step, command);
-                for account in [1, 2, 3, FEES] {
-                    for (asset, _) in catalog.assets() {
-                        proptest::prop_assert_eq!(
-                            engine.balance(account, asset),
-                            model.balance(account, asset),
-                            "after command {}: account {} asset {:?}", step, account, asset
-                        );
+    #[test]
+    fn fill_or_kill_expires_untouched_but_takes_an_id() {
+        let mut model = funded();
+        place(&mut model, 1, limit(Side::Sell, "1", "3000"));
+        let fok = NewOrder {
+            time_in_force: TimeInForce::Fok,
+            ..limit(Side::Buy, "2", "3000")
+        };
+        let outcome = place(&mut model, 2, fok.clone());
+        assert_eq!(
+            state(&outcome, 2),
+            (OrderStatus::Expired, Amount::ZERO, Amount::ZERO)
+        );
+        assert!(outcome.trades.is_empty());
+        assert_eq!(model.balance(2, USDT), (a("100000"), Amount::ZERO));
+        let outcome = place(
+            &mut model,
+            2,
+            NewOrder {
+                quantity: Some(a("1")),
+                ..fok
+            },
+        );
+        assert_eq!(state(&outcome, 3), (OrderStatus::Filled, a("1"), a("3000")));
+    }
+
+    #[test]
+    fn self_trade_prevention_follows_the_takers_mode() {
+        use OrderStatus::{Expired, ExpiredInMatch, Filled, New};
+        // Account 1 rests 1 @ 3000 (order 1), account 2 1 @ 3001 (order 2);
+        // account 1 then buys 2 up to 3001, IOC, and meets its own order first.
+        // (mode, taker, own resting order, fills)
+        for (mode, taker, own, fills) in [
+            (StpMode::None, Filled, Filled, 2),
+            (StpMode::ExpireTaker, ExpiredInMatch, New, 0),
+            (StpMode::ExpireMaker, Expired, ExpiredInMatch, 1),
+            (StpMode::ExpireBoth, ExpiredInMatch, ExpiredInMatch, 0),
+        ] {
+            let mut model = funded();
+            place(&mut model, 1, limit(Side::Sell, "1", "3000"));
+            place(&mut model, 2, limit(Side::Sell, "1", "3001"));
+            let buy = NewOrder {
+                time_in_force: TimeInForce::Ioc,
+                stp: mode,
+                ..limit(Side::Buy, "2", "3001")
+            };
+            let outcome = place(&mut model, 1, buy);
+            assert_eq!(state(&outcome, 3).0, taker, "{mode:?}");
+            let own_after = outcome.orders.get(&(ETHUSDT, 1)).map_or(New, |s| s.status);
+            assert_eq!(own_after, own, "{mode:?}");
+            assert_eq!(outcome.trades.len(), fills, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_market_buy_by_quantity_must_afford_what_the_book_would_fill() {
+        let mut model = funded();
+        place(&mut model, 1, limit(Side::Sell, "1", "3000"));
+        place(&mut model, 1, limit(Side::Sell, "1", "3100"));
+        let credit = Command::Credit {
+            account: 3,
+            asset: USDT,
+            amount: a("4549.99"),
+        };
+        model.apply(&credit);
+        let buy = order(Side::Buy, OrderType::Market, "1.5", None);
+        let outcome = place(&mut model, 3, buy.clone());
+        assert_eq!(outcome.rejected, Some(Reject::InsufficientBalance));
+        model.apply(&Command::Credit {
+            account: 3,
+            asset: USDT,
+            amount: a("0.01"),
+        });
+        let outcome = place(&mut model, 3, buy);
+        assert_eq!(
+            state(&outcome, 3),
+            (OrderStatus::Filled, a("1.5"), a("4550"))
+        );
+        assert_eq!(model.balance(3, USDT), (Amount::ZERO, Amount::ZERO));
+        assert_eq!(model.balance(3, ETH), (a("1.4985"), Amount::ZERO));
+    }
+
+    #[test]
+    fn a_market_sell_for_a_quote_amount_sells_the_base_the_book_needs() {
+        let mut model = funded();
+        place(&mut model, 2, limit(Side::Buy, "0.1", "3000"));
+        place(&mut model, 2, limit(Side::Buy, "1", "2900"));
+        // 0.1 at 3000 pays 300; the remaining 290 is exactly 0.1 at 2900.
+        let outcome = place(&mut model, 1, for_quote(Side::Sell, "590"));
+        let fills: Vec<_> = outcome
+            .trades
+            .iter()
+            .map(|t| (t.price, t.quantity))
+            .collect();
+        assert_eq!(fills, [(a("3000"), a("0.1")), (a("2900"), a("0.1"))]);
+        assert_eq!(
+            state(&outcome, 3),
+            (OrderStatus::Filled, a("0.2"), a("590"))
+        );
+        assert_eq!(model.balance(1, ETH), (a("99.8"), Amount::ZERO));
+        assert_eq!(model.balance(1, USDT), (a("100589.41"), Amount::ZERO));
+        // 100 buys no whole step exactly: 0.0344 at 2900 receives 99.76.
+        let outcome = place(&mut model, 1, for_quote(Side::Sell, "100"));
+        assert_eq!(
+            state(&outcome, 4),
+            (OrderStatus::Expired, a("0.0344"), a("99.76"))
+        );
+        // More than the book pays: all it has, then expired; nothing stays locked.
+        let outcome = place(&mut model, 1, for_quote(Side::Sell, "100000"));
+        assert_eq!(
+            state(&outcome, 5),
+            (OrderStatus::Expired, a("0.8656"), a("2510.24"))
+        );
+        assert_eq!(model.balance(1, ETH), (a("98.9"), Amount::ZERO));
+        let outcome = place(&mut model, 1, for_quote(Side::Sell, "1"));
+        assert_eq!(
+            state(&outcome, 6),
+            (OrderStatus::Expired, Amount::ZERO, Amount::ZERO)
+        );
+    }
+
+    #[test]
+    fn a_market_buy_for_a_quote_amount_gets_back_what_it_did_not_spend() {
+        let mut model = funded();
+        place(&mut model, 1, limit(Side::Sell, "0.5", "3000"));
+        let outcome = place(&mut model, 2, for_quote(Side::Buy, "1000"));
+        // 1000 / 3000 = 0.3333 in whole steps, for 999.9.
+        assert_eq!(
+            state(&outcome, 2),
+            (OrderStatus::Expired, a("0.3333"), a("999.9"))
+        );
+        assert_eq!(model.balance(2, USDT), (a("99000.1"), Amount::ZERO));
+        let outcome = place(&mut model, 2, for_quote(Side::Buy, "300"));
+        assert_eq!(
+            state(&outcome, 3),
+            (OrderStatus::Filled, a("0.1"), a("300"))
+        );
+        // The 0.0667 left costs 200.1: all of it, then expired.
+        let outcome = place(&mut model, 2, for_quote(Side::Buy, "1000"));
+        assert_eq!(
+            state(&outcome, 4),
+            (OrderStatus::Expired, a("0.0667"), a("200.1"))
+        );
+    }
+
+    /// The engine tests' random commands, widened where they leave rules
+    /// untried: client order ids and engine times, an unknown market or
+    /// asset, off-grid and zero amounts, amounts near the type's limit, the
+    /// fee account trading, larger USDT deposits (orders there cost
+    /// thousands) and quote amounts that meet the book on both markets.
+    fn commands() -> impl Strategy<Value = Command> {
+        (command_strategy(), 0u8..4, 0u64..3, 0u8..40, 0u64..20).prop_map(
+            |(mut command, client, time_ms, twist, tick)| {
+                command.set_time(time_ms);
+                match &mut command {
+                    Command::Credit {
+                        account,
+                        asset,
+                        amount,
+                    } => match twist {
+                        0 => *asset = AssetId(3),
+                        1 | 2 => *amount = Amount::from_units(u64::MAX / 4),
+                        3 => *account = FEES,
+                        _ if *asset == USDT => *amount = Amount::from_units(amount.units() * 20),
+                        _ => {}
+                    },
+                    Command::Debit { asset, .. } if twist == 0 => *asset = AssetId(3),
+                    Command::Cancel { market, .. } | Command::CancelAll { market, .. }
+                        if twist == 0 =>
+                    {
+                        *market = MarketId(2)
                     }
+                    Command::Place { account, order, .. } => {
+                        order.client_order_id = [None, None, Some("a"), Some("b")]
+                            [usize::from(client)]
+                        .map(String::from);
+                        let price = if order.market == ETHBTC {
+                            Amount::from_units(5_000_000 + tick * 1_000)
+                        } else {
+                            Amount::from_units((2990 + tick) * 100_000_000)
+                        };
+                        if let Some(quote) = &mut order.quote_quantity {
+                            // The strategy's amounts buy nothing on ETHUSDT; these
+                            // meet the book, some exactly at one price level.
+                            let base = Amount::from_units(quote.units() * 2);
+                            let at_level = mul(price, base);
+                            match twist % 3 {
+                                0 => {}
+                                1 => *quote = at_level,
+                                _ => {
+                                    *quote = sum(at_level, Amount::from_units(at_level.units() / 7))
+                                }
+                            }
+                        }
+                        let nudge = |v: &mut Option<Amount>| {
+                            if let Some(v) = v {
+                                *v = Amount::from_units(v.units() + 1);
+                            }
+                        };
+                        match twist {
+                            0 => order.market = MarketId(2),
+                            1 if order.price.is_some() => nudge(&mut order.price),
+                            1 => nudge(&mut order.quantity),
+                            2 if order.quantity.is_some() => order.quantity = Some(Amount::ZERO),
+                            2 => order.price = order.price.map(|_| Amount::ZERO),
+                            // At ETHUSDT prices 4e7 ETH is worth an amount; 1e8 ETH is not.
+                            3 if order.quantity.is_some() => {
+                                order.quantity = Some(Amount::from_units(4_000_000_000_000_000));
+                            }
+                            4 if order.quantity.is_some() => {
+                                order.quantity = Some(Amount::from_units(10_000_000_000_000_000));
+                            }
+                            5 => *account = FEES,
+                            _ => {}
+                        }
+                    }
+                    _ => {}
+                }
+                command
+            },
+        )
+    }
+
+    /// Random command sequences after deposits for accounts 1 and 2 and some
+    /// ETH for the fee account (account 3 starts empty), so that more orders
+    /// trade.
+    fn sequences() -> impl Strategy<Value = Vec<Command>> {
+        let deposit = |account, asset, amount| Command::Credit {
+            account,
+            asset,
+            amount: a(amount),
+        };
+        let mut deposits = vec![deposit(FEES, ETH, "1")];
+        for account in [1, 2] {
+            for (asset, amount) in [(USDT, "20000"), (ETH, "20"), (BTC, "1")] {
+                deposits.push(deposit(account, asset, amount));
+            }
+        }
+        proptest::collection::vec(commands(), 1..100)
+            .prop_map(move |commands| deposits.iter().cloned().chain(commands).collect())
+    }
+
+    /// Names what a placed order's outcome shows, for the coverage test.
+    fn kinds(order: &NewOrder, outcome: &Outcome, id: Option<u64>) -> Vec<String> {
+        let taker = id.map(|id| outcome.orders[&(order.market, id)].status);
+        let shape = format!(
+            "{:?} {:?} {:?} by quote {}",
+            order.order_type,
+            order.side,
+            order.time_in_force,
+            order.quote_quantity.is_some()
+        );
+        let mut kinds = vec![format!("{shape}: {taker:?}")];
+        if !outcome.trades.is_empty() {
+            kinds.push(format!("{shape}: {taker:?} after trading"));
+            kinds.push(format!("trades on {:?}", order.market));
+        }
+        kinds
+    }
+
+    #[test]
+    fn the_random_commands_reach_every_refusal_and_every_outcome() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        // A new refusal must be added here (and reached) before this compiles.
+        let refusal = |reject: Reject| match reject {
+            Reject::UnknownSymbol
+            | Reject::UnknownAsset
+            | Reject::InsufficientBalance
+            | Reject::WouldTake
+            | Reject::UnknownOrder
+            | Reject::DuplicateClientOrderId
+            | Reject::TooManyOrders
+            | Reject::Overflow
+            | Reject::OffGrid => format!("{reject:?}"),
+        };
+        let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+        let mut runner = TestRunner::deterministic();
+        let sequences = sequences();
+        for _ in 0..256 {
+            let mut model = Model::new(catalog(), FEES);
+            for command in sequences.new_tree(&mut runner).unwrap().current() {
+                let next_id = match &command {
+                    Command::Place { order, .. } => model
+                        .books
+                        .get(usize::from(order.market.0))
+                        .map(|b| b.next_order),
+                    _ => None,
+                };
+                let outcome = model.apply(&command);
+                let mut kinds: Vec<String> = outcome.rejected.map(refusal).into_iter().collect();
+                for state in outcome.orders.values() {
+                    kinds.push(format!("{:?}", state.status));
+                }
+                if let Command::Place { account, order, .. } = &command
+                    && outcome.rejected.is_none()
+                {
+                    kinds.extend(self::kinds(order, &outcome, next_id));
+                    if *account == FEES && !outcome.trades.is_empty() {
+                        kinds.push("the fee account trades".into());
+                    }
+                }
+                for kind in kinds {
+                    *seen.entry(kind).or_default() += 1;
                 }
             }
         }
+        let mut wanted: Vec<String> = [
+            "UnknownSymbol",
+            "UnknownAsset",
+            "InsufficientBalance",
+            "WouldTake",
+            "UnknownOrder",
+            "DuplicateClientOrderId",
+            "TooManyOrders",
+            "Overflow",
+            "OffGrid",
+            "New",
+            "PartiallyFilled",
+            "Filled",
+            "Canceled",
+            "Expired",
+            "ExpiredInMatch",
+            "Limit Buy Fok by quote false: Some(Filled) after trading",
+            "Limit Sell Fok by quote false: Some(Expired)",
+            "Limit Buy Ioc by quote false: Some(Expired) after trading",
+            "Limit Sell Gtc by quote false: Some(PartiallyFilled) after trading",
+            "Limit Buy Gtc by quote false: Some(ExpiredInMatch) after trading",
+            "Market Buy Gtc by quote false: Some(Filled) after trading",
+            "Market Sell Gtc by quote false: Some(Expired) after trading",
+            "Market Buy Gtc by quote true: Some(Filled) after trading",
+            "Market Buy Gtc by quote true: Some(Expired) after trading",
+            "Market Sell Gtc by quote true: Some(Filled) after trading",
+            "Market Sell Gtc by quote true: Some(Expired) after trading",
+            "Market Sell Gtc by quote true: Some(ExpiredInMatch)",
+            "trades on MarketId(0)",
+            "trades on MarketId(1)",
+            "the fee account trades",
+        ]
+        .map(String::from)
+        .into();
+        wanted.retain(|kind| !seen.contains_key(kind));
+        assert!(
+            wanted.is_empty(),
+            "never reached: {wanted:?}\nreached: {seen:#?}"
+        );
+    }
+
+    /// Applies `commands` to the engine and the model alike and fails at the
+    /// first command they disagree on.
+    fn agree(commands: &[Command]) -> Result<(), TestCaseError> {
+        let catalog = catalog();
+        let mut engine = Engine::new(catalog.clone(), FEES);
+        let mut model = Model::new(catalog.clone(), FEES);
+        for (step, command) in commands.iter().enumerate() {
+            let predicted = model.apply(command);
+            model.check();
+            let before = engine.snapshot();
+            let happened = Outcome::of(&engine.apply(command.clone()));
+            if happened.rejected.is_some() {
+                prop_assert_eq!(&engine.snapshot(), &before, "a refusal changed the engine");
+            }
+            prop_assert_eq!(&happened, &predicted, "command {}: {:?}", step, command);
+            let mut accounts = model.accounts();
+            accounts.extend([1, 2, 3, FEES]);
+            for account in accounts {
+                for (asset, _) in catalog.assets() {
+                    prop_assert_eq!(
+                        engine.balance(account, asset),
+                        model.balance(account, asset),
+                        "after command {}: account {} asset {:?}",
+                        step,
+                        account,
+                        asset
+                    );
+                }
+            }
+            for (market, _) in catalog.markets() {
+                prop_assert_eq!(engine.depth(market), model.depth(market));
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn the_engine_does_what_the_model_predicts(commands in sequences()) {
+            agree(&commands)?;
+        }
+
+        /// Needs no model: the events must report every balance a command
+        /// changes, with its value after the command, or the views fed by
+        /// them drift from the engine.
+        #[test]
+        fn balance_events_report_every_balance_a_command_changes(commands in sequences()) {
+            let catalog = catalog();
+            let mut engine = Engine::new(catalog.clone(), FEES);
+            let balances = |engine: &Engine| {
+                let mut all = BTreeMap::new();
+                for account in [1, 2, 3, FEES] {
+                    for (asset, _) in catalog.assets() {
+                        all.insert((account, asset), engine.balance(account, asset));
+                    }
+                }
+                all
+            };
+            for (step, command) in commands.into_iter().enumerate() {
+                let before = balances(&engine);
+                let reported = reported_balances(&engine.apply(command.clone()));
+                for (key, after) in balances(&engine) {
+                    if after != before[&key] {
+                        prop_assert!(
+                            reported.contains_key(&key),
+                            "command {} changes {:?} without reporting it: {:?}", step, key, command
+                        );
+                    }
+                }
+                for (&(account, asset), &value) in &reported {
+                    prop_assert_eq!(
+                        value,
+                        engine.balance(account, asset),
+                        "command {} reports a stale {:?} of account {}: {:?}",
+                        step, asset, account, command
+                    );
+                }
+            }
+        }
+    }
+
+    fn placed(account: AccountId, order: NewOrder) -> Command {
+        Command::Place {
+            account,
+            order,
+            time_ms: 7,
+        }
+    }
+
+    fn credit(account: AccountId, asset: AssetId, amount: Amount) -> Command {
+        Command::Credit {
+            account,
+            asset,
+            amount,
+        }
+    }
+
+    #[test]
+    fn a_sell_for_a_quote_amount_meets_its_own_orders_like_any_order() {
+        // Account 1's own bid is the best: the sell meets it first, with nothing to sell.
+        for (stp, taker, own) in [
+            (
+                StpMode::ExpireMaker,
+                OrderStatus::Expired,
+                Some(OrderStatus::ExpiredInMatch),
+            ),
+            (StpMode::ExpireTaker, OrderStatus::ExpiredInMatch, None),
+        ] {
+            let mut model = Model::new(catalog(), FEES);
+            model.apply(&credit(1, USDT, a("10000")));
+            place(&mut model, 1, limit(Side::Buy, "1", "3000"));
+            let outcome = place(
+                &mut model,
+                1,
+                NewOrder {
+                    stp,
+                    ..for_quote(Side::Sell, "300")
+                },
+            );
+            assert_eq!(state(&outcome, 2).0, taker, "{stp:?}");
+            assert_eq!(
+                outcome.orders.get(&(ETHUSDT, 1)).map(|s| s.status),
+                own,
+                "{stp:?}"
+            );
+            let commands = [
+                credit(1, USDT, a("10000")),
+                placed(1, limit(Side::Buy, "1", "3000")),
+                placed(
+                    1,
+                    NewOrder {
+                        stp,
+                        ..for_quote(Side::Sell, "300")
+                    },
+                ),
+            ];
+            agree(&commands).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_market_buy_costing_more_than_any_amount_is_refused_not_cut_short() {
+        // Two asks of 4e7 ETH at 3000 cost 2.4e11 USDT together, more than
+        // an amount holds (1.8e11); the buyer has 1.4e11.
+        let quarter = Amount::from_units(u64::MAX / 4);
+        let mut commands = vec![
+            credit(1, ETH, quarter),
+            credit(2, ETH, quarter),
+            placed(1, limit(Side::Sell, "40000000", "3000")),
+            placed(2, limit(Side::Sell, "40000000", "3000")),
+        ];
+        commands.extend([
+            credit(3, USDT, quarter),
+            credit(3, USDT, quarter),
+            credit(3, USDT, quarter),
+        ]);
+        let buy = placed(3, order(Side::Buy, OrderType::Market, "80000000", None));
+        let mut model = Model::new(catalog(), FEES);
+        for command in &commands {
+            assert_eq!(model.apply(command).rejected, None);
+        }
+        assert_eq!(model.apply(&buy).rejected, Some(Reject::Overflow));
+        commands.push(buy);
+        agree(&commands).unwrap();
     }
 }

@@ -4,14 +4,17 @@
 use super::*;
 
 use super::book::Book;
+use crate::amount::SCALE;
 
 impl Engine {
     /// Simulates a taker of `account` against the book: the base it would fill
     /// and the quote it would pay, with self-trade prevention applied the way
     /// matching will (own orders are skipped under EXPIRE_MAKER and end the
-    /// taker under EXPIRE_TAKER / EXPIRE_BOTH).
-    pub(crate) fn reachable(book: &Book, account: AccountId, order: &NewOrder) -> (Amount, Amount) {
-        let (mut base, mut quote) = (Amount::ZERO, Amount::ZERO);
+    /// taker under EXPIRE_TAKER / EXPIRE_BOTH). Sums are wide: what a book
+    /// offers may add up past any amount.
+    pub(crate) fn reachable(book: &Book, account: AccountId, order: &NewOrder) -> (u128, u128) {
+        let (mut base, mut quote) = (0u128, 0u128);
+        let wide = |amount: Amount| u128::from(amount.units());
         for (price, level) in book.opposite(order.side) {
             if beyond(order.side, *price, order.price) {
                 break;
@@ -27,19 +30,25 @@ impl Engine {
                 }
                 let mut take = resting.remaining;
                 if let Some(want) = order.quantity {
-                    take = take.min(want.checked_sub(base).unwrap_or_default());
+                    // Within the wanted quantity, so `base` fits an amount here.
+                    let left = wide(want).saturating_sub(base);
+                    take = take.min(Amount::from_units(left as u64));
                 }
                 if let Some(want) = order.quote_quantity {
-                    let left = want.checked_sub(quote).unwrap_or_default();
-                    take = take.min(affordable(left, *price, book.market.step_size));
+                    let left = wide(want).saturating_sub(quote);
+                    take = take.min(affordable(
+                        Amount::from_units(left as u64),
+                        *price,
+                        book.market.step_size,
+                    ));
                 }
                 if take.is_zero() {
                     return (base, quote);
                 }
-                base = base.checked_add(take).unwrap_or(base);
-                quote = quote
-                    .checked_add(mul(*price, take).unwrap_or_default())
-                    .unwrap_or(quote);
+                base += wide(take);
+                // A price and a quantity of at most u64::MAX units each: their
+                // product over 1e8 fits a u128.
+                quote += wide(*price) * wide(take) / 10u128.pow(SCALE);
             }
         }
         (base, quote)
@@ -94,11 +103,15 @@ impl Engine {
             if fok || (market_buy && order.quote_quantity.is_none()) || sell_for_quote {
                 Self::reachable(book, account, &order)
             } else {
-                (Amount::ZERO, Amount::ZERO)
+                (0, 0)
             };
-        if fok && Some(reach_base) != order.quantity {
+        if fok && Some(reach_base) != order.quantity.map(|q| u128::from(q.units())) {
             // Fill-or-kill that cannot fill completely: expires untouched.
             let order_id = book.take_order_id();
+            events.push(Event::Placed {
+                market: book.id,
+                order_id,
+            });
             events.push(Event::Order(OrderState {
                 market: book.id,
                 order_id,
@@ -112,10 +125,20 @@ impl Engine {
         }
         // What to lock: sells lock base; limit buys lock price × quantity;
         // market buys lock what the book can fill (or the quote amount given).
+        // What the book offers may add up past any amount: such an order is
+        // refused whole, never cut short.
+        let fits = |units: u128| {
+            u64::try_from(units)
+                .map(Amount::from_units)
+                .map_err(|_| Reject::Overflow)
+        };
         let lock = match (order.side, order.order_type) {
-            (Side::Sell, _) if sell_for_quote => reach_base,
+            (Side::Sell, _) if sell_for_quote => fits(reach_base)?,
             (Side::Sell, _) => order.quantity.ok_or(Reject::Overflow)?,
-            (Side::Buy, OrderType::Market) => order.quote_quantity.unwrap_or(reach_quote),
+            (Side::Buy, OrderType::Market) => match order.quote_quantity {
+                Some(amount) => amount,
+                None => fits(reach_quote)?,
+            },
             (Side::Buy, _) => mul(
                 limit.ok_or(Reject::Overflow)?,
                 order.quantity.ok_or(Reject::Overflow)?,
@@ -133,6 +156,10 @@ impl Engine {
         let slot = self.ledger.slot(account);
         self.ledger.shift(slot, lock_asset, lock, true);
         let order_id = book.take_order_id();
+        events.push(Event::Placed {
+            market: book.id,
+            order_id,
+        });
         let mut taker = Order {
             order_id,
             account,
@@ -208,9 +235,14 @@ impl Engine {
             // A spent quote amount ends the order; a market buy by quantity
             // whose budget is empty still meets the book, so that self-trade
             // prevention can end it the way it would with funds.
-            if taker.remaining.is_zero()
-                || (order.quote_quantity.is_some() && quote_budget.is_some_and(|q| q.is_zero()))
-            {
+            // An order by quote amount ends when that amount is spent, not
+            // when its base runs out: a sell for quote that can sell nothing
+            // still meets its own orders, as self-trade prevention requires.
+            let done = match order.quote_quantity {
+                Some(_) => quote_budget.is_some_and(|q| q.is_zero()),
+                None => taker.remaining.is_zero(),
+            };
+            if done {
                 return false;
             }
             let book = &mut self.books[book_index];
@@ -356,8 +388,14 @@ impl Engine {
         } else {
             events.push(maker.state(book.id, OrderStatus::PartiallyFilled, self.now_ms));
         }
-        for slot in [buyer, seller] {
-            self.ledger.emit_pair(slot, (base, quote), events);
+        // Each changed account once, the fee account too when it earned.
+        let fees_earned = !(buyer_fee.is_zero() && seller_fee.is_zero());
+        self.ledger.emit_pair(buyer, (base, quote), events);
+        if seller != buyer {
+            self.ledger.emit_pair(seller, (base, quote), events);
+        }
+        if fees_earned && fees != buyer && fees != seller {
+            self.ledger.emit_pair(fees, (base, quote), events);
         }
     }
 

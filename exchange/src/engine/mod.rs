@@ -201,6 +201,14 @@ pub struct OrderState {
 pub enum Event {
     /// The command was refused; nothing changed.
     Rejected(Reject),
+    /// The placed order was accepted under this id (first among its events,
+    /// also when it then expires untouched).
+    Placed {
+        /// Market.
+        market: MarketId,
+        /// The new order's per-market id.
+        order_id: u64,
+    },
     /// An order changed state (placed, filled, canceled, expired).
     Order(OrderState),
     /// A fill.
