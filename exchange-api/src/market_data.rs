@@ -107,8 +107,7 @@ pub(crate) fn depth_weight(query: &str) -> u32 {
 pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = depth_levels(integer(&params, "limit")?);
-    let view = exchange.sequencer.view();
-    let book = view.market(id).ok_or_else(bad_symbol)?;
+    let book = exchange.sequencer.book(id).ok_or_else(bad_symbol)?;
     // The book changes less often than it is read: the last rendering per
     // market and limit serves until the next change.
     let key = (id, limit);
@@ -127,16 +126,16 @@ pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): 
     // and building a JSON tree of them first costs more than the read.
     let mut body = String::with_capacity(64 + 48 * limit.min(1000));
     let _ = write!(body, "{{\"lastUpdateId\":{}", book.update_id);
-    let mut side = |name: &str, levels: &mut dyn Iterator<Item = (&Amount, &Amount)>| {
+    let mut side = |name: &str, levels: &[(Amount, Amount)]| {
         let _ = write!(body, ",\"{name}\":[");
-        for (i, (price, quantity)) in levels.take(limit).enumerate() {
+        for (i, (price, quantity)) in levels.iter().take(limit).enumerate() {
             let comma = if i == 0 { "" } else { "," };
             let _ = write!(body, "{comma}[\"{price}\",\"{quantity}\"]");
         }
         body.push(']');
     };
-    side("bids", &mut book.bids.iter().rev());
-    side("asks", &mut book.asks.iter());
+    side("bids", &book.bids);
+    side("asks", &book.asks);
     body.push('}');
     let body = Bytes::from(body);
     if cached {

@@ -17,7 +17,7 @@ use crate::engine::{Command, Engine, Event};
 use crate::history::{Changes, RESPONSES, Recorder, SIDES, STPS, TIFS, TYPES, tag, untag};
 use crate::now_ms;
 use crate::order::NewOrder;
-use crate::view::View;
+use crate::view::{BookSnapshot, MarketView, View};
 
 /// Most commands written in one group commit.
 const MAX_BATCH: usize = 1024;
@@ -47,10 +47,59 @@ pub enum SequencerError {
 /// What an acknowledged command did.
 #[derive(Debug)]
 pub struct Outcome {
+    /// Its place in the command log (0 for a refused command, which is not logged).
+    pub sequence: u64,
+    /// Its engine time (none for credits and debits).
+    pub time_ms: Option<u64>,
     /// The engine's events (a refusal is one `Rejected`).
     pub events: Vec<Event>,
     /// What it changed in the history.
     pub changes: Changes,
+}
+
+impl Outcome {
+    /// Whether the command was accepted (and logged).
+    pub fn accepted(&self) -> bool {
+        !matches!(self.events.first(), Some(Event::Rejected(_)))
+    }
+}
+
+/// A consumer of what the exchange commits: the read side, the published
+/// feed, and whatever else follows the exchange (streams, deposits).
+///
+/// Called on the engine thread once a group commit is durable, with its
+/// accepted outcomes in log order, before any of their callers is answered:
+/// a sink sees every accepted command exactly once and in order, and a
+/// client that got its answer reads its own write. It must be quick and must
+/// not fail; slow work belongs on the sink's own thread.
+pub trait Sink: Send {
+    /// Takes one durable batch's accepted outcomes.
+    fn committed(&mut self, outcomes: &[Arc<Outcome>]);
+}
+
+/// The in-memory read side, kept current by the engine thread.
+struct ViewSink(Arc<RwLock<View>>);
+
+impl Sink for ViewSink {
+    fn committed(&mut self, outcomes: &[Arc<Outcome>]) {
+        let mut view = self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for outcome in outcomes {
+            view.apply(outcome.time_ms, &outcome.events, &outcome.changes);
+        }
+    }
+}
+
+/// The feed behind [`Sequencer::subscribe`].
+impl Sink for broadcast::Sender<Arc<Outcome>> {
+    fn committed(&mut self, outcomes: &[Arc<Outcome>]) {
+        for outcome in outcomes {
+            // No subscriber is not an error: the feed is for whoever listens.
+            let _ = self.send(outcome.clone());
+        }
+    }
 }
 
 struct Request {
@@ -226,6 +275,19 @@ impl Sequencer {
         fee_account: u64,
         capacity: usize,
     ) -> Result<Self, SequencerError> {
+        Self::start_with(store, catalog, fee_account, capacity, Vec::new())
+    }
+
+    /// Like [`Sequencer::start`], with `sinks` fed every batch committed from
+    /// now on (after the read side and the published feed; the replayed log
+    /// is not fed to them).
+    pub fn start_with(
+        store: Store,
+        catalog: Arc<Catalog>,
+        fee_account: u64,
+        capacity: usize,
+        sinks: Vec<Box<dyn Sink>>,
+    ) -> Result<Self, SequencerError> {
         crate::history::build_coarse_candles(&store, &catalog)?;
         let mut engine = Engine::new(catalog.clone(), fee_account);
         let mut view = View::new(&catalog);
@@ -264,22 +326,14 @@ impl Sequencer {
             );
         }
         let view = Arc::new(RwLock::new(view));
-        let shared = view.clone();
         let (requests, receiver) = sync_channel(capacity.max(1));
         let (events, _) = broadcast::channel(4096);
-        let publisher = events.clone();
+        let mut all: Vec<Box<dyn Sink>> =
+            vec![Box::new(ViewSink(view.clone())), Box::new(events.clone())];
+        all.extend(sinks);
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
-            .spawn(move || {
-                run(
-                    engine,
-                    recorder,
-                    Log { store, next, clock },
-                    &shared,
-                    receiver,
-                    publisher,
-                )
-            })
+            .spawn(move || run(engine, recorder, Log { store, next, clock }, all, receiver))
             .expect("spawning the engine thread");
         Ok(Self {
             view,
@@ -319,6 +373,12 @@ impl Sequencer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The book of `market` at its latest update, to read without holding
+    /// the view (none for an unknown market).
+    pub fn book(&self, market: crate::catalog::MarketId) -> Option<Arc<BookSnapshot>> {
+        self.view().market(market).map(MarketView::book)
+    }
+
     /// Every acknowledged command's events, in sequence order.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Outcome>> {
         self.events.subscribe()
@@ -353,9 +413,8 @@ fn run(
     mut engine: Engine,
     mut recorder: Recorder,
     mut log: Log,
-    view: &RwLock<View>,
+    mut sinks: Vec<Box<dyn Sink>>,
     receiver: Receiver<Request>,
-    publisher: broadcast::Sender<Arc<Outcome>>,
 ) -> Engine {
     while let Ok(first) = receiver.recv() {
         let mut batch = vec![first];
@@ -368,26 +427,27 @@ fn run(
         log.clock = log.clock.max(now_ms());
         let mut write = log.store.exchange_batch();
         let mut outcomes = Vec::with_capacity(batch.len());
+        let mut replies = Vec::with_capacity(batch.len());
         let mut sequence = log.next;
         for Request { mut command, reply } in batch {
             command.set_time(log.clock);
             let record = to_record(engine.catalog(), &command);
             let events = engine.apply(command.clone());
-            // Refused commands change nothing, so the log skips them.
-            let accepted = !matches!(events.first(), Some(Event::Rejected(_)));
             let changes = recorder.record(&command, &events);
-            if accepted {
+            let mut outcome = Outcome {
+                sequence: 0,
+                time_ms: command.time_ms(),
+                events,
+                changes,
+            };
+            // Refused commands change nothing, so the log skips them.
+            if outcome.accepted() {
                 write.append_command(sequence, &record);
-                changes.write(engine.catalog(), &mut write);
+                outcome.changes.write(engine.catalog(), &mut write);
+                outcome.sequence = sequence;
                 sequence += 1;
             }
-            let time_ms = command.time_ms();
-            outcomes.push((
-                time_ms,
-                accepted,
-                reply,
-                Arc::new(Outcome { events, changes }),
-            ));
+            replies.push((reply, Arc::new(outcome)));
         }
         write.set_history_sequence(sequence - 1);
         let written = if sequence == log.next {
@@ -402,20 +462,18 @@ fn run(
             return engine;
         }
         log.next = sequence;
-        {
-            let mut view = view
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for (time_ms, accepted, _, outcome) in &outcomes {
-                if *accepted {
-                    view.apply(*time_ms, &outcome.events, &outcome.changes);
-                }
+        outcomes.extend(
+            replies
+                .iter()
+                .filter(|(_, outcome)| outcome.accepted())
+                .map(|(_, outcome)| outcome.clone()),
+        );
+        if !outcomes.is_empty() {
+            for sink in &mut sinks {
+                sink.committed(&outcomes);
             }
         }
-        for (_, accepted, reply, outcome) in outcomes {
-            if accepted {
-                let _ = publisher.send(outcome.clone());
-            }
+        for (reply, outcome) in replies {
             let _ = reply.send(outcome);
         }
     }

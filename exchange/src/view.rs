@@ -4,6 +4,7 @@
 //! writes; history lives in storage ([`crate::history`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use weiport_storage::CandleRow;
 
@@ -33,6 +34,20 @@ pub struct MarketView {
     pub last_agg: u64,
     /// One-minute candles of the last week, oldest first.
     pub candles: VecDeque<CandleRow>,
+    /// The book as last copied for readers (see [`MarketView::book`]).
+    book: Mutex<Option<Arc<BookSnapshot>>>,
+}
+
+/// A market's book at one update, immutable: readers render it with no lock
+/// held, so a slow reader never delays the engine thread.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BookSnapshot {
+    /// The update it shows (the depth `lastUpdateId`).
+    pub update_id: u64,
+    /// (price, quantity), best first.
+    pub bids: Vec<(Amount, Amount)>,
+    /// (price, quantity), best first.
+    pub asks: Vec<(Amount, Amount)>,
 }
 
 impl MarketView {
@@ -48,6 +63,25 @@ impl MarketView {
         self.asks
             .first_key_value()
             .map_or_else(Default::default, |(p, q)| (*p, *q))
+    }
+
+    /// The book at its current update. The first read after a change copies
+    /// the levels (a short copy under the caller's read lock, instead of a
+    /// whole rendering); later reads share that copy until the next change.
+    pub fn book(&self) -> Arc<BookSnapshot> {
+        let mut copy = self.book.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*copy {
+            Some(book) if book.update_id == self.update_id => book.clone(),
+            _ => {
+                let book = Arc::new(BookSnapshot {
+                    update_id: self.update_id,
+                    bids: self.bids.iter().rev().map(|(p, q)| (*p, *q)).collect(),
+                    asks: self.asks.iter().map(|(p, q)| (*p, *q)).collect(),
+                });
+                *copy = Some(book.clone());
+                book
+            }
+        }
     }
 
     /// The latest trade id (0 before any).
