@@ -129,8 +129,11 @@ pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): 
     let mut side = |name: &str, levels: &[(Amount, Amount)]| {
         let _ = write!(body, ",\"{name}\":[");
         for (i, (price, quantity)) in levels.iter().take(limit).enumerate() {
-            let comma = if i == 0 { "" } else { "," };
-            let _ = write!(body, "{comma}[\"{price}\",\"{quantity}\"]");
+            body.push_str(if i == 0 { "[\"" } else { ",[\"" });
+            price.push_to(&mut body);
+            body.push_str("\",\"");
+            quantity.push_to(&mut body);
+            body.push_str("\"]");
         }
         body.push(']');
     };

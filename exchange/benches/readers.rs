@@ -71,8 +71,11 @@ fn render<'a>(
     ] {
         let _ = write!(body, ",\"{name}\":[");
         for (i, (price, quantity)) in levels.enumerate() {
-            let comma = if i == 0 { "" } else { "," };
-            let _ = write!(body, "{comma}[\"{price}\",\"{quantity}\"]");
+            body.push_str(if i == 0 { "[\"" } else { ",[\"" });
+            price.push_to(&mut body);
+            body.push_str("\",\"");
+            quantity.push_to(&mut body);
+            body.push_str("\"]");
         }
         body.push(']');
     }
@@ -116,7 +119,7 @@ fn read_once(sequencer: &Sequencer, mode: Readers, cache: &Mutex<(u64, Arc<Strin
     body.len()
 }
 
-fn run(orders: usize, mode: Readers) -> (Duration, Duration, usize) {
+fn run(orders: usize, mode: Readers, pause: Duration) -> (Duration, Duration, usize) {
     let dir = tempfile::tempdir().unwrap();
     let store = weiport_storage::Store::open(dir.path(), &Default::default()).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -182,6 +185,9 @@ fn run(orders: usize, mode: Readers) -> (Duration, Duration, usize) {
                 while !stop.load(Ordering::Relaxed) {
                     std::hint::black_box(read_once(&sequencer, mode, &cache));
                     reads += 1;
+                    if !pause.is_zero() {
+                        std::thread::sleep(pause);
+                    }
                 }
                 reads
             })
@@ -228,25 +234,27 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4_000);
-    let (_, none_p99, _) = run(orders, Readers::None);
+    let (_, none_p99, _) = run(orders, Readers::None, Duration::ZERO);
     println!(
-        "| readers ({READERS} threads, depth of {LEVELS}+{LEVELS} levels) | order ack p50 | order ack p99 | p99 vs no readers | depth reads |"
+        "| readers ({READERS} threads, depth of {LEVELS}+{LEVELS} levels) | pause between a reader's reads | order ack p50 | order ack p99 | p99 vs no readers | depth reads |"
     );
-    println!("|---|---|---|---|---|");
-    for (name, mode) in [
-        ("none (baseline)", Readers::None),
-        (
-            "render under the view's read lock (before)",
-            Readers::UnderLock,
-        ),
-        (
-            "render a published snapshot, no lock (after)",
-            Readers::Snapshot,
-        ),
-    ] {
-        let (p50, p99, reads) = run(orders, mode);
+    println!("|---|---|---|---|---|---|");
+    const BEFORE: &str = "render under the view's read lock (before)";
+    const AFTER: &str = "render a published snapshot, no lock (after)";
+    let mut runs = vec![("none (baseline)", Readers::None, Duration::ZERO)];
+    for pause in [100, 10, 1, 0].map(Duration::from_millis) {
+        runs.push((BEFORE, Readers::UnderLock, pause));
+        runs.push((AFTER, Readers::Snapshot, pause));
+    }
+    for (name, mode, pause) in runs {
+        let (p50, p99, reads) = run(orders, mode, pause);
+        let pause = if mode == Readers::None {
+            "–".to_owned()
+        } else {
+            format!("{pause:?}")
+        };
         println!(
-            "| {name} | {p50:.2?} | {p99:.2?} | {:.2}× | {reads} |",
+            "| {name} | {pause} | {p50:.2?} | {p99:.2?} | {:.2}× | {reads} |",
             p99.as_secs_f64() / none_p99.as_secs_f64()
         );
     }

@@ -126,10 +126,44 @@ impl serde::Serialize for Amount {
     }
 }
 
+/// Room for the longest amount: 12 whole digits, a point and 8 decimals.
+const TEXT_LEN: usize = 21;
+
+impl Amount {
+    /// Appends the amount with 8 decimals (as [`fmt::Display`] writes it) to
+    /// `out`. Digits are written by hand: a deep book renders thousands of
+    /// amounts per response, and the formatting machinery costs several
+    /// times more.
+    pub fn push_to(self, out: &mut String) {
+        let mut text = [b'0'; TEXT_LEN];
+        let mut at = TEXT_LEN;
+        let (mut whole, mut fraction) = (self.0 / ONE, self.0 % ONE);
+        for _ in 0..SCALE {
+            at -= 1;
+            text[at] = b'0' + (fraction % 10) as u8;
+            fraction /= 10;
+        }
+        at -= 1;
+        text[at] = b'.';
+        loop {
+            at -= 1;
+            text[at] = b'0' + (whole % 10) as u8;
+            whole /= 10;
+            if whole == 0 {
+                break;
+            }
+        }
+        // Only ASCII digits and a point were written.
+        out.push_str(std::str::from_utf8(&text[at..]).expect("ASCII"));
+    }
+}
+
 impl fmt::Display for Amount {
     /// Always 8 decimals, like Binance: `"0.00100000"`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:08}", self.0 / ONE, self.0 % ONE)
+        let mut text = String::with_capacity(TEXT_LEN);
+        self.push_to(&mut text);
+        f.write_str(&text)
     }
 }
 
@@ -139,6 +173,17 @@ mod tests {
 
     fn amount(text: &str) -> Amount {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn writes_eight_decimals_for_every_magnitude() {
+        for units in [0, 1, 99_999_999, ONE, 12_345_000_000, u64::MAX] {
+            let expected = format!("{}.{:08}", units / ONE, units % ONE);
+            assert_eq!(Amount(units).to_string(), expected);
+            let mut pushed = String::from("x");
+            Amount(units).push_to(&mut pushed);
+            assert_eq!(pushed, format!("x{expected}"));
+        }
     }
 
     #[test]

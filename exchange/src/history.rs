@@ -409,7 +409,7 @@ impl Recorder {
                     }
                 }
                 Event::Trade(trade) => self.record_trade(trade, &mut changes),
-                Event::Rejected(_) | Event::Balance { .. } => {}
+                Event::Rejected(_) | Event::Balance { .. } | Event::Level { .. } => {}
             }
         }
         for (order, _) in &changes.orders {

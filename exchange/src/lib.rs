@@ -3,10 +3,12 @@
 //! the command log with its sequencer, and the projections it feeds.
 //!
 //! ```text
-//!  command ──▶ Sequencer ──▶ Engine::apply ──▶ events
-//!                 │ (engine thread; one synced RocksDB batch per group commit)
-//!                 ├──▶ command log + history rows (Recorder) ──▶ storage
-//!                 └──▶ View (depth, balances, open orders, recent candles)
+//!  command ──▶ Sequencer ──▶ Engine::apply ──▶ events (Placed, Order, Trade, Level, Balance)
+//!                 │ (engine thread)        └──▶ Recorder ──▶ history Changes
+//!                 ├──▶ command log + history rows: one synced RocksDB batch per group commit
+//!                 └──▶ Sink::committed, once durable, before callers are answered:
+//!                        View (depth snapshots, balances, open orders, recent candles)
+//!                        the published feed, streams, deposits …
 //!  History ◀── storage: orders, trades, aggregate trades, candles
 //! ```
 //!

@@ -43,7 +43,7 @@ impl Outcome {
                         .orders
                         .insert((state.market, state.order_id), *state);
                 }
-                Event::Balance { .. } | Event::Placed { .. } => {}
+                Event::Balance { .. } | Event::Placed { .. } | Event::Level { .. } => {}
             }
         }
         outcome

@@ -98,15 +98,15 @@ impl MarketView {
         self.candles.range(first..)
     }
 
-    fn add_depth(&mut self, side: Side, price: Amount, add: Amount, remove: Amount) {
+    fn set_level(&mut self, side: Side, price: Amount, quantity: Amount) {
         let levels = match side {
             Side::Buy => &mut self.bids,
             Side::Sell => &mut self.asks,
         };
-        let level = levels.entry(price).or_default();
-        *level = level.saturating_add(add).saturating_sub(remove);
-        if level.is_zero() {
+        if quantity.is_zero() {
             levels.remove(&price);
+        } else {
+            levels.insert(price, quantity);
         }
     }
 }
@@ -165,34 +165,38 @@ impl View {
     pub fn apply(&mut self, time_ms: Option<u64>, events: &[Event], changes: &Changes) {
         self.sequence += 1;
         for event in events {
-            if let Event::Balance {
-                account,
-                asset,
-                free,
-                locked,
-            } = event
-            {
-                let view = self.accounts.entry(*account).or_default();
-                view.balances.insert(*asset, (*free, *locked));
-                // Credits and debits carry no engine time; they keep the last one.
-                if let Some(time_ms) = time_ms {
-                    view.update_ms = time_ms;
+            match event {
+                Event::Balance {
+                    account,
+                    asset,
+                    free,
+                    locked,
+                } => {
+                    let view = self.accounts.entry(*account).or_default();
+                    view.balances.insert(*asset, (*free, *locked));
+                    // Credits and debits carry no engine time; they keep the last one.
+                    if let Some(time_ms) = time_ms {
+                        view.update_ms = time_ms;
+                    }
                 }
+                Event::Level {
+                    market,
+                    side,
+                    price,
+                    quantity,
+                } => {
+                    if let Some(market) = self.markets.get_mut(usize::from(market.0)) {
+                        market.set_level(*side, *price, *quantity);
+                        market.update_id = self.sequence;
+                    }
+                }
+                _ => {}
             }
         }
         for (order, _) in &changes.orders {
             let Some(market) = self.markets.get_mut(usize::from(order.market.0)) else {
                 continue;
             };
-            let before = market
-                .open
-                .get(&order.order_id)
-                .map_or(Amount::ZERO, OrderView::resting);
-            let after = order.resting();
-            if before != after {
-                market.add_depth(order.side, order.price, after, before);
-                market.update_id = self.sequence;
-            }
             let key = (order.market, order.order_id);
             let account = self.accounts.entry(order.account).or_default();
             if order.is_open() {

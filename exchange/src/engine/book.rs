@@ -275,8 +275,9 @@ impl Book {
         })
     }
 
-    /// Puts `order` at the back of its price level and its owner's list.
-    pub(crate) fn rest(&mut self, mut order: Order) {
+    /// Puts `order` at the back of its price level and its owner's list;
+    /// returns the level's quantity after.
+    pub(crate) fn rest(&mut self, mut order: Order) -> Amount {
         let slot = self.vacant.pop().unwrap_or_else(|| {
             self.slab.push(Order::default());
             (self.slab.len() - 1) as u32
@@ -301,6 +302,7 @@ impl Book {
         level.tail = slot;
         level.orders += 1;
         level.quantity = level.quantity.saturating_add(order.remaining);
+        let level_quantity = level.quantity;
 
         let own = self.own.entry(order.account).or_insert(Own {
             count: 0,
@@ -325,10 +327,12 @@ impl Book {
         }
         self.slots.insert(order.order_id, slot);
         self.slab[slot as usize] = order;
+        level_quantity
     }
 
-    /// Takes the order in `slot` off the book and out of every index.
-    pub(crate) fn unlink(&mut self, slot: u32) -> Order {
+    /// Takes the order in `slot` off the book and out of every index;
+    /// returns it with its level's quantity after.
+    pub(crate) fn unlink(&mut self, slot: u32) -> (Order, Amount) {
         let order = std::mem::take(&mut self.slab[slot as usize]);
         self.vacant.push(slot);
         self.slots.remove(order.order_id);
@@ -341,8 +345,9 @@ impl Book {
             .get_mut(&order.price)
             .expect("a resting order has a level");
         level.orders -= 1;
-        if level.orders == 0 {
+        let level_quantity = if level.orders == 0 {
             levels.remove(&order.price);
+            Amount::ZERO
         } else {
             level.quantity = level.quantity.saturating_sub(order.remaining);
             if order.prev == NIL {
@@ -355,7 +360,8 @@ impl Book {
             } else {
                 self.slab[order.next as usize].prev = order.prev;
             }
-        }
+            level.quantity
+        };
 
         let own = self.own.get_mut(&order.account).expect("owner is indexed");
         own.count -= 1;
@@ -382,7 +388,7 @@ impl Book {
                 self.client_ids.remove(&order.account);
             }
         }
-        order
+        (order, level_quantity)
     }
 
     pub(crate) fn is_client_id_open(&self, account: AccountId, id: &str) -> bool {

@@ -212,7 +212,14 @@ impl Engine {
         let (base, quote) = (book.base, book.quote);
         if matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled) {
             taker.client_order_id = order.client_order_id.map(String::into_boxed_str);
-            book.rest(taker);
+            let (side, price) = (taker.side, taker.price);
+            let quantity = book.rest(taker);
+            events.push(Event::Level {
+                market: book.id,
+                side,
+                price,
+                quantity,
+            });
         } else if !taker.locked.is_zero() {
             self.ledger.shift(slot, lock_asset, taker.locked, false);
         }
@@ -380,9 +387,14 @@ impl Engine {
             Side::Buy => &mut book.bids,
             Side::Sell => &mut book.asks,
         };
-        if let Some(level) = levels.get_mut(&price) {
-            level.quantity = level.quantity.saturating_sub(quantity);
-        }
+        let level = levels.get_mut(&price).expect(BROKEN);
+        level.quantity = sure(level.quantity.checked_sub(quantity));
+        events.push(Event::Level {
+            market: book.id,
+            side: maker.side,
+            price,
+            quantity: level.quantity,
+        });
         if maker.remaining.is_zero() {
             self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events);
         } else {
@@ -408,7 +420,13 @@ impl Engine {
         events: &mut Vec<Event>,
     ) {
         let book = &mut self.books[book_index];
-        let order = book.unlink(slot);
+        let (order, level_quantity) = book.unlink(slot);
+        events.push(Event::Level {
+            market: book.id,
+            side: order.side,
+            price: order.price,
+            quantity: level_quantity,
+        });
         events.push(order.state(book.id, status, self.now_ms));
         if !order.locked.is_zero() {
             let asset = book.locked_asset(order.side);

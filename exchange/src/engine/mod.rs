@@ -213,6 +213,17 @@ pub enum Event {
     Order(OrderState),
     /// A fill.
     Trade(Trade),
+    /// A price level's resting quantity changed (zero: the level is gone).
+    Level {
+        /// Market.
+        market: MarketId,
+        /// Bids (buy) or asks (sell).
+        side: Side,
+        /// The level's price.
+        price: Amount,
+        /// Its resting quantity after the change.
+        quantity: Amount,
+    },
     /// A balance changed.
     Balance {
         /// Account.
