@@ -256,25 +256,20 @@ fn open_exchange(
         config.exchange.markets.clone(),
     ));
     let started = std::time::Instant::now();
-    let sequencer = weiport_exchange::sequencer::Sequencer::start(
+    let exchange = weiport_exchange_api::Exchange::open(
         store.clone(),
-        catalog.clone(),
+        catalog,
         config.exchange.fee_account,
         config.exchange.queue_capacity,
+        access.clone(),
     )
     .context("starting the exchange engine")?;
     tracing::info!(
-        commands = sequencer.view().sequence,
+        commands = exchange.sequencer.view().sequence,
         elapsed = ?started.elapsed(),
         "exchange state rebuilt from the command log"
     );
-    Ok(weiport_exchange_api::Exchange {
-        history: weiport_exchange::history::History::new(store.clone(), catalog.clone()),
-        catalog,
-        sequencer,
-        access: access.clone(),
-        depth_cache: Default::default(),
-    })
+    Ok(exchange)
 }
 
 /// The public listener's routes: operations, plus the API faces in `faces`.

@@ -59,20 +59,7 @@ impl Setup {
         key: &Key,
         params: &str,
     ) -> (u16, Value) {
-        let query = format!("{params}&timestamp={}", now_ms());
-        let signature = sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
-        let response = self
-            .http
-            .request(
-                method,
-                format!("{}{path}?{query}&signature={signature}", self.weiport.url),
-            )
-            .header("X-MBX-APIKEY", &key.id)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap())
+        self.weiport.signed(method, path, key, params).await
     }
 
     async fn public(&self, path_and_query: &str) -> (u16, Value) {

@@ -14,15 +14,6 @@ use serde_json::{Value, json};
 use weiport_access::sign_hmac_sha256;
 use weiport_storage::{CommandRecord, OrderRecord, Store, StoreOptions};
 
-/// Limits high enough that thousands of requests are never refused for rate.
-const GENEROUS: [(&str, &str); 5] = [
-    ("WEIPORT_INDEXER__ENABLED", "false"),
-    ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "100000000"),
-    ("WEIPORT_ACCESS__KEY_WEIGHT_PER_MINUTE", "100000000"),
-    ("WEIPORT_ACCESS__ORDERS_PER_10S", "1000000"),
-    ("WEIPORT_ACCESS__ORDERS_PER_DAY", "100000000"),
-];
-
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -110,7 +101,7 @@ fn check_binance(what: &str, answer: &common::raw_http::Answer) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_refuses_hostile_parameters_in_its_own_shape() {
     let dir = tempfile::tempdir().unwrap();
-    let weiport = Weiport::serve(dir.path(), &GENEROUS);
+    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
     let key = funded_key(&weiport, &["read", "trade"]).await;
     let document: Value = reqwest::get(format!("{}/openapi.json", weiport.url))
         .await
@@ -246,7 +237,7 @@ async fn account_state(connection: &mut Connection, key: &Key) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moved_signature_boundary_and_unread_parameters_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let weiport = Weiport::serve(dir.path(), &GENEROUS);
+    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
     let key = funded_key(&weiport, &["read", "trade"]).await;
     let mut connection = Connection::open(&weiport.url).await;
     let before = account_state(&mut connection, &key).await;
@@ -430,7 +421,7 @@ async fn metrics_size(connection: &mut Connection) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn made_up_methods_and_paths_add_no_metric_series() {
     let dir = tempfile::tempdir().unwrap();
-    let weiport = Weiport::serve(dir.path(), &GENEROUS);
+    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
     let mut connection = Connection::open(&weiport.url).await;
     for round in 0..10 {
         let answer = connection
@@ -463,7 +454,7 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_and_idle_connections_are_closed_while_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
-    let mut env = GENEROUS.to_vec();
+    let mut env = common::GENEROUS.to_vec();
     env.extend([
         ("WEIPORT_SERVER__HEADER_READ_TIMEOUT_SECS", "1"),
         ("WEIPORT_SERVER__BODY_READ_TIMEOUT_SECS", "1"),
@@ -648,7 +639,7 @@ async fn median_time(connection: &mut Connection, target: &str, key: Option<&Key
 async fn history_reads_far_from_the_data_cost_what_reads_near_it_cost() {
     let dir = tempfile::tempdir().unwrap();
     let (first_ms, last_ms) = write_trading_log(dir.path(), 100_000);
-    let weiport = Weiport::serve(dir.path(), &GENEROUS);
+    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
     // The accounts of the log get their keys (account ids start at 1).
     let buyer = funded_key(&weiport, &["read"]).await;
     assert_eq!(buyer.account, 1, "the log's buyer");

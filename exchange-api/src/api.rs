@@ -39,6 +39,39 @@ pub struct Exchange {
     pub access: Arc<Access>,
     /// Last `depth` body per market and limit, with the book version it shows.
     pub depth_cache: std::sync::Mutex<std::collections::HashMap<(MarketId, usize), (u64, Bytes)>>,
+    /// The WebSocket streams, fed by the sequencer.
+    pub streams: Arc<crate::streams::StreamHub>,
+}
+
+impl Exchange {
+    /// Replays the command log of `store` and starts the engine thread (a
+    /// queue of `capacity` commands, fees to `fee_account`) with the stream
+    /// hub as one of its sinks; spawns the hub on the current Tokio runtime.
+    pub fn open(
+        store: weiport_storage::Store,
+        catalog: Arc<Catalog>,
+        fee_account: u64,
+        capacity: usize,
+        access: Arc<Access>,
+    ) -> Result<Self, weiport_exchange::sequencer::SequencerError> {
+        let (streams, sink) = crate::streams::StreamHub::new(catalog.clone());
+        let sequencer = Sequencer::start_with(
+            store.clone(),
+            catalog.clone(),
+            fee_account,
+            capacity,
+            vec![Box::new(sink)],
+        )?;
+        tokio::spawn(streams.clone().run());
+        Ok(Self {
+            history: History::new(store, catalog.clone()),
+            catalog,
+            sequencer,
+            access,
+            depth_cache: Default::default(),
+            streams,
+        })
+    }
 }
 
 pub(crate) type Answer = Result<Response, BinanceError>;

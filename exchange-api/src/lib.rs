@@ -18,6 +18,7 @@ mod market_data;
 mod params;
 mod routes;
 mod sapi;
+pub mod streams;
 mod ticker;
 mod trading;
 mod wire;

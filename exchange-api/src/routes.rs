@@ -34,6 +34,7 @@ mod reads {
     pub(super) const SYMBOL: &[&str] = &["symbol"];
     pub(super) const SYMBOLS: &[&str] = &["symbol", "symbols"];
     pub(super) const LIMIT: &[&str] = &["limit"];
+    pub(super) const STREAMS: &[&[&str]] = &[&["streams", "timeUnit"]];
     pub(super) const WINDOW: &[&str] = &["startTime", "endTime", "limit"];
     pub(super) const ORDER: &[&str] = &[
         "symbol",
@@ -76,6 +77,32 @@ fn routes() -> Vec<Route> {
     let read_by_query =
         |weight| Endpoint::new(Security::Signed(Permission::Read)).weight_by(weight);
     vec![
+        // WebSocket market streams: each connection attempt costs IP weight,
+        // so attempts per address are limited before the upgrade.
+        route(
+            "GET",
+            "/ws",
+            "Market streams, subscribed by message",
+            public(2),
+            reads::NONE,
+            || get(crate::streams::ws_bare),
+        ),
+        route(
+            "GET",
+            "/ws/{*streams}",
+            "Market streams named in the path (anything else opens an empty connection)",
+            public(2),
+            reads::NONE,
+            || get(crate::streams::ws_path),
+        ),
+        route(
+            "GET",
+            "/stream",
+            "Combined market streams, each event as {stream, data}",
+            public(2),
+            reads::STREAMS,
+            || get(crate::streams::combined),
+        ),
         route(
             "GET",
             "/api/v3/ping",
@@ -548,9 +575,8 @@ mod tests {
     use axum::http::Request;
     use tower::ServiceExt;
     use weiport_access::{KeyStore, Limiter, LimitsConfig, MasterKey, NewKey};
+    use weiport_exchange::Catalog;
     use weiport_exchange::market::tests_support::eth_usdt;
-    use weiport_exchange::sequencer::Sequencer;
-    use weiport_exchange::{Catalog, history::History};
     use weiport_storage::{Store, StoreOptions};
 
     /// The exchange over a store in `dir`, with one funded trading key.
@@ -570,14 +596,7 @@ mod tests {
             .unwrap();
         let access = Arc::new(weiport_access::Access::new(keys, limiter, vec![], 65_536));
         let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-        let sequencer = Sequencer::start(store.clone(), catalog.clone(), 0, 64).unwrap();
-        let exchange = Arc::new(Exchange {
-            history: History::new(store, catalog.clone()),
-            catalog,
-            sequencer,
-            access,
-            depth_cache: Default::default(),
-        });
+        let exchange = Arc::new(Exchange::open(store, catalog, 0, 64, access).unwrap());
         (exchange, created.info.id, created.secret.unwrap())
     }
 

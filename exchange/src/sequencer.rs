@@ -73,6 +73,10 @@ impl Outcome {
 /// client that got its answer reads its own write. It must be quick and must
 /// not fail; slow work belongs on the sink's own thread.
 pub trait Sink: Send {
+    /// Sees the read side as the replayed log left it, once, before the
+    /// first batch: where the sink's own state starts.
+    fn opened(&mut self, _view: &View) {}
+
     /// Takes one durable batch's accepted outcomes.
     fn committed(&mut self, outcomes: &[Arc<Outcome>]);
 }
@@ -331,6 +335,14 @@ impl Sequencer {
         let mut all: Vec<Box<dyn Sink>> =
             vec![Box::new(ViewSink(view.clone())), Box::new(events.clone())];
         all.extend(sinks);
+        {
+            let view = view
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for sink in &mut all {
+                sink.opened(&view);
+            }
+        }
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
             .spawn(move || run(engine, recorder, Log { store, next, clock }, all, receiver))

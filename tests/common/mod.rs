@@ -102,7 +102,18 @@ impl Drop for Anvil {
     }
 }
 
+/// Limits high enough that thousands of requests are never refused for
+/// rate, with the indexer off (for tests of the exchange alone).
+pub const GENEROUS: [(&str, &str); 5] = [
+    ("WEIPORT_INDEXER__ENABLED", "false"),
+    ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "100000000"),
+    ("WEIPORT_ACCESS__KEY_WEIGHT_PER_MINUTE", "100000000"),
+    ("WEIPORT_ACCESS__ORDERS_PER_10S", "1000000"),
+    ("WEIPORT_ACCESS__ORDERS_PER_DAY", "100000000"),
+];
+
 /// An HMAC API key as created, with its secret.
+#[derive(Clone)]
 pub struct Key {
     pub id: String,
     pub secret: String,
@@ -329,6 +340,33 @@ impl Weiport {
             assert_eq!(status, 200, "{answer}");
         }
         key
+    }
+
+    /// A request signed by `key` with `params` in the query (timestamp added);
+    /// returns the status and the JSON answer.
+    pub async fn signed(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &Key,
+        params: &str,
+    ) -> (u16, serde_json::Value) {
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let query = format!("{params}&timestamp={timestamp}");
+        let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
+        let response = reqwest::Client::new()
+            .request(
+                method,
+                format!("{}{path}?{query}&signature={signature}", self.url),
+            )
+            .header("X-MBX-APIKEY", &key.id)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
     }
 
     /// Waits until `/readyz` reports `block` indexed.

@@ -1,0 +1,325 @@
+//! Binance-compatible WebSocket market streams on `weiport serve`, over real
+//! sockets: raw and combined connections, control messages, trade events
+//! equal to REST's trades, and a local book kept by Binance's recipe (REST
+//! snapshot plus diff depth) that ends equal to REST's book.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{Key, Weiport};
+use futures::{SinkExt, StreamExt};
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(weiport: &Weiport, path: &str) -> Socket {
+    let url = format!("{}{path}", weiport.url.replacen("http://", "ws://", 1));
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+/// The next text frame as JSON (pings are answered by the client library).
+async fn next(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("a frame within 10 s")
+            .expect("the connection stays open")
+            .unwrap();
+        if let Message::Text(text) = message {
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+}
+
+/// Sends a control message, paced under Binance's 5 messages a second.
+async fn send(socket: &mut Socket, request: Value) -> Value {
+    tokio::time::sleep(Duration::from_millis(210)).await;
+    socket
+        .send(Message::Text(request.to_string().into()))
+        .await
+        .unwrap();
+    next(socket).await
+}
+
+async fn order(weiport: &Weiport, key: &Key, params: &str) -> Value {
+    let (status, answer) = weiport
+        .signed(reqwest::Method::POST, "/api/v3/order", key, params)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+async fn public(weiport: &Weiport, path: &str) -> Value {
+    reqwest::get(format!("{}{path}", weiport.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+fn serve() -> (Weiport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
+    (weiport, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trades_reach_raw_and_combined_connections_and_control_messages_answer_as_binance() {
+    let (weiport, _dir) = serve();
+    let maker = weiport
+        .funded_key(&["read", "trade"], &[("ETH", "10")])
+        .await;
+    let taker = weiport
+        .funded_key(&["read", "trade"], &[("USDT", "100000")])
+        .await;
+
+    let mut raw = connect(&weiport, "/ws/ethusdt@trade").await;
+    let mut combined = connect(&weiport, "/stream?streams=ethusdt@trade/ethusdt@bookTicker").await;
+    // ccxt.pro opens a numbered slot and subscribes by message.
+    let mut slot = connect(&weiport, "/ws/0").await;
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "SUBSCRIBE", "params": ["ethusdt@aggTrade"], "id": 1})
+        )
+        .await,
+        json!({"result": null, "id": 1})
+    );
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "LIST_SUBSCRIPTIONS", "id": "list"})
+        )
+        .await,
+        json!({"result": ["ethusdt@aggTrade"], "id": "list"})
+    );
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "SUBSCRIBE", "params": ["ETHUSDT@trade"], "id": 2})
+        )
+        .await,
+        json!({"error": {"code": 2, "msg": "Invalid request: invalid stream"}, "id": 2})
+    );
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "GET_PROPERTY", "params": ["combined"], "id": 3})
+        )
+        .await,
+        json!({"result": false, "id": 3})
+    );
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "SET_PROPERTY", "params": ["combined", 1], "id": 4})
+        )
+        .await,
+        json!({"error": {"code": 1, "msg": "Invalid value type: expected Boolean"}, "id": 4})
+    );
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "GET_PROPERTY", "params": ["speed"], "id": 5})
+        )
+        .await,
+        json!({"error": {"code": 0, "msg": "Unknown property"}, "id": 5})
+    );
+    let reply = send(&mut slot, json!("not a request")).await;
+    assert_eq!(reply["error"]["code"], 2, "{reply}");
+    tokio::time::sleep(Duration::from_millis(210)).await;
+    slot.send(Message::Text("{".into())).await.unwrap();
+    assert_eq!(next(&mut slot).await["error"]["code"], 3);
+
+    order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1.5&price=3000",
+    )
+    .await;
+    // The book ticker follows the new best ask.
+    let top = next(&mut combined).await;
+    assert_eq!(top["stream"], "ethusdt@bookTicker");
+    assert_eq!(top["data"]["a"], "3000.00000000");
+    assert_eq!(top["data"]["A"], "1.50000000");
+    assert_eq!(top["data"]["s"], "ETHUSDT");
+
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3010",
+    )
+    .await;
+    let rest = public(&weiport, "/api/v3/trades?symbol=ETHUSDT").await;
+    let rest = &rest[0];
+
+    let trade = next(&mut raw).await;
+    assert_eq!(trade["e"], "trade");
+    assert_eq!(trade["s"], "ETHUSDT");
+    assert_eq!(trade["t"], rest["id"]);
+    assert_eq!(trade["p"], rest["price"]);
+    assert_eq!(trade["q"], rest["qty"]);
+    assert_eq!(trade["T"], rest["time"]);
+    assert_eq!(trade["m"], rest["isBuyerMaker"]);
+    assert_eq!(trade["M"], true);
+
+    let wrapped = next(&mut combined).await;
+    assert_eq!(wrapped["stream"], "ethusdt@trade");
+    assert_eq!(wrapped["data"]["t"], rest["id"]);
+    let top = next(&mut combined).await;
+    assert_eq!(
+        (top["stream"].clone(), top["data"]["A"].clone()),
+        (json!("ethusdt@bookTicker"), json!("0.50000000"))
+    );
+
+    let agg = next(&mut slot).await;
+    let rest_agg = public(&weiport, "/api/v3/aggTrades?symbol=ETHUSDT").await;
+    assert_eq!(agg["e"], "aggTrade");
+    assert_eq!(agg["a"], rest_agg[0]["a"]);
+    assert_eq!(agg["p"], rest_agg[0]["p"]);
+    assert_eq!(agg["q"], rest_agg[0]["q"]);
+    assert_eq!(
+        (agg["f"].clone(), agg["l"].clone()),
+        (rest_agg[0]["f"].clone(), rest_agg[0]["l"].clone())
+    );
+
+    // Unsubscribed, the slot hears nothing more of aggregate trades.
+    assert_eq!(
+        send(
+            &mut slot,
+            json!({"method": "UNSUBSCRIBE", "params": ["ethusdt@aggTrade"], "id": 6})
+        )
+        .await,
+        json!({"result": null, "id": 6})
+    );
+    assert_eq!(
+        send(&mut slot, json!({"method": "LIST_SUBSCRIPTIONS", "id": 7})).await,
+        json!({"result": [], "id": 7})
+    );
+}
+
+/// Binance's local order book: buffer diff events, take a REST snapshot,
+/// drop what it already holds, then apply the rest, checking continuity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_book_kept_from_the_diff_stream_equals_the_rest_book() {
+    let (weiport, _dir) = serve();
+    let mut keys = Vec::new();
+    for _ in 0..4 {
+        keys.push(
+            weiport
+                .funded_key(&["read", "trade"], &[("ETH", "1000"), ("USDT", "10000000")])
+                .await,
+        );
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let place = async |rng: &mut rand::rngs::StdRng| {
+        let key = &keys[rng.random_range(0..keys.len())];
+        let side = if rng.random_bool(0.5) { "BUY" } else { "SELL" };
+        let price = 2990 + rng.random_range(0..20);
+        let quantity = rng.random_range(1..50);
+        let (status, answer) = weiport
+            .signed(
+                reqwest::Method::POST,
+                "/api/v3/order",
+                key,
+                &format!("symbol=ETHUSDT&side={side}&type=LIMIT&timeInForce=GTC&quantity=0.{quantity:02}&price={price}"),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        (key.clone(), answer["orderId"].as_u64().unwrap())
+    };
+    // A book before the stream opens, so the snapshot matters.
+    let mut open = Vec::new();
+    for _ in 0..100 {
+        open.push(place(&mut rng).await);
+    }
+
+    let mut stream = connect(&weiport, "/ws/ethusdt@depth@100ms").await;
+    let events = tokio::spawn(async move {
+        let mut events = Vec::new();
+        while let Ok(Some(Ok(message))) =
+            tokio::time::timeout(Duration::from_secs(2), stream.next()).await
+        {
+            if let Message::Text(text) = message {
+                events.push(serde_json::from_str::<Value>(&text).unwrap());
+            }
+        }
+        events
+    });
+    for _ in 0..150 {
+        open.push(place(&mut rng).await);
+    }
+    let snapshot = public(&weiport, "/api/v3/depth?symbol=ETHUSDT&limit=5000").await;
+    for i in 0..750 {
+        if i % 3 == 0 && !open.is_empty() {
+            let (key, id) = open.swap_remove(rng.random_range(0..open.len()));
+            // Filled orders are gone already: -2011 is fine.
+            weiport
+                .signed(
+                    reqwest::Method::DELETE,
+                    "/api/v3/order",
+                    &key,
+                    &format!("symbol=ETHUSDT&orderId={id}"),
+                )
+                .await;
+        } else {
+            open.push(place(&mut rng).await);
+        }
+    }
+    let events = events.await.unwrap();
+    let last = public(&weiport, "/api/v3/depth?symbol=ETHUSDT&limit=5000").await;
+
+    let levels = |side: &Value| -> BTreeMap<String, String> {
+        side.as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l[0].as_str().unwrap().to_owned(),
+                    l[1].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let mut book_id = snapshot["lastUpdateId"].as_u64().unwrap();
+    let (mut bids, mut asks) = (levels(&snapshot["bids"]), levels(&snapshot["asks"]));
+    let first = events[0]["U"].as_u64().unwrap();
+    assert!(
+        book_id + 1 >= first,
+        "the snapshot is not older than the first event"
+    );
+    let mut applied = 0;
+    for event in &events {
+        assert_eq!(event["e"], "depthUpdate");
+        assert_eq!(event["s"], "ETHUSDT");
+        let (from, to) = (event["U"].as_u64().unwrap(), event["u"].as_u64().unwrap());
+        if to <= book_id {
+            continue;
+        }
+        assert!(from <= book_id + 1, "no gap: U {from} after book {book_id}");
+        for (side, book) in [("b", &mut bids), ("a", &mut asks)] {
+            for (price, quantity) in levels(&event[side]) {
+                if quantity.parse::<f64>().unwrap() == 0.0 {
+                    book.remove(&price);
+                } else {
+                    book.insert(price, quantity);
+                }
+            }
+        }
+        book_id = to;
+        applied += 1;
+    }
+    assert!(
+        applied > 10,
+        "the stream carried the changes ({applied} events)"
+    );
+    assert_eq!(book_id, last["lastUpdateId"].as_u64().unwrap());
+    assert_eq!(bids, levels(&last["bids"]));
+    assert_eq!(asks, levels(&last["asks"]));
+}
