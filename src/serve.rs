@@ -178,6 +178,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         },
     );
     let exchange = Arc::new(open_exchange(&config, &store, &access)?);
+    tokio::spawn(weiport_exchange_api::streams::push_tickers(Arc::downgrade(
+        &exchange,
+    )));
     let app = router(
         ops,
         query.merge(weiport_exchange_api::router(exchange.clone())),

@@ -323,3 +323,42 @@ async fn a_book_kept_from_the_diff_stream_equals_the_rest_book() {
     assert_eq!(bids, levels(&last["bids"]));
     assert_eq!(asks, levels(&last["asks"]));
 }
+
+fn python() -> String {
+    std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/weiport/venv/bin/python",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccxt_pro_watches_trades_the_book_and_the_ticker() {
+    let (weiport, _dir) = serve();
+    let a = weiport
+        .funded_key(&["read", "trade"], &[("ETH", "10")])
+        .await;
+    let b = weiport
+        .funded_key(&["read", "trade"], &[("USDT", "100000")])
+        .await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/binance_streams.py"
+    );
+    let url = weiport.url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python())
+            .args([script, &url, &a.id, &a.secret, &b.id, &b.secret])
+            .output()
+            .expect("run python (scripts/setup.sh installs the clients)")
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("streams ok"),
+        "{stderr}"
+    );
+}

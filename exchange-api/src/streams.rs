@@ -35,6 +35,7 @@ use weiport_exchange::now_ms;
 
 use crate::api::Exchange;
 use crate::error::BinanceError;
+use crate::ticker::{TickerFields, five_minute_price, statistics};
 
 /// Frames a connection may have waiting before it counts as too slow.
 const BUFFER: usize = 1024;
@@ -381,6 +382,9 @@ impl StreamHub {
 
     /// Whether `name` is a stream this hub serves (lower-case symbol, as Binance).
     fn known_stream(&self, name: &str) -> bool {
+        if name == "!miniTicker@arr" {
+            return true;
+        }
         let Some((symbol, kind)) = name.split_once('@') else {
             return false;
         };
@@ -405,6 +409,12 @@ impl StreamHub {
                 | "depth5@100ms"
                 | "depth10@100ms"
                 | "depth20@100ms"
+                | "ticker"
+                | "miniTicker"
+                | "ticker_1h"
+                | "ticker_4h"
+                | "ticker_1d"
+                | "avgPrice"
         )
     }
 
@@ -656,4 +666,142 @@ fn control(
         },
         _ => control_error(2, "Invalid request: unknown variant", &id),
     }
+}
+
+/// The 24-hour and rolling-window tickers and the average price, pushed
+/// every second to their subscribers, from the same statistics as REST.
+/// Holds the exchange only while pushing, so shutting it down is not delayed.
+pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(exchange) = exchange.upgrade() else {
+            return;
+        };
+        let hub = exchange.streams.clone();
+        let now = now_ms();
+        let mut minis = Vec::new();
+        let wants_all_minis = hub.has_subscribers("!miniTicker@arr");
+        for (id, _) in exchange.catalog.markets() {
+            let symbol = hub.symbol(id);
+            let wanted = |kind: &str| hub.has_subscribers(&format!("{symbol}@{kind}"));
+            let mut payloads: Vec<(String, Value)> = Vec::new();
+            {
+                let view = exchange.sequencer.view();
+                let day = (now.saturating_sub(86_400_000), now);
+                if wanted("ticker") {
+                    let stats =
+                        statistics(&exchange, &view, id, now, day, TickerFields::FullWithBook);
+                    payloads.push((
+                        format!("{symbol}@ticker"),
+                        stream_ticker("24hrTicker", now, &stats, TICKER_KEYS),
+                    ));
+                }
+                if wanted("miniTicker") || wants_all_minis {
+                    let stats = statistics(&exchange, &view, id, now, day, TickerFields::Mini);
+                    let mini = stream_ticker("24hrMiniTicker", now, &stats, MINI_KEYS);
+                    if wants_all_minis && stats["count"] != 0 {
+                        minis.push(mini.clone());
+                    }
+                    payloads.push((format!("{symbol}@miniTicker"), mini));
+                }
+                for (window, ms) in [("1h", 3_600_000), ("4h", 14_400_000), ("1d", 86_400_000)] {
+                    if wanted(&format!("ticker_{window}")) {
+                        let span = (now.saturating_sub(ms), now);
+                        let stats = statistics(&exchange, &view, id, now, span, TickerFields::Full);
+                        let event = format!("{window}Ticker");
+                        payloads.push((
+                            format!("{symbol}@ticker_{window}"),
+                            stream_ticker(&event, now, &stats, WINDOW_KEYS),
+                        ));
+                    }
+                }
+                if wanted("avgPrice") {
+                    let (price, recent) = five_minute_price(&view, id, now);
+                    let close = match (recent, view.market(id).and_then(|m| m.last_trade)) {
+                        (Some(_), Some(last)) => last.time_ms,
+                        _ => now,
+                    };
+                    payloads.push((
+                        format!("{symbol}@avgPrice"),
+                        json!({
+                            "e": "avgPrice", "E": now, "s": exchange.catalog.symbol(id), "i": "5m",
+                            "w": price.unwrap_or(Amount::ZERO).to_string(), "T": close,
+                        }),
+                    ));
+                }
+            }
+            for (stream, payload) in payloads {
+                hub.publish(&stream, &payload);
+            }
+        }
+        if !minis.is_empty() {
+            hub.publish("!miniTicker@arr", &Value::Array(minis));
+        }
+    }
+}
+
+/// Stream field ← REST field of the 24-hour ticker.
+const TICKER_KEYS: &[(&str, &str)] = &[
+    ("p", "priceChange"),
+    ("P", "priceChangePercent"),
+    ("w", "weightedAvgPrice"),
+    ("x", "prevClosePrice"),
+    ("c", "lastPrice"),
+    ("Q", "lastQty"),
+    ("b", "bidPrice"),
+    ("B", "bidQty"),
+    ("a", "askPrice"),
+    ("A", "askQty"),
+    ("o", "openPrice"),
+    ("h", "highPrice"),
+    ("l", "lowPrice"),
+    ("v", "volume"),
+    ("q", "quoteVolume"),
+    ("O", "openTime"),
+    ("C", "closeTime"),
+    ("F", "firstId"),
+    ("L", "lastId"),
+    ("n", "count"),
+];
+
+/// Stream field ← REST field of the mini ticker.
+const MINI_KEYS: &[(&str, &str)] = &[
+    ("c", "lastPrice"),
+    ("o", "openPrice"),
+    ("h", "highPrice"),
+    ("l", "lowPrice"),
+    ("v", "volume"),
+    ("q", "quoteVolume"),
+];
+
+/// Stream field ← REST field of the rolling-window ticker.
+const WINDOW_KEYS: &[(&str, &str)] = &[
+    ("p", "priceChange"),
+    ("P", "priceChangePercent"),
+    ("o", "openPrice"),
+    ("h", "highPrice"),
+    ("l", "lowPrice"),
+    ("c", "lastPrice"),
+    ("w", "weightedAvgPrice"),
+    ("v", "volume"),
+    ("q", "quoteVolume"),
+    ("O", "openTime"),
+    ("C", "closeTime"),
+    ("F", "firstId"),
+    ("L", "lastId"),
+    ("n", "count"),
+];
+
+/// A REST ticker in a stream's short field names, with its event type and time.
+fn stream_ticker(event: &str, now: u64, rest: &Value, keys: &[(&str, &str)]) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("e".into(), json!(event));
+    out.insert("E".into(), json!(now));
+    out.insert("s".into(), rest["symbol"].clone());
+    for (short, long) in keys {
+        out.insert((*short).into(), rest[*long].clone());
+    }
+    Value::Object(out)
 }

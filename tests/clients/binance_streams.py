@@ -1,0 +1,87 @@
+"""Watches weiport's WebSocket market streams with ccxt.pro, unchanged but
+for its URLs: trades, the order book (REST snapshot plus diff depth, ccxt's
+own sync check) and the ticker, while crossing orders go in over REST.
+Arguments: base URL, then key and secret of account A (holds ETH) and of
+account B (holds USDT). Exits non-zero with a message on the first mismatch."""
+
+import asyncio
+import sys
+
+import ccxt.pro
+
+base, key_a, secret_a, key_b, secret_b = sys.argv[1:6]
+ws_base = base.replace("http://", "ws://", 1)
+PRODUCTION_HOSTS = {
+    "https://api.binance.com": base,
+    "https://fapi.binance.com": base,
+    "https://dapi.binance.com": base,
+    "https://eapi.binance.com": base,
+    "https://papi.binance.com": base,
+    "wss://stream.binance.com:9443": ws_base,
+}
+
+
+def check(label, actual, expected):
+    if actual != expected:
+        sys.exit(f"{label}: expected {expected!r}, got {actual!r}")
+    print(f"ok {label}", file=sys.stderr)
+
+
+def local_urls(urls):
+    """The client's own URL table with every production host replaced."""
+    if isinstance(urls, dict):
+        return {k: local_urls(v) for k, v in urls.items()}
+    if isinstance(urls, str):
+        for host, local in PRODUCTION_HOSTS.items():
+            if urls.startswith(host):
+                return local + urls[len(host):]
+    return urls
+
+
+def client(key, secret):
+    api = local_urls(ccxt.pro.binance().urls["api"])
+    return ccxt.pro.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
+
+
+async def main():
+    a, b = client(key_a, secret_a), client(key_b, secret_b)
+    try:
+        await a.load_markets()
+        await b.load_markets()
+        trades = asyncio.create_task(b.watch_trades("ETH/USDT"))
+        book = await b.watch_order_book("ETH/USDT")
+        check("ccxt.pro empty book", (book["bids"], book["asks"]), ([], []))
+        await asyncio.sleep(0.5)
+
+        await a.create_order("ETH/USDT", "limit", "sell", 1, 3000)
+        book = await b.watch_order_book("ETH/USDT")
+        check("ccxt.pro book after the ask", book["asks"][:1], [[3000.0, 1.0]])
+
+        taker = await b.create_order("ETH/USDT", "limit", "buy", 0.4, 3001)
+        check("ccxt.pro taker filled", taker["filled"], 0.4)
+        seen = await asyncio.wait_for(trades, 10)
+        check("ccxt.pro trades", [(t["price"], t["amount"], t["side"]) for t in seen], [(3000.0, 0.4, "buy")])
+        rest = await b.fetch_trades("ETH/USDT")
+        check("ccxt.pro trade id equals REST's", seen[0]["id"], rest[-1]["id"])
+
+        for _ in range(20):
+            book = await b.watch_order_book("ETH/USDT")
+            if book["asks"][:1] == [[3000.0, 0.6]]:
+                break
+        check("ccxt.pro book after the fill", book["asks"][:1], [[3000.0, 0.6]])
+        rest_book = await b.fetch_order_book("ETH/USDT")
+        check("ccxt.pro book equals REST", (book["bids"], book["asks"]), (rest_book["bids"], rest_book["asks"]))
+
+        ticker = await asyncio.wait_for(b.watch_ticker("ETH/USDT"), 10)
+        check("ccxt.pro ticker last", ticker["last"], 3000.0)
+        full = await asyncio.wait_for(b.watch_ticker("ETH/USDT", {"name": "ticker"}), 10)
+        check("ccxt.pro full ticker ask", (full["ask"], full["askVolume"], full["last"]), (3000.0, 0.6, 3000.0))
+        rest_ticker = await b.fetch_ticker("ETH/USDT")
+        check("ccxt.pro ticker volume equals REST", ticker["baseVolume"], rest_ticker["baseVolume"])
+    finally:
+        await a.close()
+        await b.close()
+    print("streams ok")
+
+
+asyncio.run(main())
