@@ -1,0 +1,412 @@
+//! The hub: subscriptions, the hub's copy of each book, and the fan-out of
+//! each event, rendered once per stream, to bounded connection buffers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::ws::Utf8Bytes;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use weiport_exchange::engine::Event;
+use weiport_exchange::now_ms;
+use weiport_exchange::order::Side;
+use weiport_exchange::sequencer::{Outcome, Sink};
+use weiport_exchange::view::View;
+use weiport_exchange::{Amount, Catalog, MarketId};
+
+/// Diff and partial depth push at 100 ms (`@100ms`) or 1000 ms.
+const FAST_TICK: Duration = Duration::from_millis(100);
+
+/// One event rendered for one stream, in both connection formats.
+pub(super) struct Frame {
+    pub(super) raw: Utf8Bytes,
+    pub(super) combined: Utf8Bytes,
+}
+
+/// A connection as the hub sees it.
+pub(super) struct Connection {
+    pub(super) frames: mpsc::Sender<Arc<Frame>>,
+    pub(super) combined: AtomicBool,
+    /// Set when its buffer overflowed: the connection closes itself.
+    pub(super) too_slow: Notify,
+}
+
+/// Per market: the hub's copy of the book and what depth streams still owe.
+#[derive(Default)]
+struct Book {
+    bids: BTreeMap<Amount, Amount>,
+    asks: BTreeMap<Amount, Amount>,
+    /// The last update applied (REST depth's `lastUpdateId`).
+    update_id: u64,
+    /// Levels changed since the last diff event, per speed (100 ms, 1000 ms).
+    pending: [BTreeMap<(bool, Amount), Amount>; 2],
+    /// `u` of the last diff event per speed.
+    published: [u64; 2],
+    /// Partial depth is due (the book changed since it was last pushed), per speed.
+    partial_due: [bool; 2],
+    /// The last book ticker pushed: (bid, bid qty, ask, ask qty).
+    top: (Amount, Amount, Amount, Amount),
+}
+
+impl Book {
+    fn set(&mut self, buy: bool, price: Amount, quantity: Amount) {
+        let levels = if buy { &mut self.bids } else { &mut self.asks };
+        if quantity.is_zero() {
+            levels.remove(&price);
+        } else {
+            levels.insert(price, quantity);
+        }
+        for pending in &mut self.pending {
+            pending.insert((buy, price), quantity);
+        }
+        self.partial_due = [true, true];
+    }
+
+    fn top(&self) -> (Amount, Amount, Amount, Amount) {
+        let (bid, bid_qty) = self
+            .bids
+            .last_key_value()
+            .map_or_else(Default::default, |(p, q)| (*p, *q));
+        let (ask, ask_qty) = self
+            .asks
+            .first_key_value()
+            .map_or_else(Default::default, |(p, q)| (*p, *q));
+        (bid, bid_qty, ask, ask_qty)
+    }
+}
+
+/// The stream hub: subscriptions, and the fan-out of rendered events.
+pub struct StreamHub {
+    catalog: Arc<Catalog>,
+    /// Stream name → subscribed connections by id.
+    subscribers: Mutex<HashMap<String, HashMap<u64, Arc<Connection>>>>,
+    pub(super) next_connection: AtomicU64,
+    /// Batches from the engine thread, taken by [`StreamHub::run`].
+    batches: Mutex<Option<mpsc::UnboundedReceiver<Vec<Arc<Outcome>>>>>,
+    /// Books as of the start, handed over by the engine thread.
+    start: Mutex<Option<Vec<Book>>>,
+}
+
+/// The hub's end on the engine thread: hands each batch over once, never blocks.
+pub struct StreamSink {
+    batches: mpsc::UnboundedSender<Vec<Arc<Outcome>>>,
+    hub: Arc<StreamHub>,
+}
+
+impl Sink for StreamSink {
+    fn opened(&mut self, view: &View) {
+        let books = self
+            .hub
+            .catalog
+            .markets()
+            .map(|(id, _)| {
+                let mut book = Book::default();
+                if let Some(market) = view.market(id) {
+                    book.bids = market.bids.clone();
+                    book.asks = market.asks.clone();
+                    book.update_id = market.update_id;
+                    book.published = [market.update_id; 2];
+                    book.top = book.top();
+                }
+                book
+            })
+            .collect();
+        *self
+            .hub
+            .start
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(books);
+    }
+
+    fn committed(&mut self, outcomes: &[Arc<Outcome>]) {
+        // The hub task gone (shutdown) is not the engine's concern.
+        let _ = self.batches.send(outcomes.to_vec());
+    }
+}
+
+impl StreamHub {
+    /// A hub over the catalog's markets and the sink that feeds it (give it
+    /// to the sequencer, then spawn [`StreamHub::run`]).
+    pub fn new(catalog: Arc<Catalog>) -> (Arc<Self>, StreamSink) {
+        let (batches, receiver) = mpsc::unbounded_channel();
+        let hub = Arc::new(Self {
+            catalog,
+            subscribers: Mutex::default(),
+            next_connection: AtomicU64::new(1),
+            batches: Mutex::new(Some(receiver)),
+            start: Mutex::new(None),
+        });
+        (hub.clone(), StreamSink { batches, hub })
+    }
+
+    pub(super) fn has_subscribers(&self, stream: &str) -> bool {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(stream)
+            .is_some_and(|s| !s.is_empty())
+    }
+
+    /// Sends `data` on `stream` to every subscriber; one whose buffer is
+    /// full is told to close and leaves the stream.
+    pub(super) fn publish(&self, stream: &str, data: &Value) {
+        let mut subscribers = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(connections) = subscribers.get_mut(stream) else {
+            return;
+        };
+        if connections.is_empty() {
+            return;
+        }
+        let raw = data.to_string();
+        let combined = format!("{{\"stream\":\"{stream}\",\"data\":{raw}}}");
+        let frame = Arc::new(Frame {
+            raw: raw.into(),
+            combined: combined.into(),
+        });
+        connections.retain(
+            |_, connection| match connection.frames.try_send(frame.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    connection.too_slow.notify_one();
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            },
+        );
+    }
+
+    /// Follows the engine's committed batches and the depth clock until the
+    /// sequencer stops.
+    pub async fn run(self: Arc<Self>) {
+        let Some(mut batches) = self
+            .batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let mut books = self
+            .start
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_else(|| self.catalog.markets().map(|_| Book::default()).collect());
+        let mut tick = tokio::time::interval(FAST_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticks = 0u64;
+        loop {
+            tokio::select! {
+                batch = batches.recv() => match batch {
+                    Some(batch) => {
+                        for outcome in batch {
+                            self.outcome(&outcome, &mut books);
+                        }
+                    }
+                    None => return,
+                },
+                _ = tick.tick() => {
+                    ticks += 1;
+                    self.flush_depth(&mut books, 0);
+                    if ticks.is_multiple_of(10) {
+                        self.flush_depth(&mut books, 1);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn symbol(&self, market: MarketId) -> String {
+        self.catalog.symbol(market).to_ascii_lowercase()
+    }
+
+    fn outcome(&self, outcome: &Outcome, books: &mut [Book]) {
+        let now = now_ms();
+        for trade in &outcome.changes.trades {
+            let symbol = self.catalog.symbol(trade.market);
+            let stream = format!("{}@trade", symbol.to_ascii_lowercase());
+            if self.has_subscribers(&stream) {
+                self.publish(
+                    &stream,
+                    &json!({
+                        "e": "trade", "E": now, "s": symbol, "t": trade.trade_id,
+                        "p": trade.price.to_string(), "q": trade.quantity.to_string(),
+                        "T": trade.time_ms, "m": trade.taker_side == Side::Sell, "M": true,
+                    }),
+                );
+            }
+        }
+        for (market, agg) in &outcome.changes.aggs {
+            let symbol = self.catalog.symbol(*market);
+            let stream = format!("{}@aggTrade", symbol.to_ascii_lowercase());
+            if self.has_subscribers(&stream) {
+                self.publish(
+                    &stream,
+                    &json!({
+                        "e": "aggTrade", "E": now, "s": symbol, "a": agg.id,
+                        "p": Amount::from_units(agg.price).to_string(),
+                        "q": Amount::from_units(agg.quantity).to_string(),
+                        "f": agg.first_trade, "l": agg.last_trade, "T": agg.time_ms,
+                        "m": agg.buyer_is_maker, "M": true,
+                    }),
+                );
+            }
+        }
+        let mut touched = Vec::new();
+        for event in &outcome.events {
+            if let Event::Level {
+                market,
+                side,
+                price,
+                quantity,
+            } = event
+                && let Some(book) = books.get_mut(usize::from(market.0))
+            {
+                book.set(*side == Side::Buy, *price, *quantity);
+                book.update_id = outcome.sequence;
+                if !touched.contains(market) {
+                    touched.push(*market);
+                }
+            }
+        }
+        for market in touched {
+            let book = &mut books[usize::from(market.0)];
+            let top = book.top();
+            if top == book.top {
+                continue;
+            }
+            book.top = top;
+            let symbol = self.catalog.symbol(market);
+            let stream = format!("{}@bookTicker", symbol.to_ascii_lowercase());
+            self.publish(
+                &stream,
+                &json!({
+                    "u": book.update_id, "s": symbol,
+                    "b": top.0.to_string(), "B": top.1.to_string(),
+                    "a": top.2.to_string(), "A": top.3.to_string(),
+                }),
+            );
+        }
+    }
+
+    /// Pushes diff and partial depth of speed `speed` (0: 100 ms, 1: 1000 ms).
+    fn flush_depth(&self, books: &mut [Book], speed: usize) {
+        let suffix = if speed == 0 { "@100ms" } else { "" };
+        for (index, book) in books.iter_mut().enumerate() {
+            let market = MarketId(index as u16);
+            let symbol = self.symbol(market);
+            if !book.pending[speed].is_empty() {
+                let pending = std::mem::take(&mut book.pending[speed]);
+                let first = book.published[speed] + 1;
+                book.published[speed] = book.update_id;
+                let stream = format!("{symbol}@depth{suffix}");
+                if self.has_subscribers(&stream) {
+                    let side = |buy: bool| -> Vec<Value> {
+                        let levels = pending.iter().filter(|((b, _), _)| *b == buy);
+                        let pairs = levels.map(|((_, p), q)| json!([p.to_string(), q.to_string()]));
+                        if buy {
+                            pairs.rev().collect()
+                        } else {
+                            pairs.collect()
+                        }
+                    };
+                    self.publish(
+                        &stream,
+                        &json!({
+                            "e": "depthUpdate", "E": now_ms(),
+                            "s": self.catalog.symbol(market),
+                            "U": first, "u": book.update_id,
+                            "b": side(true), "a": side(false),
+                        }),
+                    );
+                }
+            }
+            if std::mem::take(&mut book.partial_due[speed]) {
+                for levels in [5, 10, 20] {
+                    let stream = format!("{symbol}@depth{levels}{suffix}");
+                    if !self.has_subscribers(&stream) {
+                        continue;
+                    }
+                    let pairs = |side: &mut dyn Iterator<Item = (&Amount, &Amount)>| -> Vec<Value> {
+                        side.take(levels)
+                            .map(|(p, q)| json!([p.to_string(), q.to_string()]))
+                            .collect()
+                    };
+                    self.publish(
+                        &stream,
+                        &json!({
+                            "lastUpdateId": book.update_id,
+                            "bids": pairs(&mut book.bids.iter().rev()),
+                            "asks": pairs(&mut book.asks.iter()),
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether `name` is a stream this hub serves (lower-case symbol, as Binance).
+    pub(super) fn known_stream(&self, name: &str) -> bool {
+        if name == "!miniTicker@arr" {
+            return true;
+        }
+        let Some((symbol, kind)) = name.split_once('@') else {
+            return false;
+        };
+        if symbol != symbol.to_ascii_lowercase()
+            || self
+                .catalog
+                .market_id(&symbol.to_ascii_uppercase())
+                .is_none()
+        {
+            return false;
+        }
+        matches!(
+            kind,
+            "trade"
+                | "aggTrade"
+                | "bookTicker"
+                | "depth"
+                | "depth@100ms"
+                | "depth5"
+                | "depth10"
+                | "depth20"
+                | "depth5@100ms"
+                | "depth10@100ms"
+                | "depth20@100ms"
+                | "ticker"
+                | "miniTicker"
+                | "ticker_1h"
+                | "ticker_4h"
+                | "ticker_1d"
+                | "avgPrice"
+        )
+    }
+
+    pub(super) fn subscribe(&self, id: u64, connection: &Arc<Connection>, stream: &str) {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(stream.to_owned())
+            .or_default()
+            .insert(id, connection.clone());
+    }
+
+    pub(super) fn unsubscribe(&self, id: u64, stream: &str) {
+        let mut subscribers = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(connections) = subscribers.get_mut(stream) {
+            connections.remove(&id);
+            if connections.is_empty() {
+                subscribers.remove(stream);
+            }
+        }
+    }
+}

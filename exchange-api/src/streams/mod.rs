@@ -1,0 +1,75 @@
+//! Binance-compatible WebSocket market streams: `/ws`, `/ws/<stream>`,
+//! `/ws/<anything>` and `/stream?streams=a/b`, with Binance's control
+//! messages and payloads.
+//!
+//! ```text
+//!  engine thread ──Sink::committed──▶ hub task (one) ──try_send──▶ connection buffers
+//!                    (batch, once)     renders each event once    (bounded; a full one
+//!                                      per stream                  closes that connection)
+//! ```
+//!
+//! The hub keeps its own copy of each book's levels, taken from the engine's
+//! `Level` events, so diff depth, partial depth and book tickers are
+//! rendered at the update they belong to. Diff events continue REST depth's
+//! `lastUpdateId`: `U` is one past the previous event's `u`, so Binance's
+//! book-sync recipe finds no gap.
+
+mod connection;
+mod hub;
+mod tickers;
+
+use std::sync::Arc;
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+
+pub use hub::{StreamHub, StreamSink};
+pub use tickers::push_tickers;
+
+use crate::api::Exchange;
+use crate::error::BinanceError;
+use connection::connection;
+
+/// `/ws` with no stream.
+pub(crate) async fn ws_bare(State(exchange): State<Arc<Exchange>>, upgrade: Upgrade) -> Response {
+    open(exchange.streams.clone(), upgrade, Vec::new(), false)
+}
+
+/// `/ws/<stream>[/<stream>…]`; anything else after `/ws/` opens an empty connection.
+pub(crate) async fn ws_path(
+    State(exchange): State<Arc<Exchange>>,
+    Path(path): Path<String>,
+    upgrade: Upgrade,
+) -> Response {
+    let streams = path.split('/').map(str::to_owned).collect();
+    open(exchange.streams.clone(), upgrade, streams, false)
+}
+
+/// `/stream?streams=a/b/c`: every event wrapped as `{"stream","data"}`.
+pub(crate) async fn combined(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+    upgrade: Upgrade,
+) -> Response {
+    let streams = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(name, _)| name == "streams")
+        .flat_map(|(_, value)| value.split('/').map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    open(exchange.streams.clone(), upgrade, streams, true)
+}
+
+/// A WebSocket handshake, or why the request is not one.
+type Upgrade = Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
+
+fn open(hub: Arc<StreamHub>, upgrade: Upgrade, streams: Vec<String>, combined: bool) -> Response {
+    match upgrade {
+        Ok(upgrade) => upgrade.on_upgrade(move |socket| connection(hub, socket, streams, combined)),
+        // A plain HTTP request here gets an answer in Binance's shape.
+        Err(rejection) => {
+            let msg = format!("A WebSocket upgrade is required here: {rejection}.");
+            BinanceError::bad(-1000, msg).into_response()
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Tickers and the average price, pushed every second.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use weiport_exchange::{Amount, now_ms};
+
+use crate::api::Exchange;
+use crate::ticker::{TickerFields, five_minute_price, statistics};
+
+/// The 24-hour and rolling-window tickers and the average price, pushed
+/// every second to their subscribers, from the same statistics as REST.
+/// Holds the exchange only while pushing, so shutting it down is not delayed.
+pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(exchange) = exchange.upgrade() else {
+            return;
+        };
+        let hub = exchange.streams.clone();
+        let now = now_ms();
+        let mut minis = Vec::new();
+        let wants_all_minis = hub.has_subscribers("!miniTicker@arr");
+        for (id, _) in exchange.catalog.markets() {
+            let symbol = hub.symbol(id);
+            let wanted = |kind: &str| hub.has_subscribers(&format!("{symbol}@{kind}"));
+            let mut payloads: Vec<(String, Value)> = Vec::new();
+            {
+                let view = exchange.sequencer.view();
+                let day = (now.saturating_sub(86_400_000), now);
+                if wanted("ticker") {
+                    let stats =
+                        statistics(&exchange, &view, id, now, day, TickerFields::FullWithBook);
+                    payloads.push((
+                        format!("{symbol}@ticker"),
+                        stream_ticker("24hrTicker", now, &stats, TICKER_KEYS),
+                    ));
+                }
+                if wanted("miniTicker") || wants_all_minis {
+                    let stats = statistics(&exchange, &view, id, now, day, TickerFields::Mini);
+                    let mini = stream_ticker("24hrMiniTicker", now, &stats, MINI_KEYS);
+                    if wants_all_minis && stats["count"] != 0 {
+                        minis.push(mini.clone());
+                    }
+                    payloads.push((format!("{symbol}@miniTicker"), mini));
+                }
+                for (window, ms) in [("1h", 3_600_000), ("4h", 14_400_000), ("1d", 86_400_000)] {
+                    if wanted(&format!("ticker_{window}")) {
+                        let span = (now.saturating_sub(ms), now);
+                        let stats = statistics(&exchange, &view, id, now, span, TickerFields::Full);
+                        let event = format!("{window}Ticker");
+                        payloads.push((
+                            format!("{symbol}@ticker_{window}"),
+                            stream_ticker(&event, now, &stats, TICKER_KEYS),
+                        ));
+                    }
+                }
+                if wanted("avgPrice") {
+                    let (price, recent) = five_minute_price(&view, id, now);
+                    let close = match (recent, view.market(id).and_then(|m| m.last_trade)) {
+                        (Some(_), Some(last)) => last.time_ms,
+                        _ => now,
+                    };
+                    payloads.push((
+                        format!("{symbol}@avgPrice"),
+                        json!({
+                            "e": "avgPrice", "E": now, "s": exchange.catalog.symbol(id), "i": "5m",
+                            "w": price.unwrap_or(Amount::ZERO).to_string(), "T": close,
+                        }),
+                    ));
+                }
+            }
+            for (stream, payload) in payloads {
+                hub.publish(&stream, &payload);
+            }
+        }
+        if !minis.is_empty() {
+            hub.publish("!miniTicker@arr", &Value::Array(minis));
+        }
+    }
+}
+
+/// Stream field ← REST field of the 24-hour ticker; the rolling-window
+/// ticker has those of them its REST form has.
+const TICKER_KEYS: &[(&str, &str)] = &[
+    ("p", "priceChange"),
+    ("P", "priceChangePercent"),
+    ("w", "weightedAvgPrice"),
+    ("x", "prevClosePrice"),
+    ("c", "lastPrice"),
+    ("Q", "lastQty"),
+    ("b", "bidPrice"),
+    ("B", "bidQty"),
+    ("a", "askPrice"),
+    ("A", "askQty"),
+    ("o", "openPrice"),
+    ("h", "highPrice"),
+    ("l", "lowPrice"),
+    ("v", "volume"),
+    ("q", "quoteVolume"),
+    ("O", "openTime"),
+    ("C", "closeTime"),
+    ("F", "firstId"),
+    ("L", "lastId"),
+    ("n", "count"),
+];
+
+/// Stream field ← REST field of the mini ticker.
+const MINI_KEYS: &[(&str, &str)] = &[
+    ("c", "lastPrice"),
+    ("o", "openPrice"),
+    ("h", "highPrice"),
+    ("l", "lowPrice"),
+    ("v", "volume"),
+    ("q", "quoteVolume"),
+];
+
+/// A REST ticker in a stream's short field names, with its event type and time.
+fn stream_ticker(event: &str, now: u64, rest: &Value, keys: &[(&str, &str)]) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("e".into(), json!(event));
+    out.insert("E".into(), json!(now));
+    out.insert("s".into(), rest["symbol"].clone());
+    for (short, long) in keys {
+        if let Some(value) = rest.get(*long) {
+            out.insert((*short).into(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
