@@ -410,3 +410,50 @@ impl StreamHub {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use weiport_exchange::market::tests_support::eth_usdt;
+
+    fn connection(buffer: usize) -> (Arc<Connection>, mpsc::Receiver<Arc<Frame>>) {
+        let (frames, receiver) = mpsc::channel(buffer);
+        let connection = Arc::new(Connection {
+            frames,
+            combined: AtomicBool::new(false),
+            too_slow: Notify::new(),
+        });
+        (connection, receiver)
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_never_reads_is_dropped_and_the_others_keep_every_event_in_order() {
+        let (hub, _sink) = StreamHub::new(Arc::new(Catalog::new(vec![eth_usdt()])));
+        let (stalled, _never_read) = connection(4);
+        let (reader, mut frames) = connection(64);
+        hub.subscribe(1, &stalled, "ethusdt@trade");
+        hub.subscribe(2, &reader, "ethusdt@trade");
+        for t in 0..10 {
+            hub.publish("ethusdt@trade", &json!({ "t": t }));
+        }
+        // Told to close when the fifth frame found its buffer full, and gone from the stream.
+        tokio::time::timeout(Duration::from_secs(1), stalled.too_slow.notified())
+            .await
+            .expect("the stalled reader is told to close");
+        let left = hub.subscribers.lock().unwrap()["ethusdt@trade"]
+            .keys()
+            .copied()
+            .collect::<Vec<_>>();
+        assert_eq!(left, [2]);
+        for t in 0..10 {
+            let frame = frames.recv().await.unwrap();
+            assert_eq!(&*frame.raw, json!({ "t": t }).to_string());
+            assert_eq!(
+                &*frame.combined,
+                format!("{{\"stream\":\"ethusdt@trade\",\"data\":{{\"t\":{t}}}}}")
+            );
+        }
+    }
+}
