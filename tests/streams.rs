@@ -362,3 +362,198 @@ async fn ccxt_pro_watches_trades_the_book_and_the_ticker() {
         "{stderr}"
     );
 }
+
+/// Events on a listen-key stream until none comes for 500 ms.
+async fn drain(socket: &mut Socket) -> Vec<Value> {
+    let mut events = Vec::new();
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_millis(500), socket.next()).await
+    {
+        if let Message::Text(text) = message {
+            events.push(serde_json::from_str(&text).unwrap());
+        }
+    }
+    events
+}
+
+async fn listen_key(
+    weiport: &Weiport,
+    method: reqwest::Method,
+    key: &Key,
+    query: &str,
+) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .request(
+            method,
+            format!("{}/api/v3/userDataStream{query}", weiport.url),
+        )
+        .header("X-MBX-APIKEY", &key.id)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_account_only() {
+    let (weiport, _dir) = serve();
+    let maker = weiport
+        .funded_key(&["read", "trade"], &[("ETH", "10")])
+        .await;
+    let taker = weiport
+        .funded_key(&["read", "trade"], &[("USDT", "100000")])
+        .await;
+    let trade_only = weiport.funded_key(&["trade"], &[]).await;
+    let (status, refused) = listen_key(&weiport, reqwest::Method::POST, &trade_only, "").await;
+    assert_eq!(
+        (status, refused["code"].clone()),
+        (401, json!(-2015)),
+        "{refused}"
+    );
+
+    let (status, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    assert_eq!(status, 200, "{created}");
+    let key = created["listenKey"].as_str().unwrap().to_owned();
+    let (_, again) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    assert_eq!(
+        again["listenKey"],
+        key.as_str(),
+        "one active key per account"
+    );
+    let (status, kept) = listen_key(
+        &weiport,
+        reqwest::Method::PUT,
+        &maker,
+        &format!("?listenKey={key}"),
+    )
+    .await;
+    assert_eq!((status, kept), (200, json!({})));
+    let (status, unknown) = listen_key(
+        &weiport,
+        reqwest::Method::PUT,
+        &taker,
+        &format!("?listenKey={key}"),
+    )
+    .await;
+    assert_eq!(
+        (status, unknown),
+        (
+            400,
+            json!({"code": -1125, "msg": "This listenKey does not exist."})
+        )
+    );
+
+    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let placed = order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000&newClientOrderId=maker-1",
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.4&price=3000",
+    )
+    .await;
+    weiport
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/order",
+            &maker,
+            "symbol=ETHUSDT&origClientOrderId=maker-1",
+        )
+        .await;
+    let (status, _) = weiport
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/credit", maker.account),
+            json!({"asset": "USDT", "amount": "25"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    let events = drain(&mut stream).await;
+    let reports: Vec<(String, String, String, String)> = events
+        .iter()
+        .filter(|e| e["e"] == "executionReport")
+        .map(|e| {
+            assert_eq!(
+                e["i"], placed["orderId"],
+                "only the account's own order: {e}"
+            );
+            assert_eq!(e["c"], "maker-1");
+            let text = |k: &str| e[k].as_str().unwrap().to_owned();
+            (text("x"), text("X"), text("l"), text("z"))
+        })
+        .collect();
+    let s = |t: &str| t.to_owned();
+    assert_eq!(
+        reports,
+        [
+            (s("NEW"), s("NEW"), s("0.00000000"), s("0.00000000")),
+            (
+                s("TRADE"),
+                s("PARTIALLY_FILLED"),
+                s("0.40000000"),
+                s("0.40000000")
+            ),
+            (
+                s("CANCELED"),
+                s("CANCELED"),
+                s("0.00000000"),
+                s("0.40000000")
+            ),
+        ]
+    );
+    let trade = events.iter().find(|e| e["x"] == "TRADE").unwrap();
+    let rest = public(&weiport, "/api/v3/trades?symbol=ETHUSDT").await;
+    assert_eq!(trade["t"], rest[0]["id"]);
+    assert_eq!(trade["L"], "3000.00000000");
+    assert_eq!(trade["Y"], "1200.00000000");
+    assert_eq!(
+        (trade["n"].clone(), trade["N"].clone()),
+        (json!("1.20000000"), json!("USDT"))
+    );
+    assert_eq!(trade["m"], true);
+
+    // The last position equals REST's account.
+    let positions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["e"] == "outboundAccountPosition")
+        .collect();
+    assert!(positions.len() >= 4, "{events:#?}");
+    let update = events.iter().find(|e| e["e"] == "balanceUpdate").unwrap();
+    assert_eq!(
+        (update["a"].clone(), update["d"].clone()),
+        (json!("USDT"), json!("25.00000000"))
+    );
+    let (_, account) = weiport
+        .signed(reqwest::Method::GET, "/api/v3/account", &maker, "")
+        .await;
+    let usdt = account["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["asset"] == "USDT")
+        .unwrap();
+    let last = positions.last().unwrap()["B"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["a"] == "USDT")
+        .unwrap();
+    assert_eq!(
+        (last["f"].clone(), last["l"].clone()),
+        (usdt["free"].clone(), usdt["locked"].clone())
+    );
+
+    let (status, closed) = listen_key(
+        &weiport,
+        reqwest::Method::DELETE,
+        &maker,
+        &format!("?listenKey={key}"),
+    )
+    .await;
+    assert_eq!((status, closed), (200, json!({})));
+}

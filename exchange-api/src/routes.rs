@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, post};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 use weiport_access::{Endpoint, Permission, Security, guarded};
 
@@ -35,6 +35,7 @@ mod reads {
     pub(super) const SYMBOLS: &[&str] = &["symbol", "symbols"];
     pub(super) const LIMIT: &[&str] = &["limit"];
     pub(super) const STREAMS: &[&[&str]] = &[&["streams", "timeUnit"]];
+    pub(super) const LISTEN_KEY: &[&[&str]] = &[&["listenKey"]];
     pub(super) const WINDOW: &[&str] = &["startTime", "endTime", "limit"];
     pub(super) const ORDER: &[&str] = &[
         "symbol",
@@ -102,6 +103,30 @@ fn routes() -> Vec<Route> {
             public(2),
             reads::STREAMS,
             || get(crate::streams::combined),
+        ),
+        route(
+            "POST",
+            "/api/v3/userDataStream",
+            "Start or extend the account's user data stream (listen key)",
+            Endpoint::new(Security::Key(Permission::Read)).weight(2),
+            reads::NONE,
+            || post(crate::streams::create_listen_key),
+        ),
+        route(
+            "PUT",
+            "/api/v3/userDataStream",
+            "Keep a listen key alive for 60 minutes",
+            Endpoint::new(Security::Key(Permission::Read)).weight(2),
+            reads::LISTEN_KEY,
+            || put(crate::streams::keep_listen_key),
+        ),
+        route(
+            "DELETE",
+            "/api/v3/userDataStream",
+            "Close a listen key",
+            Endpoint::new(Security::Key(Permission::Read)).weight(2),
+            reads::LISTEN_KEY,
+            || delete(crate::streams::close_listen_key),
         ),
         route(
             "GET",

@@ -9,12 +9,21 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
+use weiport_access::keys::random_token;
+use weiport_exchange::engine::AccountId;
 use weiport_exchange::engine::Event;
 use weiport_exchange::now_ms;
 use weiport_exchange::order::Side;
 use weiport_exchange::sequencer::{Outcome, Sink};
 use weiport_exchange::view::View;
 use weiport_exchange::{Amount, Catalog, MarketId};
+
+use super::user::{UserState, user_events};
+
+/// The internal stream of one account's user events (WebSocket API subscriptions).
+pub(super) fn user_stream(account: AccountId) -> String {
+    format!("user:{account}")
+}
 
 /// Diff and partial depth push at 100 ms (`@100ms`) or 1000 ms.
 const FAST_TICK: Duration = Duration::from_millis(100);
@@ -85,8 +94,10 @@ pub struct StreamHub {
     pub(super) next_connection: AtomicU64,
     /// Batches from the engine thread, taken by [`StreamHub::run`].
     batches: Mutex<Option<mpsc::UnboundedReceiver<Vec<Arc<Outcome>>>>>,
-    /// Books as of the start, handed over by the engine thread.
-    start: Mutex<Option<Vec<Book>>>,
+    /// Books and balances as of the start, handed over by the engine thread.
+    start: Mutex<Option<(Vec<Book>, UserState)>>,
+    /// Active listen keys: key → (account, expiry ms).
+    listen_keys: Mutex<HashMap<String, (AccountId, u64)>>,
 }
 
 /// The hub's end on the engine thread: hands each batch over once, never blocks.
@@ -113,11 +124,17 @@ impl Sink for StreamSink {
                 book
             })
             .collect();
+        let mut users = UserState::default();
+        for (account, held) in &view.accounts {
+            for (asset, (free, _)) in &held.balances {
+                users.free.insert((*account, *asset), *free);
+            }
+        }
         *self
             .hub
             .start
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(books);
+            .unwrap_or_else(PoisonError::into_inner) = Some((books, users));
     }
 
     fn committed(&mut self, outcomes: &[Arc<Outcome>]) {
@@ -137,6 +154,7 @@ impl StreamHub {
             next_connection: AtomicU64::new(1),
             batches: Mutex::new(Some(receiver)),
             start: Mutex::new(None),
+            listen_keys: Mutex::default(),
         });
         (hub.clone(), StreamSink { batches, hub })
     }
@@ -191,12 +209,15 @@ impl StreamHub {
         else {
             return;
         };
-        let mut books = self
+        let (mut books, mut users) = self
             .start
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
-            .unwrap_or_else(|| self.catalog.markets().map(|_| Book::default()).collect());
+            .unwrap_or_else(|| {
+                let books = self.catalog.markets().map(|_| Book::default()).collect();
+                (books, UserState::default())
+            });
         let mut tick = tokio::time::interval(FAST_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut ticks = 0u64;
@@ -206,6 +227,7 @@ impl StreamHub {
                     Some(batch) => {
                         for outcome in batch {
                             self.outcome(&outcome, &mut books);
+                            self.user_events(&outcome, &mut users);
                         }
                     }
                     None => return,
@@ -223,6 +245,95 @@ impl StreamHub {
 
     pub(super) fn symbol(&self, market: MarketId) -> String {
         self.catalog.symbol(market).to_ascii_lowercase()
+    }
+
+    /// Publishes the user events of `outcome` to each account's user streams:
+    /// `user:<account>` (the WebSocket API) and the account's listen keys.
+    fn user_events(&self, outcome: &Outcome, users: &mut UserState) {
+        let events = user_events(&self.catalog, outcome, users, now_ms());
+        for (account, event) in events {
+            let mut streams = vec![user_stream(account)];
+            streams.extend(
+                self.listen_keys
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .filter(|(_, (owner, _))| *owner == account)
+                    .map(|(key, _)| key.clone()),
+            );
+            for stream in streams {
+                self.publish(&stream, &event);
+            }
+        }
+    }
+
+    /// The account's listen key, created or extended to `expires_ms`.
+    pub(super) fn listen_key(&self, account: AccountId, expires_ms: u64) -> String {
+        let mut keys = self
+            .listen_keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((key, entry)) = keys.iter_mut().find(|(_, (owner, _))| *owner == account) {
+            entry.1 = expires_ms;
+            return key.clone();
+        }
+        let key = random_token();
+        keys.insert(key.clone(), (account, expires_ms));
+        key
+    }
+
+    /// Extends (`Some(expiry)`) or closes (`None`) the account's `key`;
+    /// false when the account has no such key.
+    pub(super) fn keep_listen_key(
+        &self,
+        account: AccountId,
+        key: &str,
+        expires_ms: Option<u64>,
+    ) -> bool {
+        let mut keys = self
+            .listen_keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match keys.get_mut(key) {
+            Some(entry) if entry.0 == account => {
+                match expires_ms {
+                    Some(expires_ms) => entry.1 = expires_ms,
+                    None => {
+                        keys.remove(key);
+                    }
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends listen keys past their expiry: each stream gets `listenKeyExpired`
+    /// and loses its subscribers.
+    pub(super) fn expire_listen_keys(&self, now: u64) {
+        let expired: Vec<String> = {
+            let mut keys = self
+                .listen_keys
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let expired = keys
+                .iter()
+                .filter(|(_, (_, expiry))| *expiry <= now)
+                .map(|(key, _)| key.clone())
+                .collect();
+            keys.retain(|_, (_, expiry)| *expiry > now);
+            expired
+        };
+        for key in expired {
+            self.publish(
+                &key,
+                &json!({ "e": "listenKeyExpired", "E": now, "listenKey": key }),
+            );
+            self.subscribers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
+        }
     }
 
     fn outcome(&self, outcome: &Outcome, books: &mut [Book]) {
@@ -352,7 +463,13 @@ impl StreamHub {
 
     /// Whether `name` is a stream this hub serves (lower-case symbol, as Binance).
     pub(super) fn known_stream(&self, name: &str) -> bool {
-        if name == "!miniTicker@arr" {
+        if name == "!miniTicker@arr"
+            || self
+                .listen_keys
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains_key(name)
+        {
             return true;
         }
         let Some((symbol, kind)) = name.split_once('@') else {

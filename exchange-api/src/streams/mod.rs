@@ -17,6 +17,7 @@
 mod connection;
 mod hub;
 mod tickers;
+mod user;
 
 use std::sync::Arc;
 
@@ -28,7 +29,11 @@ use axum::response::{IntoResponse, Response};
 pub use hub::{StreamHub, StreamSink};
 pub use tickers::push_tickers;
 
-use crate::api::Exchange;
+use axum::Json;
+use serde_json::json;
+use weiport_exchange::now_ms;
+
+use crate::api::{Answer, Exchange, Signed};
 use crate::error::BinanceError;
 use connection::connection;
 
@@ -72,4 +77,53 @@ fn open(hub: Arc<StreamHub>, upgrade: Upgrade, streams: Vec<String>, combined: b
             BinanceError::bad(-1000, msg).into_response()
         }
     }
+}
+
+/// How long a listen key lives without a keep-alive (Binance: 60 minutes).
+const LISTEN_KEY_MS: u64 = 60 * 60 * 1000;
+
+fn listen_key_param(signed: &Signed) -> Result<&str, BinanceError> {
+    signed.params.required("listenKey")
+}
+
+fn no_listen_key() -> BinanceError {
+    BinanceError::bad(-1125, "This listenKey does not exist.")
+}
+
+/// `POST /api/v3/userDataStream`: the account's listen key, new or extended.
+pub(crate) async fn create_listen_key(
+    State(exchange): State<Arc<Exchange>>,
+    signed: Signed,
+) -> Response {
+    let key = exchange
+        .streams
+        .listen_key(signed.account, now_ms() + LISTEN_KEY_MS);
+    Json(json!({ "listenKey": key })).into_response()
+}
+
+/// `PUT /api/v3/userDataStream`: keeps the listen key alive for 60 more minutes.
+pub(crate) async fn keep_listen_key(
+    State(exchange): State<Arc<Exchange>>,
+    signed: Signed,
+) -> Answer {
+    let key = listen_key_param(&signed)?;
+    if !exchange
+        .streams
+        .keep_listen_key(signed.account, key, Some(now_ms() + LISTEN_KEY_MS))
+    {
+        return Err(no_listen_key());
+    }
+    Ok(Json(json!({})).into_response())
+}
+
+/// `DELETE /api/v3/userDataStream`: closes the listen key.
+pub(crate) async fn close_listen_key(
+    State(exchange): State<Arc<Exchange>>,
+    signed: Signed,
+) -> Answer {
+    let key = listen_key_param(&signed)?;
+    if !exchange.streams.keep_listen_key(signed.account, key, None) {
+        return Err(no_listen_key());
+    }
+    Ok(Json(json!({})).into_response())
 }

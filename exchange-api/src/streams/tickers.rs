@@ -20,6 +20,7 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
             return;
         };
         let hub = exchange.streams.clone();
+        hub.expire_listen_keys(now_ms());
         let now = now_ms();
         let mut minis = Vec::new();
         let wants_all_minis = hub.has_subscribers("!miniTicker@arr");

@@ -1,0 +1,231 @@
+//! User data events of one committed command, per account, as Binance
+//! sends them: `executionReport` for every execution (NEW, each TRADE, the
+//! final CANCELED / EXPIRED / TRADE_PREVENTION), `balanceUpdate` for
+//! credits and debits, and `outboundAccountPosition` with the changed assets.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+use weiport_exchange::catalog::AssetId;
+use weiport_exchange::engine::{AccountId, Event, OrderStatus, Trade};
+use weiport_exchange::history::OrderView;
+use weiport_exchange::order::{OrderType, Side};
+use weiport_exchange::sequencer::Outcome;
+use weiport_exchange::{Amount, Catalog, MarketId};
+
+use crate::wire::{side_name, status_name, stp_name, tif_name, type_name};
+
+/// What the hub remembers between commands to describe the next one.
+#[derive(Default)]
+pub(super) struct UserState {
+    /// Free amount per account and asset, for `balanceUpdate`'s delta.
+    pub(super) free: HashMap<(AccountId, AssetId), Amount>,
+    /// Execution ids (`I`), one per report.
+    pub(super) next_execution: u64,
+}
+
+/// One fill as one side of it saw it.
+struct Fill<'a> {
+    trade: &'a Trade,
+    maker: bool,
+}
+
+impl Fill<'_> {
+    /// The fee this side paid and the asset it paid it in (what it received).
+    fn fee(&self, base: AssetId, quote: AssetId) -> (Amount, AssetId) {
+        let buyer = self.maker == (self.trade.taker_side == Side::Sell);
+        let fee = if self.maker {
+            self.trade.maker_fee
+        } else {
+            self.trade.taker_fee
+        };
+        (fee, if buyer { base } else { quote })
+    }
+}
+
+/// The user events `outcome` produced, in order, with their accounts.
+pub(super) fn user_events(
+    catalog: &Catalog,
+    outcome: &Outcome,
+    state: &mut UserState,
+    now: u64,
+) -> Vec<(AccountId, Value)> {
+    let mut out = Vec::new();
+    // Each order's fills in this command, in trade order.
+    let mut fills: BTreeMap<(MarketId, u64), Vec<Fill>> = BTreeMap::new();
+    for trade in &outcome.changes.trades {
+        fills
+            .entry((trade.market, trade.taker.0))
+            .or_default()
+            .push(Fill {
+                trade,
+                maker: false,
+            });
+        fills
+            .entry((trade.market, trade.maker.0))
+            .or_default()
+            .push(Fill { trade, maker: true });
+    }
+    let mut report = |order: &OrderView,
+                      execution: &str,
+                      status: OrderStatus,
+                      fill: Option<(&Fill, Amount, Amount)>| {
+        state.next_execution += 1;
+        let symbol = catalog.symbol(order.market);
+        let Some((base, quote)) = catalog.pair(order.market) else {
+            return;
+        };
+        let (last_qty, last_price, last_quote, fee, fee_asset, trade_id, maker, time) = match &fill
+        {
+            Some((fill, _, _)) => {
+                let (fee, asset) = fill.fee(base, quote);
+                let t = fill.trade;
+                (
+                    t.quantity,
+                    t.price,
+                    t.quote_quantity,
+                    fee,
+                    json!(catalog.asset(asset)),
+                    t.trade_id as i64,
+                    fill.maker,
+                    t.time_ms,
+                )
+            }
+            None => (
+                Amount::ZERO,
+                Amount::ZERO,
+                Amount::ZERO,
+                Amount::ZERO,
+                Value::Null,
+                -1,
+                false,
+                order.update_ms,
+            ),
+        };
+        let (executed, cumulative_quote) = fill
+            .as_ref()
+            .map_or((order.executed, order.cumulative_quote), |(_, z, zq)| {
+                (*z, *zq)
+            });
+        let on_book = order.order_type != OrderType::Market
+            && matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled);
+        let original = if execution == "CANCELED" {
+            order.client_order_id.as_str()
+        } else {
+            ""
+        };
+        let event = json!({
+            "e": "executionReport", "E": now, "s": symbol,
+            "c": order.client_order_id, "S": side_name(order.side),
+            "o": type_name(order.order_type), "f": tif_name(order.time_in_force),
+            "q": order.orig_qty.to_string(), "p": order.price.to_string(),
+            "P": "0.00000000", "F": "0.00000000", "g": -1, "C": original,
+            "x": execution, "X": status_name(status), "r": "NONE", "i": order.order_id,
+            "l": last_qty.to_string(), "z": executed.to_string(), "L": last_price.to_string(),
+            "n": fee.to_string(), "N": fee_asset, "T": time, "t": trade_id,
+            "I": state.next_execution, "w": on_book, "m": maker, "M": false,
+            "O": order.time_ms, "Z": cumulative_quote.to_string(), "Y": last_quote.to_string(),
+            "Q": order.orig_quote_qty.to_string(), "W": order.time_ms,
+            "V": stp_name(order.stp),
+        });
+        out.push((order.account, event));
+    };
+    for (order, placed) in &outcome.changes.orders {
+        let key = (order.market, order.order_id);
+        let own = fills.get(&key).map_or(&[][..], Vec::as_slice);
+        if *placed {
+            let mut fresh = (*order).clone();
+            fresh.executed = Amount::ZERO;
+            fresh.cumulative_quote = Amount::ZERO;
+            fresh.update_ms = fresh.time_ms;
+            report(&fresh, "NEW", OrderStatus::New, None);
+        }
+        // Running totals from what the order had before this command.
+        let (done, done_quote) = own.iter().fold((Amount::ZERO, Amount::ZERO), |(q, v), f| {
+            (
+                q.saturating_add(f.trade.quantity),
+                v.saturating_add(f.trade.quote_quantity),
+            )
+        });
+        let mut executed = order.executed.saturating_sub(done);
+        let mut cumulative_quote = order.cumulative_quote.saturating_sub(done_quote);
+        for (i, fill) in own.iter().enumerate() {
+            executed = executed.saturating_add(fill.trade.quantity);
+            cumulative_quote = cumulative_quote.saturating_add(fill.trade.quote_quantity);
+            let last = i + 1 == own.len();
+            let status = if last
+                && matches!(
+                    order.status,
+                    OrderStatus::Filled | OrderStatus::PartiallyFilled
+                ) {
+                order.status
+            } else {
+                OrderStatus::PartiallyFilled
+            };
+            report(
+                order,
+                "TRADE",
+                status,
+                Some((fill, executed, cumulative_quote)),
+            );
+        }
+        let ended = match order.status {
+            OrderStatus::Canceled => Some("CANCELED"),
+            OrderStatus::Expired => Some("EXPIRED"),
+            OrderStatus::ExpiredInMatch => Some("TRADE_PREVENTION"),
+            OrderStatus::Rejected => Some("REJECTED"),
+            OrderStatus::New | OrderStatus::PartiallyFilled | OrderStatus::Filled => None,
+        };
+        if let Some(execution) = ended {
+            report(order, execution, order.status, None);
+        }
+    }
+
+    let mut positions: BTreeMap<AccountId, BTreeMap<AssetId, (Amount, Amount)>> = BTreeMap::new();
+    for event in &outcome.events {
+        if let Event::Balance {
+            account,
+            asset,
+            free,
+            locked,
+        } = event
+        {
+            positions
+                .entry(*account)
+                .or_default()
+                .insert(*asset, (*free, *locked));
+        }
+    }
+    let time = outcome.time_ms.unwrap_or(now);
+    for (account, assets) in positions {
+        for (asset, (free, _)) in &assets {
+            let before = state
+                .free
+                .insert((account, *asset), *free)
+                .unwrap_or_default();
+            // Credits and debits carry no engine time: they are balance updates.
+            if outcome.time_ms.is_none() && *free != before {
+                let delta = if *free >= before {
+                    free.saturating_sub(before).to_string()
+                } else {
+                    format!("-{}", before.saturating_sub(*free))
+                };
+                out.push((
+                    account,
+                    json!({ "e": "balanceUpdate", "E": now, "a": catalog.asset(*asset), "d": delta, "T": now }),
+                ));
+            }
+        }
+        let balances: Vec<Value> = assets
+            .iter()
+            .map(|(asset, (free, locked))| {
+                json!({ "a": catalog.asset(*asset), "f": free.to_string(), "l": locked.to_string() })
+            })
+            .collect();
+        out.push((
+            account,
+            json!({ "e": "outboundAccountPosition", "E": now, "u": time, "B": balances }),
+        ));
+    }
+    out
+}
