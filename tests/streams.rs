@@ -69,15 +69,21 @@ fn serve() -> (Weiport, tempfile::TempDir) {
     (weiport, dir)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn trades_reach_raw_and_combined_connections_and_control_messages_answer_as_binance() {
-    let (weiport, _dir) = serve();
+/// A server with two trading keys: a maker holding 10 ETH, a taker holding 100,000 USDT.
+async fn two_traders() -> (Weiport, tempfile::TempDir, Key, Key) {
+    let (weiport, dir) = serve();
     let maker = weiport
         .funded_key(&["read", "trade"], &[("ETH", "10")])
         .await;
     let taker = weiport
         .funded_key(&["read", "trade"], &[("USDT", "100000")])
         .await;
+    (weiport, dir, maker, taker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trades_reach_raw_and_combined_connections_and_control_messages_answer_as_binance() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
 
     let mut raw = connect(&weiport, "/ws/ethusdt@trade").await;
     let mut combined = connect(&weiport, "/stream?streams=ethusdt@trade/ethusdt@bookTicker").await;
@@ -335,13 +341,7 @@ fn python() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccxt_pro_watches_trades_the_book_and_the_ticker() {
-    let (weiport, _dir) = serve();
-    let a = weiport
-        .funded_key(&["read", "trade"], &[("ETH", "10")])
-        .await;
-    let b = weiport
-        .funded_key(&["read", "trade"], &[("USDT", "100000")])
-        .await;
+    let (weiport, _dir, a, b) = two_traders().await;
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/clients/binance_streams.py"
@@ -356,6 +356,7 @@ async fn ccxt_pro_watches_trades_the_book_and_the_ticker() {
     .await
     .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stderr}");
     assert!(output.status.success(), "{stderr}");
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("streams ok"),
@@ -396,13 +397,7 @@ async fn listen_key(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_account_only() {
-    let (weiport, _dir) = serve();
-    let maker = weiport
-        .funded_key(&["read", "trade"], &[("ETH", "10")])
-        .await;
-    let taker = weiport
-        .funded_key(&["read", "trade"], &[("USDT", "100000")])
-        .await;
+    let (weiport, _dir, maker, taker) = two_traders().await;
     let trade_only = weiport.funded_key(&["trade"], &[]).await;
     let (status, refused) = listen_key(&weiport, reqwest::Method::POST, &trade_only, "").await;
     assert_eq!(

@@ -105,6 +105,14 @@ fn routes() -> Vec<Route> {
             || get(crate::streams::combined),
         ),
         route(
+            "GET",
+            "/ws-api/v3",
+            "WebSocket API: user data stream subscriptions (userDataStream.subscribe.signature)",
+            public(2),
+            reads::NONE,
+            || get(crate::streams::ws_api),
+        ),
+        route(
             "POST",
             "/api/v3/userDataStream",
             "Start or extend the account's user data stream (listen key)",

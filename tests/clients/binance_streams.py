@@ -1,6 +1,7 @@
-"""Watches weiport's WebSocket market streams with ccxt.pro, unchanged but
-for its URLs: trades, the order book (REST snapshot plus diff depth, ccxt's
-own sync check) and the ticker, while crossing orders go in over REST.
+"""Watches weiport's WebSocket streams with ccxt.pro, unchanged but for its
+URLs: trades, the order book (REST snapshot plus diff depth, ccxt's own sync
+check) and the ticker, and account A's orders and balance (the WebSocket
+API's userDataStream.subscribe.signature), while crossing orders go in over REST.
 Arguments: base URL, then key and secret of account A (holds ETH) and of
 account B (holds USDT). Exits non-zero with a message on the first mismatch."""
 
@@ -18,6 +19,7 @@ PRODUCTION_HOSTS = {
     "https://eapi.binance.com": base,
     "https://papi.binance.com": base,
     "wss://stream.binance.com:9443": ws_base,
+    "wss://ws-api.binance.com:443": ws_base,
 }
 
 
@@ -48,6 +50,8 @@ async def main():
     try:
         await a.load_markets()
         await b.load_markets()
+        orders = asyncio.create_task(a.watch_orders("ETH/USDT"))
+        balance = asyncio.create_task(a.watch_balance())
         trades = asyncio.create_task(b.watch_trades("ETH/USDT"))
         book = await b.watch_order_book("ETH/USDT")
         check("ccxt.pro empty book", (book["bids"], book["asks"]), ([], []))
@@ -71,6 +75,21 @@ async def main():
         check("ccxt.pro book after the fill", book["asks"][:1], [[3000.0, 0.6]])
         rest_book = await b.fetch_order_book("ETH/USDT")
         check("ccxt.pro book equals REST", (book["bids"], book["asks"]), (rest_book["bids"], rest_book["asks"]))
+
+        seen_orders = await asyncio.wait_for(orders, 10)
+        check("ccxt.pro first order event", (seen_orders[0]["status"], seen_orders[0]["amount"], seen_orders[0]["price"]), ("open", 1.0, 3000.0))
+        for _ in range(10):
+            if seen_orders[-1]["filled"] == 0.4:
+                break
+            seen_orders = await asyncio.wait_for(a.watch_orders("ETH/USDT"), 10)
+        check("ccxt.pro order after the fill", (seen_orders[-1]["status"], seen_orders[-1]["filled"], seen_orders[-1]["remaining"]), ("open", 0.4, 0.6))
+        seen_balance = await asyncio.wait_for(balance, 10)
+        rest_balance = await a.fetch_balance()
+        for _ in range(10):
+            if seen_balance["ETH"]["free"] == rest_balance["ETH"]["free"]:
+                break
+            seen_balance = await asyncio.wait_for(a.watch_balance(), 10)
+        check("ccxt.pro balance equals REST", (seen_balance["ETH"], seen_balance["USDT"]["free"]), (rest_balance["ETH"], rest_balance["USDT"]["free"]))
 
         ticker = await asyncio.wait_for(b.watch_ticker("ETH/USDT"), 10)
         check("ccxt.pro ticker last", ticker["last"], 3000.0)

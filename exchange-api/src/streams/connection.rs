@@ -12,13 +12,13 @@ use tokio::sync::{Notify, mpsc};
 use super::hub::{Connection, StreamHub};
 
 /// Frames a connection may have waiting before it counts as too slow.
-const BUFFER: usize = 1024;
+pub(super) const BUFFER: usize = 1024;
 /// Binance: at most this many streams per connection.
 const MAX_STREAMS: usize = 1024;
 /// Binance: incoming messages per second per connection (pings and pongs count).
-const MAX_MESSAGES_PER_SECOND: u32 = 5;
-const PING_EVERY: Duration = Duration::from_secs(20);
-const PONG_WITHIN: Duration = Duration::from_secs(60);
+pub(super) const MAX_MESSAGES_PER_SECOND: u32 = 5;
+pub(super) const PING_EVERY: Duration = Duration::from_secs(20);
+pub(super) const PONG_WITHIN: Duration = Duration::from_secs(60);
 const LIFETIME: Duration = Duration::from_secs(24 * 3600);
 
 /// One client connection: its subscriptions, control messages and keep-alive.

@@ -18,6 +18,7 @@ mod connection;
 mod hub;
 mod tickers;
 mod user;
+mod ws_api;
 
 use std::sync::Arc;
 
@@ -126,4 +127,22 @@ pub(crate) async fn close_listen_key(
         return Err(no_listen_key());
     }
     Ok(Json(json!({})).into_response())
+}
+
+/// `/ws-api/v3`: the WebSocket API's user data methods.
+pub(crate) async fn ws_api(
+    State(exchange): State<Arc<Exchange>>,
+    axum::Extension(caller): axum::Extension<weiport_access::Caller>,
+    upgrade: Upgrade,
+) -> Response {
+    match upgrade {
+        Ok(upgrade) => {
+            let (hub, access) = (exchange.streams.clone(), exchange.access.clone());
+            upgrade.on_upgrade(move |socket| ws_api::connection(hub, access, caller.ip, socket))
+        }
+        Err(rejection) => {
+            let msg = format!("A WebSocket upgrade is required here: {rejection}.");
+            BinanceError::bad(-1000, msg).into_response()
+        }
+    }
 }
