@@ -552,3 +552,55 @@ async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_accou
     .await;
     assert_eq!((status, closed), (200, json!({})));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kline_streams_push_the_current_kline_as_rest_computes_it() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000",
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.25",
+    )
+    .await;
+    for (stream, query) in [
+        ("ethusdt@kline_1m", "interval=1m"),
+        ("ethusdt@kline_1d@+08:00", "interval=1d&timeZone=8"),
+        ("ethusdt@kline_1s", "interval=1s"),
+    ] {
+        let mut socket = connect(&weiport, &format!("/ws/{stream}")).await;
+        let event = next(&mut socket).await;
+        let rest = public(
+            &weiport,
+            &format!("/api/v3/klines?symbol=ETHUSDT&{query}&limit=1"),
+        )
+        .await;
+        let rest = &rest[0];
+        let k = &event["k"];
+        assert_eq!(
+            (event["e"].clone(), event["s"].clone()),
+            (json!("kline"), json!("ETHUSDT"))
+        );
+        assert_eq!(k["t"], rest[0], "{stream}");
+        assert_eq!(k["T"], rest[6], "{stream}");
+        for (field, index) in [
+            ("o", 1),
+            ("h", 2),
+            ("l", 3),
+            ("c", 4),
+            ("v", 5),
+            ("q", 7),
+            ("V", 9),
+            ("Q", 10),
+        ] {
+            assert_eq!(k[field], rest[index], "{stream} {field}");
+        }
+        assert_eq!(k["n"], rest[8]);
+        assert_eq!((k["f"].clone(), k["L"].clone()), (json!(1), json!(1)));
+    }
+}

@@ -128,30 +128,36 @@ pub(crate) fn candle_tiles(
 /// `timeZone`: hours (`8`, `-1`) or hours and minutes (`05:45`, `-1:00`),
 /// from -12:00 to +14:00; the offset from UTC in milliseconds (0 when absent).
 pub(crate) fn time_zone_ms(params: &Params) -> Result<i64, BinanceError> {
-    let Some(text) = params.get("timeZone") else {
-        return Ok(0);
-    };
-    let invalid = || BinanceError::bad(-1130, "Data sent for parameter 'timeZone' is not valid.");
+    match params.get("timeZone") {
+        None => Ok(0),
+        Some(text) => parse_time_zone(text).ok_or_else(|| {
+            BinanceError::bad(-1130, "Data sent for parameter 'timeZone' is not valid.")
+        }),
+    }
+}
+
+/// A time zone as `timeZone` and the kline streams' `@+08:00` write it: the
+/// offset from UTC in milliseconds.
+pub(crate) fn parse_time_zone(text: &str) -> Option<i64> {
     let (negative, unsigned) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.strip_prefix('+').unwrap_or(text)),
     };
     let (hours, minutes) = unsigned.split_once(':').unwrap_or((unsigned, "0"));
-    let number = |digits: &str| -> Result<i64, BinanceError> {
+    let number = |digits: &str| -> Option<i64> {
         if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid());
+            return None;
         }
-        digits.parse().map_err(|_| invalid())
+        digits.parse().ok()
     };
     let (hours, minutes) = (number(hours)?, number(minutes)?);
     if minutes > 59 {
-        return Err(invalid());
+        return None;
     }
     let offset = if negative { -1 } else { 1 } * (hours * 60 + minutes);
-    if !(-12 * 60..=14 * 60).contains(&offset) {
-        return Err(invalid());
-    }
-    Ok(offset * 60_000)
+    (-12 * 60..=14 * 60)
+        .contains(&offset)
+        .then_some(offset * 60_000)
 }
 
 /// The period of `length` holding `time_ms`, with periods counted in the

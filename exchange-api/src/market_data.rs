@@ -223,6 +223,34 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
     let start = integer(&params, "startTime")?;
     let end = integer(&params, "endTime")?.unwrap_or(u64::MAX);
     let zone_ms = time_zone_ms(&params)?;
+    let klines = kline_rows(&exchange, id, length, start, end, limit, zone_ms)?;
+    let out: Vec<Value> = klines
+        .iter()
+        .map(|(_, next, kline)| kline_json(kline, next - 1))
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+pub(crate) async fn ping() -> Json<serde_json::Value> {
+    Json(serde_json::json!({}))
+}
+
+pub(crate) async fn time() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "serverTime": now_ms() }))
+}
+
+/// Up to `limit` klines of `length` (in the time zone `zone_ms` ahead of
+/// UTC) of market `id` from `start` (oldest first; without it, the newest
+/// up to `end`), as (period start, period end, candle).
+pub(crate) fn kline_rows(
+    exchange: &Exchange,
+    id: weiport_exchange::MarketId,
+    length: u64,
+    start: Option<u64>,
+    end: u64,
+    limit: usize,
+    zone_ms: i64,
+) -> Result<Vec<(u64, u64, CandleRow)>, BinanceError> {
     let history = &exchange.history;
     // Seconds come from trades; every longer interval from one-minute candles.
     let seconds = length == 1_000;
@@ -323,17 +351,5 @@ pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params):
     if !forward {
         klines.reverse();
     }
-    let out: Vec<Value> = klines
-        .iter()
-        .map(|(_, next, kline)| kline_json(kline, next - 1))
-        .collect();
-    Ok(Json(Value::Array(out)).into_response())
-}
-
-pub(crate) async fn ping() -> Json<serde_json::Value> {
-    Json(serde_json::json!({}))
-}
-
-pub(crate) async fn time() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "serverTime": now_ms() }))
+    Ok(klines)
 }

@@ -20,6 +20,16 @@ use weiport_exchange::{Amount, Catalog, MarketId};
 
 use super::user::{UserState, user_events};
 
+/// A kline stream's `<interval>[@<zone>]`: the interval's length and the
+/// zone's offset from UTC, both in ms.
+pub(super) fn kline_stream(text: &str) -> Option<(u64, i64)> {
+    let (interval, zone) = match text.split_once('@') {
+        Some((interval, zone)) => (interval, crate::calendar::parse_time_zone(zone)?),
+        None => (text, 0),
+    };
+    Some((crate::calendar::interval_ms(interval)?, zone))
+}
+
 /// The internal stream of one account's user events (WebSocket API subscriptions).
 pub(super) fn user_stream(account: AccountId) -> String {
     format!("user:{account}")
@@ -157,6 +167,24 @@ impl StreamHub {
             listen_keys: Mutex::default(),
         });
         (hub.clone(), StreamSink { batches, hub })
+    }
+
+    /// The subscribed streams whose kind starts with `prefix` (after the `@`).
+    pub(super) fn subscribed_kinds(&self, prefix: &str) -> Vec<String> {
+        let subscribers = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        subscribers
+            .iter()
+            .filter(|(name, connections)| {
+                !connections.is_empty()
+                    && name
+                        .split_once('@')
+                        .is_some_and(|(_, kind)| kind.starts_with(prefix))
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     pub(super) fn has_subscribers(&self, stream: &str) -> bool {
@@ -482,6 +510,9 @@ impl StreamHub {
                 .is_none()
         {
             return false;
+        }
+        if let Some(kline) = kind.strip_prefix("kline_") {
+            return kline_stream(kline).is_some();
         }
         matches!(
             kind,

@@ -5,7 +5,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use weiport_exchange::{Amount, now_ms};
 
+use super::hub::{StreamHub, kline_stream};
 use crate::api::Exchange;
+use crate::market_data::kline_rows;
 use crate::ticker::{TickerFields, five_minute_price, statistics};
 
 /// The 24-hour and rolling-window tickers and the average price, pushed
@@ -13,6 +15,7 @@ use crate::ticker::{TickerFields, five_minute_price, statistics};
 /// Holds the exchange only while pushing, so shutting it down is not delayed.
 pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
+    let mut seconds = 0u64;
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
@@ -21,6 +24,8 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
         };
         let hub = exchange.streams.clone();
         hub.expire_listen_keys(now_ms());
+        seconds += 1;
+        push_klines(&exchange, &hub, seconds);
         let now = now_ms();
         let mut minis = Vec::new();
         let wants_all_minis = hub.has_subscribers("!miniTicker@arr");
@@ -130,4 +135,49 @@ fn stream_ticker(event: &str, now: u64, rest: &Value, keys: &[(&str, &str)]) -> 
         }
     }
     Value::Object(out)
+}
+
+/// The current kline of every subscribed kline stream: every second for
+/// `1s`, every two seconds for longer intervals, as Binance pushes them.
+fn push_klines(exchange: &Exchange, hub: &StreamHub, seconds: u64) {
+    let now = now_ms();
+    for stream in hub.subscribed_kinds("kline_") {
+        let Some((symbol, kind)) = stream.split_once('@') else {
+            continue;
+        };
+        let spec = kind.trim_start_matches("kline_");
+        let (Some((length, zone_ms)), Some(id)) = (
+            kline_stream(spec),
+            exchange.catalog.market_id(&symbol.to_ascii_uppercase()),
+        ) else {
+            continue;
+        };
+        if length > 1_000 && seconds % 2 == 1 {
+            continue;
+        }
+        let Ok(rows) = kline_rows(exchange, id, length, None, now, 1, zone_ms) else {
+            continue;
+        };
+        let Some((open_time, next, candle)) = rows.last() else {
+            continue;
+        };
+        let amount = |units: u64| Amount::from_units(units).to_string();
+        let interval = spec.split('@').next().unwrap_or(spec);
+        let market = exchange.catalog.symbol(id);
+        hub.publish(
+            &stream,
+            &json!({
+                "e": "kline", "E": now, "s": market,
+                "k": {
+                    "t": open_time, "T": next - 1, "s": market, "i": interval,
+                    "f": candle.first_trade, "L": candle.last_trade,
+                    "o": amount(candle.open), "c": amount(candle.close),
+                    "h": amount(candle.high), "l": amount(candle.low),
+                    "v": amount(candle.volume), "n": candle.trades(), "x": *next <= now,
+                    "q": amount(candle.quote_volume), "V": amount(candle.taker_buy_volume),
+                    "Q": amount(candle.taker_buy_quote_volume), "B": "0",
+                },
+            }),
+        );
+    }
 }
