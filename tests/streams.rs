@@ -339,17 +339,15 @@ fn python() -> String {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ccxt_pro_watches_trades_the_book_and_the_ticker() {
+/// Runs `tests/clients/<script>` against a server with two traders; it must
+/// print `done`.
+async fn python_client(script: &str, done: &str) {
     let (weiport, _dir, a, b) = two_traders().await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/binance_streams.py"
-    );
+    let script = format!("{}/tests/clients/{script}", env!("CARGO_MANIFEST_DIR"));
     let url = weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(python())
-            .args([script, &url, &a.id, &a.secret, &b.id, &b.secret])
+            .args([&script, &url, &a.id, &a.secret, &b.id, &b.secret])
             .output()
             .expect("run python (scripts/setup.sh installs the clients)")
     })
@@ -359,9 +357,19 @@ async fn ccxt_pro_watches_trades_the_book_and_the_ticker() {
     eprintln!("{stderr}");
     assert!(output.status.success(), "{stderr}");
     assert!(
-        String::from_utf8_lossy(&output.stdout).contains("streams ok"),
+        String::from_utf8_lossy(&output.stdout).contains(done),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccxt_pro_watches_trades_the_book_the_ticker_orders_and_the_balance() {
+    python_client("binance_streams.py", "streams ok").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_binance_and_the_official_sdk_read_market_and_user_streams() {
+    python_client("binance_sdk_streams.py", "sdk streams ok").await;
 }
 
 /// Events on a listen-key stream until none comes for 500 ms.

@@ -135,7 +135,10 @@ fn control(
     let id_ok = match &id {
         Value::Null => true,
         Value::Number(n) => n.is_i64() || n.is_u64(),
-        Value::String(s) => s.len() <= 36 && s.bytes().all(|b| b.is_ascii_alphanumeric()),
+        // Alphanumerics, and the hyphens of the UUIDs Binance's own SDK sends.
+        Value::String(s) => {
+            s.len() <= 36 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        }
         _ => false,
     };
     if !id_ok {
