@@ -70,9 +70,20 @@ pub(crate) async fn combined(
 type Upgrade = Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
 
 fn open(hub: Arc<StreamHub>, upgrade: Upgrade, streams: Vec<String>, combined: bool) -> Response {
+    upgrade_or_refuse(upgrade, move |socket| {
+        connection(hub, socket, streams, combined)
+    })
+}
+
+/// Completes the handshake into `serve`; a plain HTTP request here gets an
+/// answer in Binance's shape.
+fn upgrade_or_refuse<F, Fut>(upgrade: Upgrade, serve: F) -> Response
+where
+    F: FnOnce(axum::extract::ws::WebSocket) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     match upgrade {
-        Ok(upgrade) => upgrade.on_upgrade(move |socket| connection(hub, socket, streams, combined)),
-        // A plain HTTP request here gets an answer in Binance's shape.
+        Ok(upgrade) => upgrade.on_upgrade(serve),
         Err(rejection) => {
             let msg = format!("A WebSocket upgrade is required here: {rejection}.");
             BinanceError::bad(-1000, msg).into_response()
@@ -135,14 +146,8 @@ pub(crate) async fn ws_api(
     axum::Extension(caller): axum::Extension<weiport_access::Caller>,
     upgrade: Upgrade,
 ) -> Response {
-    match upgrade {
-        Ok(upgrade) => {
-            let (hub, access) = (exchange.streams.clone(), exchange.access.clone());
-            upgrade.on_upgrade(move |socket| ws_api::connection(hub, access, caller.ip, socket))
-        }
-        Err(rejection) => {
-            let msg = format!("A WebSocket upgrade is required here: {rejection}.");
-            BinanceError::bad(-1000, msg).into_response()
-        }
-    }
+    let (hub, access) = (exchange.streams.clone(), exchange.access.clone());
+    upgrade_or_refuse(upgrade, move |socket| {
+        ws_api::connection(hub, access, caller.ip, socket)
+    })
 }
