@@ -16,7 +16,7 @@ pub(super) const BUFFER: usize = 1024;
 /// Binance: at most this many streams per connection.
 const MAX_STREAMS: usize = 1024;
 /// Binance: incoming messages per second per connection (pings and pongs count).
-pub(super) const MAX_MESSAGES_PER_SECOND: u32 = 5;
+const MAX_MESSAGES_PER_SECOND: u32 = 5;
 pub(super) const PING_EVERY: Duration = Duration::from_secs(20);
 pub(super) const PONG_WITHIN: Duration = Duration::from_secs(60);
 const LIFETIME: Duration = Duration::from_secs(24 * 3600);

@@ -277,22 +277,29 @@ impl StreamHub {
 
     /// Publishes the user events of `outcome` to each account's user streams:
     /// `user:<account>` (the WebSocket API) and the account's listen keys.
+    /// Events of accounts nobody follows are not built.
     fn user_events(&self, outcome: &Outcome, users: &mut UserState) {
-        let events = user_events(&self.catalog, outcome, users, now_ms());
-        for (account, event) in events {
-            let mut streams = vec![user_stream(account)];
-            streams.extend(
-                self.listen_keys
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .iter()
-                    .filter(|(_, (owner, _))| *owner == account)
-                    .map(|(key, _)| key.clone()),
-            );
-            for stream in streams {
+        let wanted = |account| !self.user_streams(account).is_empty();
+        for (account, event) in user_events(&self.catalog, outcome, users, now_ms(), &wanted) {
+            for stream in self.user_streams(account) {
                 self.publish(&stream, &event);
             }
         }
+    }
+
+    /// The account's user streams that have subscribers.
+    fn user_streams(&self, account: AccountId) -> Vec<String> {
+        let mut streams = vec![user_stream(account)];
+        streams.extend(
+            self.listen_keys
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .filter(|(_, (owner, _))| *owner == account)
+                .map(|(key, _)| key.clone()),
+        );
+        streams.retain(|stream| self.has_subscribers(stream));
+        streams
     }
 
     /// The account's listen key, created or extended to `expires_ms`.

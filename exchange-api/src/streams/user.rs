@@ -43,12 +43,15 @@ impl Fill<'_> {
     }
 }
 
-/// The user events `outcome` produced, in order, with their accounts.
+/// The user events `outcome` produced for the accounts `wanted` accepts
+/// (those someone follows), in order, with their accounts. `state` follows
+/// every account either way.
 pub(super) fn user_events(
     catalog: &Catalog,
     outcome: &Outcome,
     state: &mut UserState,
     now: u64,
+    wanted: &dyn Fn(AccountId) -> bool,
 ) -> Vec<(AccountId, Value)> {
     let mut out = Vec::new();
     // Each order's fills in this command, in trade order.
@@ -131,6 +134,9 @@ pub(super) fn user_events(
         out.push((order.account, event));
     };
     for (order, placed) in &outcome.changes.orders {
+        if !wanted(order.account) {
+            continue;
+        }
         let key = (order.market, order.order_id);
         let own = fills.get(&key).map_or(&[][..], Vec::as_slice);
         if *placed {
@@ -198,13 +204,14 @@ pub(super) fn user_events(
     }
     let time = outcome.time_ms.unwrap_or(now);
     for (account, assets) in positions {
+        let followed = wanted(account);
         for (asset, (free, _)) in &assets {
             let before = state
                 .free
                 .insert((account, *asset), *free)
                 .unwrap_or_default();
             // Credits and debits carry no engine time: they are balance updates.
-            if outcome.time_ms.is_none() && *free != before {
+            if followed && outcome.time_ms.is_none() && *free != before {
                 let delta = if *free >= before {
                     free.saturating_sub(before).to_string()
                 } else {
@@ -215,6 +222,9 @@ pub(super) fn user_events(
                     json!({ "e": "balanceUpdate", "E": now, "a": catalog.asset(*asset), "d": delta, "T": now }),
                 ));
             }
+        }
+        if !followed {
+            continue;
         }
         let balances: Vec<Value> = assets
             .iter()

@@ -18,9 +18,13 @@ use weiport_access::params::BodyKind;
 use weiport_access::{Access, Security};
 use weiport_exchange::now_ms;
 
-use super::connection::{BUFFER, MAX_MESSAGES_PER_SECOND, PING_EVERY, PONG_WITHIN};
+use super::connection::{BUFFER, PING_EVERY, PONG_WITHIN};
 use super::hub::{Connection, StreamHub, user_stream};
 use crate::error::BinanceError;
+
+/// Requests a connection may send a second: the WebSocket API answers
+/// requests, so it allows more than the 5 control messages of market streams.
+const REQUESTS_PER_SECOND: u32 = 100;
 
 fn answer(id: &Value, result: Value) -> Value {
     json!({ "id": id, "status": 200, "result": result, "rateLimits": [] })
@@ -118,7 +122,7 @@ pub(super) async fn connection(
                     (second, messages) = (tokio::time::Instant::now(), 0);
                 }
                 messages += 1;
-                if messages > MAX_MESSAGES_PER_SECOND * 20 {
+                if messages > REQUESTS_PER_SECOND {
                     break;
                 }
                 let Message::Text(text) = message else {
