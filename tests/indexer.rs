@@ -368,6 +368,17 @@ async fn exact_balances(anvil: &Anvil, indexer_url: &str) {
     running.stop().await;
 }
 
+/// Runs `anvil_reorg` or `anvil_rollback` with automine off and then drops
+/// the pool: anvil puts the replaced blocks' transactions back into it, and
+/// automine would otherwise mine them at a moment of its choosing, so the
+/// height after the call would depend on timing.
+async fn reorganise_quietly(chain: &Chain, method: &'static str, params: serde_json::Value) {
+    chain.set_automine(false).await;
+    chain.rpc(method, params).await;
+    chain.rpc("anvil_dropAllTransactions", json!([])).await;
+    chain.set_automine(true).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reorganisations_of_depth_1_5_and_30_and_rollbacks_reconverge_exactly() {
     let anvil = Anvil::start(&["--accounts", "6"]);
@@ -392,7 +403,7 @@ async fn reorganisations_of_depth_1_5_and_30_and_rollbacks_reconverge_exactly() 
     wait_until_indexed(&running.store, &chain, WAIT).await;
 
     for depth in [1u64, 5, 30] {
-        let head = chain.head().await;
+        let head = chain.settled_head().await;
         // The replaced blocks send other amounts to other addresses, from other senders.
         let pairs: Vec<_> = (0..depth)
             .step_by(2)
@@ -401,7 +412,7 @@ async fn reorganisations_of_depth_1_5_and_30_and_rollbacks_reconverge_exactly() 
                 json!([tx, offset])
             })
             .collect();
-        chain.rpc("anvil_reorg", json!([depth, pairs])).await;
+        reorganise_quietly(&chain, "anvil_reorg", json!([depth, pairs])).await;
         assert_eq!(chain.head().await, head, "anvil_reorg keeps the height");
         wait_until_indexed(&running.store, &chain, WAIT).await;
         let window: Vec<u64> = (head - depth - 1..=head).collect();
@@ -415,8 +426,8 @@ async fn reorganisations_of_depth_1_5_and_30_and_rollbacks_reconverge_exactly() 
 
     // Rollbacks shorten the chain; the index must follow it down, then up a new branch.
     for depth in [1u64, 5] {
-        let head = chain.head().await;
-        chain.rpc("anvil_rollback", json!([depth])).await;
+        let head = chain.settled_head().await;
+        reorganise_quietly(&chain, "anvil_rollback", json!([depth])).await;
         assert_eq!(chain.head().await, head - depth);
         wait_until_indexed(&running.store, &chain, WAIT).await;
         for i in 0..depth + 2 {

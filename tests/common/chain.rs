@@ -110,6 +110,35 @@ impl Chain {
         self.node.block_number().await.unwrap()
     }
 
+    /// The head once every sent transaction is mined: automine works in the
+    /// background, so the head read right after sending may still move.
+    /// Nodes without `txpool_status` (Hardhat) mine before answering.
+    pub async fn settled_head(&self) -> u64 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let Ok(status) = self
+                .node
+                .call::<_, serde_json::Value>("txpool_status", json!([]))
+                .await
+            else {
+                return self.head().await;
+            };
+            let waiting = |field: &str| {
+                status[field].as_str().map_or(0, |n| {
+                    u64::from_str_radix(n.trim_start_matches("0x"), 16).unwrap_or(1)
+                })
+            };
+            if waiting("pending") == 0 && waiting("queued") == 0 {
+                return self.head().await;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pool never emptied: {status}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// Waits for the transaction's receipt: even with automine the node mines
     /// in the background, so a receipt can lag the transaction hash.
     pub async fn receipt(&self, tx: B256) -> serde_json::Value {
@@ -235,7 +264,12 @@ pub async fn assert_index_matches(
 pub async fn wait_until_indexed(store: &Store, chain: &Chain, timeout: std::time::Duration) {
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        let head = chain.node.block(chain.head().await).await.unwrap().unwrap();
+        let head = chain
+            .node
+            .block(chain.settled_head().await)
+            .await
+            .unwrap()
+            .unwrap();
         if let Some(cursor) = store.cursor().unwrap()
             && cursor.number == head.number.to::<u64>()
             && cursor.hash == head.hash
