@@ -311,6 +311,7 @@ async fn a_book_kept_from_the_diff_stream_equals_the_rest_book() {
         assert!(from <= book_id + 1, "no gap: U {from} after book {book_id}");
         for (side, book) in [("b", &mut bids), ("a", &mut asks)] {
             for (price, quantity) in levels(&event[side]) {
+                applied += 1;
                 if quantity.parse::<f64>().unwrap() == 0.0 {
                     book.remove(&price);
                 } else {
@@ -319,11 +320,12 @@ async fn a_book_kept_from_the_diff_stream_equals_the_rest_book() {
             }
         }
         book_id = to;
-        applied += 1;
     }
+    // Counted in levels, not events: how many 100 ms events the orders
+    // span depends on the machine's speed.
     assert!(
         applied > 10,
-        "the stream carried the changes ({applied} events)"
+        "the stream carried the changes ({applied} level updates)"
     );
     assert_eq!(book_id, last["lastUpdateId"].as_u64().unwrap());
     assert_eq!(bids, levels(&last["bids"]));
