@@ -614,3 +614,183 @@ async fn kline_streams_push_the_current_kline_as_rest_computes_it() {
         assert_eq!((k["f"].clone(), k["L"].clone()), (json!(1), json!(1)));
     }
 }
+
+/// An Ed25519 key on `account`, registered by its public key; returns the
+/// key id and a signer of Binance's WebSocket API payloads.
+async fn ed25519_key(weiport: &Weiport, account: u64) -> (String, impl Fn(&str) -> String) {
+    use base64::Engine;
+    use ed25519_dalek::Signer;
+    use ed25519_dalek::pkcs8::EncodePublicKey;
+
+    let signing = ed25519_dalek::SigningKey::from_bytes(&[account as u8 + 11; 32]);
+    let pem = signing
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .unwrap();
+    let (status, created) = weiport
+        .admin(
+            reqwest::Method::POST,
+            "/admin/keys",
+            json!({ "account": account, "kind": "ed25519", "public_key": pem, "permissions": ["read"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let sign = move |payload: &str| {
+        base64::engine::general_purpose::STANDARD
+            .encode(signing.sign(payload.as_bytes()).to_bytes())
+    };
+    (created["id"].as_str().unwrap().to_owned(), sign)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websocket_api_logs_on_with_ed25519_and_ends_streams_with_event_stream_terminated() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    let (ed_key, sign) = ed25519_key(&weiport, maker.account).await;
+    let mut api = connect(&weiport, "/ws-api/v3?timeUnit=MICROSECOND").await;
+
+    let answer = send(
+        &mut api,
+        json!({ "id": "a", "method": "userDataStream.subscribe" }),
+    )
+    .await;
+    assert_eq!(
+        (&answer["status"], &answer["error"]["code"]),
+        (&json!(401), &json!(-1002)),
+        "no stream before a logon: {answer}"
+    );
+    // An HMAC key's valid signature is refused: logon takes Ed25519 keys only.
+    let timestamp = now_ms();
+    let payload = format!("apiKey={}&timestamp={timestamp}", maker.id);
+    let hmac = weiport_access::sign_hmac_sha256(maker.secret.as_bytes(), payload.as_bytes());
+    let answer = send(
+        &mut api,
+        json!({ "id": "b", "method": "session.logon", "params": { "apiKey": maker.id, "timestamp": timestamp, "signature": hmac } }),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -4056, "{answer}");
+    let answer = send(
+        &mut api,
+        json!({ "id": "c", "method": "session.logon", "params": { "apiKey": ed_key, "timestamp": timestamp, "signature": sign(&format!("apiKey={ed_key}&timestamp={timestamp}")) } }),
+    )
+    .await;
+    assert_eq!(answer["status"], 200, "{answer}");
+    assert_eq!(answer["result"]["apiKey"], ed_key.as_str());
+    assert_eq!(answer["result"]["userDataStream"], false);
+    let answer = send(
+        &mut api,
+        json!({ "id": "d", "method": "userDataStream.subscribe" }),
+    )
+    .await;
+    assert_eq!(answer["result"]["subscriptionId"], 0, "{answer}");
+    let answer = send(&mut api, json!({ "id": "e", "method": "session.status" })).await;
+    assert_eq!(answer["result"]["userDataStream"], true, "{answer}");
+    assert_eq!(answer["result"]["apiKey"], ed_key.as_str());
+
+    // The account's order is reported, with every time in microseconds.
+    let placed = order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000",
+    )
+    .await;
+    let report = loop {
+        let frame = next(&mut api).await;
+        if frame["event"]["e"] == "executionReport" {
+            break frame;
+        }
+    };
+    assert_eq!(report["subscriptionId"], 0);
+    assert_eq!(report["event"]["i"], placed["orderId"]);
+    let created_ms = placed["transactTime"].as_u64().unwrap();
+    assert_eq!(report["event"]["O"].as_u64().unwrap(), created_ms * 1000);
+    assert!(report["event"]["E"].as_u64().unwrap() >= created_ms * 1000);
+
+    // A trade stream in microseconds shows the trade time REST shows, times 1000.
+    let mut trades = connect(&weiport, "/ws/ethusdt@trade?timeUnit=microsecond").await;
+    send(
+        &mut trades,
+        json!({ "method": "LIST_SUBSCRIPTIONS", "id": 1 }),
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.5",
+    )
+    .await;
+    let trade = next(&mut trades).await;
+    let rest = public(&weiport, "/api/v3/trades?symbol=ETHUSDT").await;
+    assert_eq!(trade["t"], rest[0]["id"]);
+    assert_eq!(
+        trade["T"].as_u64().unwrap(),
+        rest[0]["time"].as_u64().unwrap() * 1000
+    );
+
+    // Logging out ends the logon's stream with eventStreamTerminated, then answers.
+    api.send(Message::Text(
+        json!({ "id": "f", "method": "session.logout" })
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    // The maker's trade reports may still be on their way.
+    let terminated = loop {
+        let frame = next(&mut api).await;
+        let kind = &frame["event"]["e"];
+        if kind != "executionReport" && kind != "outboundAccountPosition" {
+            break frame;
+        }
+    };
+    assert_eq!(terminated["subscriptionId"], 0, "{terminated}");
+    assert_eq!(terminated["event"]["e"], "eventStreamTerminated");
+    assert!(terminated["event"]["E"].as_u64().unwrap() > 1_000_000_000_000_000);
+    let answer = next(&mut api).await;
+    assert_eq!(answer["id"], "f", "{answer}");
+    assert_eq!(answer["result"]["apiKey"], Value::Null);
+    assert_eq!(answer["result"]["userDataStream"], false);
+    let answer = send(
+        &mut api,
+        json!({ "id": "g", "method": "userDataStream.subscribe" }),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -1002, "logged out: {answer}");
+
+    // A time unit Binance does not know is refused before the upgrade.
+    let response = reqwest::get(format!(
+        "{}/ws/ethusdt@trade?timeUnit=NANOSECOND",
+        weiport.url
+    ))
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], -1194, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_from_the_client_is_answered_with_a_close_frame() {
+    let (weiport, _dir) = serve();
+    for path in [
+        "/ws/ethusdt@trade",
+        "/stream?streams=ethusdt@trade",
+        "/ws-api/v3",
+    ] {
+        let mut socket = connect(&weiport, path).await;
+        socket.close(None).await.unwrap();
+        let reply = tokio::time::timeout(Duration::from_secs(5), socket.next())
+            .await
+            .expect("an answer within 5 s");
+        assert!(
+            matches!(reply, Some(Ok(Message::Close(_)))),
+            "{path}: {reply:?}"
+        );
+    }
+}

@@ -2,12 +2,11 @@
 //! Binance's connection rules.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc};
 
 use super::hub::{Connection, StreamHub};
 
@@ -27,14 +26,10 @@ pub(super) async fn connection(
     mut socket: WebSocket,
     streams: Vec<String>,
     combined: bool,
+    microseconds: bool,
 ) {
     let id = hub.next_connection.fetch_add(1, Ordering::Relaxed);
-    let (frames, mut outgoing) = mpsc::channel(BUFFER);
-    let me = Arc::new(Connection {
-        frames,
-        combined: AtomicBool::new(combined),
-        too_slow: Notify::new(),
-    });
+    let (me, mut outgoing) = Connection::new(BUFFER, combined, microseconds);
     let mut subscribed: Vec<String> = Vec::new();
     for stream in streams {
         if hub.known_stream(&stream)
@@ -88,7 +83,9 @@ pub(super) async fn connection(
                         }
                     }
                     Message::Pong(_) => last_pong = tokio::time::Instant::now(),
-                    Message::Close(_) => break,
+                    // Read on: the next read sends the close reply that
+                    // completes the handshake, then ends the stream.
+                    Message::Close(_) => {}
                     Message::Ping(_) | Message::Binary(_) => {}
                 }
             }

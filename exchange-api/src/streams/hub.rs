@@ -40,16 +40,88 @@ const FAST_TICK: Duration = Duration::from_millis(100);
 
 /// One event rendered for one stream, in both connection formats.
 pub(super) struct Frame {
+    pub(super) stream: Arc<str>,
     pub(super) raw: Utf8Bytes,
     pub(super) combined: Utf8Bytes,
+}
+
+impl Frame {
+    fn new(stream: &str, data: &Value) -> Arc<Self> {
+        let raw = data.to_string();
+        let combined = format!("{{\"stream\":\"{stream}\",\"data\":{raw}}}");
+        Arc::new(Self {
+            stream: stream.into(),
+            raw: raw.into(),
+            combined: combined.into(),
+        })
+    }
 }
 
 /// A connection as the hub sees it.
 pub(super) struct Connection {
     pub(super) frames: mpsc::Sender<Arc<Frame>>,
     pub(super) combined: AtomicBool,
+    /// Times in microseconds (`timeUnit=MICROSECOND`), fixed at connection.
+    pub(super) microseconds: bool,
     /// Set when its buffer overflowed: the connection closes itself.
     pub(super) too_slow: Notify,
+}
+
+impl Connection {
+    /// A connection whose buffer holds `buffer` frames, and that buffer's reading end.
+    pub(super) fn new(
+        buffer: usize,
+        combined: bool,
+        microseconds: bool,
+    ) -> (Arc<Self>, mpsc::Receiver<Arc<Frame>>) {
+        let (frames, outgoing) = mpsc::channel(buffer);
+        let connection = Arc::new(Self {
+            frames,
+            combined: AtomicBool::new(combined),
+            microseconds,
+            too_slow: Notify::new(),
+        });
+        (connection, outgoing)
+    }
+}
+
+/// The time fields of each event type, which `timeUnit=MICROSECOND` scales.
+fn time_fields(event_type: &str) -> &'static [&'static str] {
+    match event_type {
+        "trade" | "aggTrade" | "balanceUpdate" => &["E", "T"],
+        "executionReport" => &["E", "T", "O", "W"],
+        "outboundAccountPosition" => &["E", "u"],
+        "24hrTicker" | "24hrMiniTicker" | "1hTicker" | "4hTicker" | "1dTicker" => &["E", "O", "C"],
+        _ => &["E"],
+    }
+}
+
+/// `data` with every time in microseconds instead of milliseconds.
+pub(super) fn in_microseconds(data: &Value) -> Value {
+    fn scale(event: &mut Value) {
+        let Some(fields) = event.as_object_mut() else {
+            return;
+        };
+        let names = time_fields(fields.get("e").and_then(Value::as_str).unwrap_or(""));
+        for name in names {
+            if let Some(ms) = fields.get(*name).and_then(Value::as_u64) {
+                fields.insert((*name).into(), json!(ms.saturating_mul(1000)));
+            }
+        }
+        if let Some(kline) = fields.get_mut("k").and_then(Value::as_object_mut) {
+            for name in ["t", "T"] {
+                if let Some(ms) = kline.get(name).and_then(Value::as_u64) {
+                    kline.insert(name.into(), json!(ms.saturating_mul(1000)));
+                }
+            }
+        }
+    }
+    let mut data = data.clone();
+    match &mut data {
+        Value::Array(events) => events.iter_mut().for_each(scale),
+        event => scale(event),
+    }
+    data
 }
 
 /// Per market: the hub's copy of the book and what depth streams still owe.
@@ -208,22 +280,25 @@ impl StreamHub {
         if connections.is_empty() {
             return;
         }
-        let raw = data.to_string();
-        let combined = format!("{{\"stream\":\"{stream}\",\"data\":{raw}}}");
-        let frame = Arc::new(Frame {
-            raw: raw.into(),
-            combined: combined.into(),
-        });
-        connections.retain(
-            |_, connection| match connection.frames.try_send(frame.clone()) {
+        let frame = Frame::new(stream, data);
+        let mut in_microseconds_frame = None;
+        connections.retain(|_, connection| {
+            let frame = if connection.microseconds {
+                in_microseconds_frame
+                    .get_or_insert_with(|| Frame::new(stream, &in_microseconds(data)))
+                    .clone()
+            } else {
+                frame.clone()
+            };
+            match connection.frames.try_send(frame) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     connection.too_slow.notify_one();
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
-            },
-        );
+            }
+        });
     }
 
     /// Follows the engine's committed batches and the depth clock until the
@@ -568,19 +643,11 @@ impl StreamHub {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
-
     use super::*;
     use weiport_exchange::market::tests_support::eth_usdt;
 
     fn connection(buffer: usize) -> (Arc<Connection>, mpsc::Receiver<Arc<Frame>>) {
-        let (frames, receiver) = mpsc::channel(buffer);
-        let connection = Arc::new(Connection {
-            frames,
-            combined: AtomicBool::new(false),
-            too_slow: Notify::new(),
-        });
-        (connection, receiver)
+        Connection::new(buffer, false, false)
     }
 
     #[tokio::test]

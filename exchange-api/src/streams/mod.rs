@@ -39,18 +39,23 @@ use crate::error::BinanceError;
 use connection::connection;
 
 /// `/ws` with no stream.
-pub(crate) async fn ws_bare(State(exchange): State<Arc<Exchange>>, upgrade: Upgrade) -> Response {
-    open(exchange.streams.clone(), upgrade, Vec::new(), false)
+pub(crate) async fn ws_bare(
+    State(exchange): State<Arc<Exchange>>,
+    RawQuery(query): RawQuery,
+    upgrade: Upgrade,
+) -> Response {
+    open(&exchange, upgrade, query, Vec::new(), false)
 }
 
 /// `/ws/<stream>[/<stream>…]`; anything else after `/ws/` opens an empty connection.
 pub(crate) async fn ws_path(
     State(exchange): State<Arc<Exchange>>,
     Path(path): Path<String>,
+    RawQuery(query): RawQuery,
     upgrade: Upgrade,
 ) -> Response {
     let streams = path.split('/').map(str::to_owned).collect();
-    open(exchange.streams.clone(), upgrade, streams, false)
+    open(&exchange, upgrade, query, streams, false)
 }
 
 /// `/stream?streams=a/b/c`: every event wrapped as `{"stream","data"}`.
@@ -59,19 +64,51 @@ pub(crate) async fn combined(
     RawQuery(query): RawQuery,
     upgrade: Upgrade,
 ) -> Response {
-    let streams = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .filter(|(name, _)| name == "streams")
-        .flat_map(|(_, value)| value.split('/').map(str::to_owned).collect::<Vec<_>>())
+    let streams = query_values(query.as_deref(), "streams")
+        .flat_map(|value| value.split('/').map(str::to_owned).collect::<Vec<_>>())
         .collect();
-    open(exchange.streams.clone(), upgrade, streams, true)
+    open(&exchange, upgrade, query, streams, true)
 }
 
 /// A WebSocket handshake, or why the request is not one.
 type Upgrade = Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
 
-fn open(hub: Arc<StreamHub>, upgrade: Upgrade, streams: Vec<String>, combined: bool) -> Response {
+fn query_values<'q>(
+    query: Option<&'q str>,
+    wanted: &'q str,
+) -> impl Iterator<Item = std::borrow::Cow<'q, str>> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(move |(name, _)| name == wanted)
+        .map(|(_, value)| value)
+}
+
+/// Whether the connection asked for times in microseconds (`timeUnit`).
+fn in_microseconds(query: Option<&str>) -> Result<bool, BinanceError> {
+    match query_values(query, "timeUnit").last() {
+        None => Ok(false),
+        Some(unit) if unit.eq_ignore_ascii_case("MICROSECOND") => Ok(true),
+        Some(unit) if unit.eq_ignore_ascii_case("MILLISECOND") => Ok(false),
+        Some(_) => Err(BinanceError::bad(
+            -1194,
+            "Invalid value for time unit; expected either MICROSECOND or MILLISECOND.",
+        )),
+    }
+}
+
+fn open(
+    exchange: &Exchange,
+    upgrade: Upgrade,
+    query: Option<String>,
+    streams: Vec<String>,
+    combined: bool,
+) -> Response {
+    let microseconds = match in_microseconds(query.as_deref()) {
+        Ok(microseconds) => microseconds,
+        Err(error) => return error.into_response(),
+    };
+    let hub = exchange.streams.clone();
     upgrade_or_refuse(upgrade, move |socket| {
-        connection(hub, socket, streams, combined)
+        connection(hub, socket, streams, combined, microseconds)
     })
 }
 
@@ -144,10 +181,15 @@ pub(crate) async fn close_listen_key(
 pub(crate) async fn ws_api(
     State(exchange): State<Arc<Exchange>>,
     axum::Extension(caller): axum::Extension<weiport_access::Caller>,
+    RawQuery(query): RawQuery,
     upgrade: Upgrade,
 ) -> Response {
+    let microseconds = match in_microseconds(query.as_deref()) {
+        Ok(microseconds) => microseconds,
+        Err(error) => return error.into_response(),
+    };
     let (hub, access) = (exchange.streams.clone(), exchange.access.clone());
     upgrade_or_refuse(upgrade, move |socket| {
-        ws_api::connection(hub, access, caller.ip, socket)
+        ws_api::connection(hub, access, caller.ip, microseconds, socket)
     })
 }

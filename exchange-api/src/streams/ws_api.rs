@@ -1,5 +1,7 @@
 //! The WebSocket API's user data methods (`/ws-api/v3`), which current
-//! clients (ccxt.pro, python-binance) use instead of listen keys:
+//! clients (ccxt.pro, python-binance, binance-sdk-spot) use instead of
+//! listen keys: `session.logon` / `session.status` / `session.logout`,
+//! `userDataStream.subscribe` (on the logged-on Ed25519 key) and
 //! `userDataStream.subscribe.signature`, `userDataStream.unsubscribe`,
 //! `ping` and `time`. Requests are `{"id","method","params"}`; answers carry
 //! the id, an HTTP-like `status`, and `result` or `error`; events arrive as
@@ -10,16 +12,16 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, mpsc};
 use weiport_access::auth::Credentials;
 use weiport_access::auth::authenticate;
-use weiport_access::keys::Permission;
+use weiport_access::keys::{KeyKind, Permission};
+use weiport_access::keystore::ApiKey;
 use weiport_access::params::BodyKind;
 use weiport_access::{Access, Security};
 use weiport_exchange::now_ms;
 
 use super::connection::{BUFFER, PING_EVERY, PONG_WITHIN};
-use super::hub::{Connection, StreamHub, user_stream};
+use super::hub::{Connection, StreamHub, in_microseconds, user_stream};
 use crate::error::BinanceError;
 
 /// Requests a connection may send a second: the WebSocket API answers
@@ -37,13 +39,13 @@ fn refusal(id: &Value, error: &BinanceError) -> Value {
     })
 }
 
-/// The account whose key signed `params` (sorted by name, `signature` aside,
-/// as Binance signs WebSocket API requests), with permission to read.
-fn signed_account(
+/// The key that signed `params` (sorted by name, `signature` aside, as
+/// Binance signs WebSocket API requests), with permission to read.
+fn signed_key(
     access: &Access,
     params: &Map<String, Value>,
     ip: std::net::IpAddr,
-) -> Result<u64, BinanceError> {
+) -> Result<Arc<ApiKey>, BinanceError> {
     let text = |value: &Value| match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -66,7 +68,7 @@ fn signed_account(
         body_kind: BodyKind::Form,
     };
     let now_us = now_ms() * 1000;
-    let key = authenticate(
+    authenticate(
         &access.keys,
         Security::Signed(Permission::Read),
         &credentials,
@@ -74,8 +76,161 @@ fn signed_account(
         now_us,
     )
     .map_err(|error| BinanceError::from(&error))?
-    .ok_or_else(|| BinanceError::bad(-2015, "Invalid API-key, IP, or permissions for action."))?;
-    Ok(key.account)
+    .ok_or_else(|| BinanceError::bad(-2015, "Invalid API-key, IP, or permissions for action."))
+}
+
+/// One user data subscription of a connection.
+struct Subscription {
+    id: u64,
+    stream: String,
+    /// Made by `userDataStream.subscribe` on the logged-on key: ends at logout.
+    by_logon: bool,
+}
+
+/// What a WebSocket API connection knows: its logon and its subscriptions.
+struct Session {
+    hub: Arc<StreamHub>,
+    access: Arc<Access>,
+    ip: std::net::IpAddr,
+    connection_id: u64,
+    me: Arc<Connection>,
+    connected_ms: u64,
+    /// The logged-on key and since when (`session.logon`).
+    logon: Option<(Arc<ApiKey>, u64)>,
+    subscriptions: Vec<Subscription>,
+    next_subscription: u64,
+}
+
+impl Session {
+    fn status(&self) -> Value {
+        let (api_key, since) = match &self.logon {
+            Some((key, since)) => (json!(key.id), json!(since)),
+            None => (Value::Null, Value::Null),
+        };
+        json!({
+            "apiKey": api_key, "authorizedSince": since, "connectedSince": self.connected_ms,
+            "returnRateLimits": false, "serverTime": now_ms(),
+            "userDataStream": !self.subscriptions.is_empty(),
+        })
+    }
+
+    fn subscribe(&mut self, account: u64, by_logon: bool) -> Value {
+        let stream = user_stream(account);
+        if self.subscriptions.iter().all(|s| s.stream != stream) {
+            self.hub.subscribe(self.connection_id, &self.me, &stream);
+        }
+        let id = self.next_subscription;
+        self.next_subscription += 1;
+        self.subscriptions.push(Subscription {
+            id,
+            stream,
+            by_logon,
+        });
+        json!({ "subscriptionId": id })
+    }
+
+    /// Ends the subscriptions `ending` picks; returns the
+    /// `eventStreamTerminated` events to send.
+    fn end(&mut self, ending: impl Fn(&Subscription) -> bool) -> Vec<Value> {
+        let (gone, kept): (Vec<_>, Vec<_>) = self.subscriptions.drain(..).partition(ending);
+        self.subscriptions = kept;
+        let now = now_ms();
+        gone.iter()
+            .map(|subscription| {
+                if self
+                    .subscriptions
+                    .iter()
+                    .all(|s| s.stream != subscription.stream)
+                {
+                    self.hub
+                        .unsubscribe(self.connection_id, &subscription.stream);
+                }
+                let mut event = json!({ "e": "eventStreamTerminated", "E": now });
+                if self.me.microseconds {
+                    event = in_microseconds(&event);
+                }
+                json!({ "subscriptionId": subscription.id, "event": event })
+            })
+            .collect()
+    }
+
+    /// Answers one request; events to send before the answer go to `events`.
+    fn request(&mut self, text: &str, events: &mut Vec<Value>) -> Value {
+        let Ok(request) = serde_json::from_str::<Value>(text) else {
+            return refusal(
+                &Value::Null,
+                &BinanceError::bad(-1100, "Malformed request: not JSON."),
+            );
+        };
+        let request_id = request.get("id").cloned().unwrap_or(Value::Null);
+        let params = match request.get("params") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(params)) => params.clone(),
+            Some(_) => {
+                let error = BinanceError::bad(-1104, "Not all sent parameters were read.");
+                return refusal(&request_id, &error);
+            }
+        };
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let result = match method {
+            "ping" => Ok(json!({})),
+            "time" => Ok(json!({ "serverTime": now_ms() })),
+            "session.logon" => self.logon(&params, events),
+            "session.status" => Ok(self.status()),
+            "session.logout" => {
+                events.extend(self.end(|s| s.by_logon));
+                self.logon = None;
+                Ok(self.status())
+            }
+            "userDataStream.subscribe" => match &self.logon {
+                Some((key, _)) => {
+                    let account = key.account;
+                    Ok(self.subscribe(account, true))
+                }
+                None => Err(BinanceError {
+                    status: axum::http::StatusCode::UNAUTHORIZED,
+                    ..BinanceError::bad(-1002, "You are not authorized to execute this request.")
+                }),
+            },
+            "userDataStream.subscribe.signature" => signed_key(&self.access, &params, self.ip)
+                .map(|key| self.subscribe(key.account, false)),
+            "userDataStream.unsubscribe" => {
+                let only = params.get("subscriptionId").and_then(Value::as_u64);
+                events.extend(self.end(|s| only.is_none_or(|o| o == s.id)));
+                Ok(json!({}))
+            }
+            _ => Err(BinanceError::bad(-1020, "This operation is not supported.")),
+        };
+        match result {
+            Ok(result) => answer(&request_id, result),
+            Err(error) => refusal(&request_id, &error),
+        }
+    }
+
+    /// `session.logon`: an Ed25519 key's signed request authenticates the
+    /// connection; a new logon replaces the previous one.
+    fn logon(
+        &mut self,
+        params: &Map<String, Value>,
+        events: &mut Vec<Value>,
+    ) -> Result<Value, BinanceError> {
+        let key = signed_key(&self.access, params, self.ip)?;
+        if key.kind != KeyKind::Ed25519 {
+            return Err(BinanceError::bad(
+                -4056,
+                "HMAC_SHA256 API key is not supported.",
+            ));
+        }
+        if self
+            .logon
+            .as_ref()
+            .is_some_and(|(previous, _)| previous.account != key.account)
+        {
+            events.extend(self.end(|s| s.by_logon));
+        }
+        self.logon = Some((key, now_ms()));
+        Ok(self.status())
+    }
 }
 
 /// One WebSocket API connection.
@@ -83,39 +238,43 @@ pub(super) async fn connection(
     hub: Arc<StreamHub>,
     access: Arc<Access>,
     ip: std::net::IpAddr,
+    microseconds: bool,
     mut socket: WebSocket,
 ) {
-    let id = hub
+    let connection_id = hub
         .next_connection
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let (frames, mut outgoing) = mpsc::channel(BUFFER);
-    let me = Arc::new(Connection {
-        frames,
-        combined: Default::default(),
-        too_slow: Notify::new(),
-    });
-    // (subscription id, the account's user stream)
-    let mut subscriptions: Vec<(u64, String)> = Vec::new();
-    let mut next_subscription = 0u64;
+    let (me, mut outgoing) = Connection::new(BUFFER, false, microseconds);
+    let mut session = Session {
+        hub,
+        access,
+        ip,
+        connection_id,
+        me,
+        connected_ms: now_ms(),
+        logon: None,
+        subscriptions: Vec::new(),
+        next_subscription: 0,
+    };
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.reset();
     let mut last_pong = tokio::time::Instant::now();
     let (mut second, mut messages) = (tokio::time::Instant::now(), 0u32);
+    let mut events = Vec::new();
     loop {
         tokio::select! {
             frame = outgoing.recv() => {
                 let Some(frame) = frame else { break };
-                // Every subscription of this connection is to its account's stream.
                 let mut sent = true;
-                for (subscription, _) in &subscriptions {
-                    let text = format!("{{\"subscriptionId\":{subscription},\"event\":{}}}", &*frame.raw);
+                for subscription in session.subscriptions.iter().filter(|s| *s.stream == *frame.stream) {
+                    let text = format!("{{\"subscriptionId\":{},\"event\":{}}}", subscription.id, &*frame.raw);
                     sent = sent && socket.send(Message::Text(text.into())).await.is_ok();
                 }
                 if !sent {
                     break;
                 }
             }
-            () = me.too_slow.notified() => break,
+            () = session.me.too_slow.notified() => break,
             incoming = socket.recv() => {
                 let Some(Ok(message)) = incoming else { break };
                 if second.elapsed() >= Duration::from_secs(1) {
@@ -125,48 +284,21 @@ pub(super) async fn connection(
                 if messages > REQUESTS_PER_SECOND {
                     break;
                 }
-                let Message::Text(text) = message else {
-                    if let Message::Pong(_) = message {
+                let text = match message {
+                    Message::Text(text) => text,
+                    Message::Pong(_) => {
                         last_pong = tokio::time::Instant::now();
+                        continue;
                     }
-                    continue;
+                    // Read on: the next read sends the close reply, then ends.
+                    Message::Close(_) | Message::Ping(_) | Message::Binary(_) => continue,
                 };
-                let request: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                let request_id = request.get("id").cloned().unwrap_or(Value::Null);
-                let params = request.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
-                let reply = match request.get("method").and_then(Value::as_str) {
-                    Some("ping") => answer(&request_id, json!({})),
-                    Some("time") => answer(&request_id, json!({ "serverTime": now_ms() })),
-                    Some("userDataStream.subscribe.signature") => match signed_account(&access, &params, ip) {
-                        Ok(account) => {
-                            let stream = user_stream(account);
-                            if subscriptions.iter().all(|(_, s)| *s != stream) {
-                                hub.subscribe(id, &me, &stream);
-                            }
-                            let subscription = next_subscription;
-                            next_subscription += 1;
-                            subscriptions.push((subscription, stream));
-                            answer(&request_id, json!({ "subscriptionId": subscription }))
-                        }
-                        Err(error) => refusal(&request_id, &error),
-                    },
-                    Some("userDataStream.unsubscribe") => {
-                        let only = params.get("subscriptionId").and_then(Value::as_u64);
-                        let (gone, kept): (Vec<_>, Vec<_>) = subscriptions
-                            .drain(..)
-                            .partition(|(subscription, _)| only.is_none_or(|o| o == *subscription));
-                        subscriptions = kept;
-                        for (_, stream) in gone {
-                            if subscriptions.iter().all(|(_, s)| *s != stream) {
-                                hub.unsubscribe(id, &stream);
-                            }
-                        }
-                        answer(&request_id, json!({}))
-                    }
-                    None if request.is_null() => refusal(&request_id, &BinanceError::bad(-1100, "Malformed request: not JSON.")),
-                    _ => refusal(&request_id, &BinanceError::bad(-1020, "This operation is not supported.")),
-                };
-                if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
+                let reply = session.request(&text, &mut events);
+                let mut sent = true;
+                for event in events.drain(..).chain([reply]) {
+                    sent = sent && socket.send(Message::Text(event.to_string().into())).await.is_ok();
+                }
+                if !sent {
                     break;
                 }
             }
@@ -177,7 +309,9 @@ pub(super) async fn connection(
             }
         }
     }
-    for (_, stream) in &subscriptions {
-        hub.unsubscribe(id, stream);
+    for subscription in &session.subscriptions {
+        session
+            .hub
+            .unsubscribe(session.connection_id, &subscription.stream);
     }
 }
