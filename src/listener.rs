@@ -27,6 +27,14 @@ use tokio::sync::{Notify, watch};
 use tower::ServiceExt;
 use weiport_access::IpRule;
 
+/// Bytes the kernel may hold for a connection's unsent output (Linux
+/// doubles it for its bookkeeping). Left to autotuning, a stream subscriber
+/// that never reads absorbs megabytes of frames, each written at full cost,
+/// before its buffer in the hub fills and the hub drops it; this bound
+/// makes that happen within a few hundred frames, and still carries the
+/// largest REST answer (depth of 5,000 levels) in one go.
+const SEND_BUFFER: usize = 256 * 1024;
+
 /// How long and how many: the listener's protection against slow and
 /// numerous clients.
 #[derive(Debug, Clone)]
@@ -77,6 +85,7 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
         tokio::spawn(connection(
             stream,
             peer,

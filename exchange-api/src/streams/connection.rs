@@ -8,7 +8,10 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use serde_json::{Value, json};
 
-use super::hub::{Connection, StreamHub};
+use futures::SinkExt;
+use tokio::sync::mpsc;
+
+use super::hub::{Connection, Frame, StreamHub};
 
 /// Frames a connection may have waiting before it counts as too slow.
 pub(super) const BUFFER: usize = 1024;
@@ -19,6 +22,8 @@ const MAX_MESSAGES_PER_SECOND: u32 = 5;
 pub(super) const PING_EVERY: Duration = Duration::from_secs(20);
 pub(super) const PONG_WITHIN: Duration = Duration::from_secs(60);
 const LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// How long a close frame to a client that stopped reading may take.
+const CLOSE_WITHIN: Duration = Duration::from_secs(1);
 
 /// One client connection: its subscriptions, control messages and keep-alive.
 pub(super) async fn connection(
@@ -54,15 +59,18 @@ pub(super) async fn connection(
     };
     loop {
         tokio::select! {
+            // Frames first: when one waits, no other branch is polled.
+            biased;
             frame = outgoing.recv() => {
                 let Some(frame) = frame else { break };
-                let text = if me.combined.load(Ordering::Relaxed) { frame.combined.clone() } else { frame.raw.clone() };
-                if socket.send(Message::Text(text)).await.is_err() {
+                if send_queued(&mut socket, &me, frame, &mut outgoing).await.is_err() {
                     break;
                 }
             }
             () = me.too_slow.notified() => {
-                let _ = socket.send(close(1008, "Too slow: the connection's buffer is full")).await;
+                // The client reads nothing: its close frame may never get out.
+                let closing = socket.send(close(1008, "Too slow: the connection's buffer is full"));
+                let _ = tokio::time::timeout(CLOSE_WITHIN, closing).await;
                 break;
             }
             incoming = socket.recv() => {
@@ -106,6 +114,34 @@ pub(super) async fn connection(
     for stream in &subscribed {
         hub.unsubscribe(id, stream);
     }
+}
+
+/// Frames written before one flush: a connection that fell behind catches
+/// up with one write for many events instead of one write each.
+const FRAMES_PER_WRITE: usize = 64;
+
+/// Writes `frame` and whatever else is already queued, then flushes once.
+async fn send_queued(
+    socket: &mut WebSocket,
+    me: &Connection,
+    frame: Arc<Frame>,
+    outgoing: &mut mpsc::Receiver<Arc<Frame>>,
+) -> Result<(), axum::Error> {
+    let text = |frame: &Frame| {
+        if me.combined.load(Ordering::Relaxed) {
+            frame.combined.clone()
+        } else {
+            frame.raw.clone()
+        }
+    };
+    socket.feed(Message::Text(text(&frame))).await?;
+    for _ in 1..FRAMES_PER_WRITE {
+        let Ok(frame) = outgoing.try_recv() else {
+            break;
+        };
+        socket.feed(Message::Text(text(&frame))).await?;
+    }
+    socket.flush().await
 }
 
 fn control_error(code: u8, msg: &str, id: &Value) -> Value {

@@ -12,7 +12,7 @@ use tokio::sync::{Notify, mpsc};
 use weiport_access::keys::random_token;
 use weiport_exchange::engine::AccountId;
 use weiport_exchange::engine::Event;
-use weiport_exchange::now_ms;
+
 use weiport_exchange::order::Side;
 use weiport_exchange::sequencer::{Outcome, Sink};
 use weiport_exchange::view::View;
@@ -91,21 +91,35 @@ fn time_fields(event_type: &str) -> &'static [&'static str] {
         "trade" | "aggTrade" | "balanceUpdate" => &["E", "T"],
         "executionReport" => &["E", "T", "O", "W"],
         "outboundAccountPosition" => &["E", "u"],
+        "avgPrice" => &["E", "T"],
         "24hrTicker" | "24hrMiniTicker" | "1hTicker" | "4hTicker" | "1dTicker" => &["E", "O", "C"],
         _ => &["E"],
     }
 }
 
-/// `data` with every time in microseconds instead of milliseconds.
-pub(super) fn in_microseconds(data: &Value) -> Value {
-    fn scale(event: &mut Value) {
+/// The time now in microseconds.
+pub(super) fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// `data` with every time in microseconds instead of milliseconds; the
+/// event time `E` (which is `event_us` in milliseconds) keeps its precision.
+pub(super) fn in_microseconds(data: &Value, event_us: u64) -> Value {
+    let scale = |event: &mut Value| {
         let Some(fields) = event.as_object_mut() else {
             return;
         };
         let names = time_fields(fields.get("e").and_then(Value::as_str).unwrap_or(""));
         for name in names {
             if let Some(ms) = fields.get(*name).and_then(Value::as_u64) {
-                fields.insert((*name).into(), json!(ms.saturating_mul(1000)));
+                let us = if *name == "E" {
+                    event_us
+                } else {
+                    ms.saturating_mul(1000)
+                };
+                fields.insert((*name).into(), json!(us));
             }
         }
         if let Some(kline) = fields.get_mut("k").and_then(Value::as_object_mut) {
@@ -115,7 +129,7 @@ pub(super) fn in_microseconds(data: &Value) -> Value {
                 }
             }
         }
-    }
+    };
     let mut data = data.clone();
     match &mut data {
         Value::Array(events) => events.iter_mut().for_each(scale),
@@ -175,16 +189,19 @@ pub struct StreamHub {
     subscribers: Mutex<HashMap<String, HashMap<u64, Arc<Connection>>>>,
     pub(super) next_connection: AtomicU64,
     /// Batches from the engine thread, taken by [`StreamHub::run`].
-    batches: Mutex<Option<mpsc::UnboundedReceiver<Vec<Arc<Outcome>>>>>,
+    batches: Mutex<Option<mpsc::UnboundedReceiver<Committed>>>,
     /// Books and balances as of the start, handed over by the engine thread.
     start: Mutex<Option<(Vec<Book>, UserState)>>,
     /// Active listen keys: key → (account, expiry ms).
     listen_keys: Mutex<HashMap<String, (AccountId, u64)>>,
 }
 
+/// A committed batch and when it became durable (µs): its events' time `E`.
+type Committed = (u64, Vec<Arc<Outcome>>);
+
 /// The hub's end on the engine thread: hands each batch over once, never blocks.
 pub struct StreamSink {
-    batches: mpsc::UnboundedSender<Vec<Arc<Outcome>>>,
+    batches: mpsc::UnboundedSender<Committed>,
     hub: Arc<StreamHub>,
 }
 
@@ -221,7 +238,7 @@ impl Sink for StreamSink {
 
     fn committed(&mut self, outcomes: &[Arc<Outcome>]) {
         // The hub task gone (shutdown) is not the engine's concern.
-        let _ = self.batches.send(outcomes.to_vec());
+        let _ = self.batches.send((now_us(), outcomes.to_vec()));
     }
 }
 
@@ -267,9 +284,9 @@ impl StreamHub {
             .is_some_and(|s| !s.is_empty())
     }
 
-    /// Sends `data` on `stream` to every subscriber; one whose buffer is
-    /// full is told to close and leaves the stream.
-    pub(super) fn publish(&self, stream: &str, data: &Value) {
+    /// Sends `data`, an event of time `event_us`, on `stream` to every
+    /// subscriber; one whose buffer is full is told to close and leaves the stream.
+    pub(super) fn publish(&self, stream: &str, data: &Value, event_us: u64) {
         let mut subscribers = self
             .subscribers
             .lock()
@@ -285,7 +302,7 @@ impl StreamHub {
         connections.retain(|_, connection| {
             let frame = if connection.microseconds {
                 in_microseconds_frame
-                    .get_or_insert_with(|| Frame::new(stream, &in_microseconds(data)))
+                    .get_or_insert_with(|| Frame::new(stream, &in_microseconds(data, event_us)))
                     .clone()
             } else {
                 frame.clone()
@@ -327,10 +344,10 @@ impl StreamHub {
         loop {
             tokio::select! {
                 batch = batches.recv() => match batch {
-                    Some(batch) => {
+                    Some((committed_us, batch)) => {
                         for outcome in batch {
-                            self.outcome(&outcome, &mut books);
-                            self.user_events(&outcome, &mut users);
+                            self.outcome(&outcome, &mut books, committed_us);
+                            self.user_events(&outcome, &mut users, committed_us);
                         }
                     }
                     None => return,
@@ -353,11 +370,12 @@ impl StreamHub {
     /// Publishes the user events of `outcome` to each account's user streams:
     /// `user:<account>` (the WebSocket API) and the account's listen keys.
     /// Events of accounts nobody follows are not built.
-    fn user_events(&self, outcome: &Outcome, users: &mut UserState) {
+    fn user_events(&self, outcome: &Outcome, users: &mut UserState, event_us: u64) {
         let wanted = |account| !self.user_streams(account).is_empty();
-        for (account, event) in user_events(&self.catalog, outcome, users, now_ms(), &wanted) {
+        let now = event_us / 1000;
+        for (account, event) in user_events(&self.catalog, outcome, users, now, &wanted) {
             for stream in self.user_streams(account) {
-                self.publish(&stream, &event);
+                self.publish(&stream, &event, event_us);
             }
         }
     }
@@ -420,7 +438,8 @@ impl StreamHub {
 
     /// Ends listen keys past their expiry: each stream gets `listenKeyExpired`
     /// and loses its subscribers.
-    pub(super) fn expire_listen_keys(&self, now: u64) {
+    pub(super) fn expire_listen_keys(&self, now_us: u64) {
+        let now = now_us / 1000;
         let expired: Vec<String> = {
             let mut keys = self
                 .listen_keys
@@ -438,6 +457,7 @@ impl StreamHub {
             self.publish(
                 &key,
                 &json!({ "e": "listenKeyExpired", "E": now, "listenKey": key }),
+                now_us,
             );
             self.subscribers
                 .lock()
@@ -446,8 +466,8 @@ impl StreamHub {
         }
     }
 
-    fn outcome(&self, outcome: &Outcome, books: &mut [Book]) {
-        let now = now_ms();
+    fn outcome(&self, outcome: &Outcome, books: &mut [Book], event_us: u64) {
+        let now = event_us / 1000;
         for trade in &outcome.changes.trades {
             let symbol = self.catalog.symbol(trade.market);
             let stream = format!("{}@trade", symbol.to_ascii_lowercase());
@@ -459,6 +479,7 @@ impl StreamHub {
                         "p": trade.price.to_string(), "q": trade.quantity.to_string(),
                         "T": trade.time_ms, "m": trade.taker_side == Side::Sell, "M": true,
                     }),
+                    event_us,
                 );
             }
         }
@@ -475,6 +496,7 @@ impl StreamHub {
                         "f": agg.first_trade, "l": agg.last_trade, "T": agg.time_ms,
                         "m": agg.buyer_is_maker, "M": true,
                     }),
+                    event_us,
                 );
             }
         }
@@ -511,12 +533,14 @@ impl StreamHub {
                     "b": top.0.to_string(), "B": top.1.to_string(),
                     "a": top.2.to_string(), "A": top.3.to_string(),
                 }),
+                event_us,
             );
         }
     }
 
     /// Pushes diff and partial depth of speed `speed` (0: 100 ms, 1: 1000 ms).
     fn flush_depth(&self, books: &mut [Book], speed: usize) {
+        let event_us = now_us();
         let suffix = if speed == 0 { "@100ms" } else { "" };
         for (index, book) in books.iter_mut().enumerate() {
             let market = MarketId(index as u16);
@@ -539,11 +563,12 @@ impl StreamHub {
                     self.publish(
                         &stream,
                         &json!({
-                            "e": "depthUpdate", "E": now_ms(),
+                            "e": "depthUpdate", "E": event_us / 1000,
                             "s": self.catalog.symbol(market),
                             "U": first, "u": book.update_id,
                             "b": side(true), "a": side(false),
                         }),
+                        event_us,
                     );
                 }
             }
@@ -565,6 +590,7 @@ impl StreamHub {
                             "bids": pairs(&mut book.bids.iter().rev()),
                             "asks": pairs(&mut book.asks.iter()),
                         }),
+                        event_us,
                     );
                 }
             }
@@ -658,7 +684,7 @@ mod tests {
         hub.subscribe(1, &stalled, "ethusdt@trade");
         hub.subscribe(2, &reader, "ethusdt@trade");
         for t in 0..10 {
-            hub.publish("ethusdt@trade", &json!({ "t": t }));
+            hub.publish("ethusdt@trade", &json!({ "t": t }), 0);
         }
         // Told to close when the fifth frame found its buffer full, and gone from the stream.
         tokio::time::timeout(Duration::from_secs(1), stalled.too_slow.notified())
@@ -677,5 +703,44 @@ mod tests {
                 format!("{{\"stream\":\"ethusdt@trade\",\"data\":{{\"t\":{t}}}}}")
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod time_unit_tests {
+    use super::*;
+
+    #[test]
+    fn microseconds_scale_every_time_field_and_keep_the_event_times_precision() {
+        let event_us = 1_700_000_000_123_456;
+        let kline = json!({ "e": "kline", "E": 1_700_000_000_123u64, "t": 7, "k": { "t": 1_000, "T": 1_999, "n": 5 } });
+        let scaled = in_microseconds(&kline, event_us);
+        assert_eq!(scaled["E"], event_us);
+        assert_eq!(scaled["t"], 7, "a trade id is no time");
+        assert_eq!(
+            (&scaled["k"]["t"], &scaled["k"]["T"]),
+            (&json!(1_000_000), &json!(1_999_000))
+        );
+        assert_eq!(scaled["k"]["n"], 5);
+
+        let report =
+            json!({ "e": "executionReport", "E": 1, "T": 2, "O": 3, "W": 4, "t": 9, "i": 10 });
+        let scaled = in_microseconds(&report, 1_500);
+        assert_eq!(
+            scaled,
+            json!({ "e": "executionReport", "E": 1_500, "T": 2_000, "O": 3_000, "W": 4_000, "t": 9, "i": 10 })
+        );
+
+        let position = json!({ "e": "outboundAccountPosition", "E": 1, "u": 2, "B": [] });
+        assert_eq!(in_microseconds(&position, 1_000)["u"], 2_000);
+        let minis = json!([{ "e": "24hrMiniTicker", "E": 1, "s": "ETHUSDT" }, { "e": "24hrMiniTicker", "E": 1, "s": "BTCUSDT" }]);
+        let scaled = in_microseconds(&minis, 1_234);
+        assert!(scaled.as_array().unwrap().iter().all(|m| m["E"] == 1_234));
+        // Depth diffs carry update ids in `U`/`u`, never scaled.
+        let diff = json!({ "e": "depthUpdate", "E": 1, "U": 5, "u": 6 });
+        assert_eq!(
+            in_microseconds(&diff, 1_000),
+            json!({ "e": "depthUpdate", "E": 1_000, "U": 5, "u": 6 })
+        );
     }
 }

@@ -112,6 +112,11 @@ fn open(
     })
 }
 
+/// Bytes a connection reads at once.
+const READ_BUFFER: usize = 4 * 1024;
+/// The largest message a client may send (1,024 stream names fit).
+const MAX_MESSAGE: usize = 64 * 1024;
+
 /// Completes the handshake into `serve`; a plain HTTP request here gets an
 /// answer in Binance's shape.
 fn upgrade_or_refuse<F, Fut>(upgrade: Upgrade, serve: F) -> Response
@@ -120,7 +125,16 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     match upgrade {
-        Ok(upgrade) => upgrade.on_upgrade(serve),
+        // The read buffer is zeroed up to its size on every read attempt,
+        // and every wake of a connection attempts a read: 4 KiB instead of
+        // the default 128 KiB is what makes fan-out cheap (larger messages
+        // still arrive; the buffer grows for them). Clients send only
+        // control messages and requests, so a message is at most 64 KiB.
+        Ok(upgrade) => upgrade
+            .read_buffer_size(READ_BUFFER)
+            .max_message_size(MAX_MESSAGE)
+            .max_frame_size(MAX_MESSAGE)
+            .on_upgrade(serve),
         Err(rejection) => {
             let msg = format!("A WebSocket upgrade is required here: {rejection}.");
             BinanceError::bad(-1000, msg).into_response()

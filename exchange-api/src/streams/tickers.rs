@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use weiport_exchange::{Amount, now_ms};
+use weiport_exchange::Amount;
 
-use super::hub::{StreamHub, kline_stream};
+use super::hub::{StreamHub, kline_stream, now_us};
 use crate::api::Exchange;
 use crate::market_data::kline_rows;
 use crate::ticker::{TickerFields, five_minute_price, statistics};
@@ -23,10 +23,11 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
             return;
         };
         let hub = exchange.streams.clone();
-        hub.expire_listen_keys(now_ms());
+        let now_us = now_us();
+        let now = now_us / 1000;
+        hub.expire_listen_keys(now_us);
         seconds += 1;
-        push_klines(&exchange, &hub, seconds);
-        let now = now_ms();
+        push_klines(&exchange, &hub, seconds, now_us);
         let mut minis = Vec::new();
         let wants_all_minis = hub.has_subscribers("!miniTicker@arr");
         for (id, _) in exchange.catalog.markets() {
@@ -79,11 +80,11 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
                 }
             }
             for (stream, payload) in payloads {
-                hub.publish(&stream, &payload);
+                hub.publish(&stream, &payload, now_us);
             }
         }
         if !minis.is_empty() {
-            hub.publish("!miniTicker@arr", &Value::Array(minis));
+            hub.publish("!miniTicker@arr", &Value::Array(minis), now_us);
         }
     }
 }
@@ -139,8 +140,8 @@ fn stream_ticker(event: &str, now: u64, rest: &Value, keys: &[(&str, &str)]) -> 
 
 /// The current kline of every subscribed kline stream: every second for
 /// `1s`, every two seconds for longer intervals, as Binance pushes them.
-fn push_klines(exchange: &Exchange, hub: &StreamHub, seconds: u64) {
-    let now = now_ms();
+fn push_klines(exchange: &Exchange, hub: &StreamHub, seconds: u64, now_us: u64) {
+    let now = now_us / 1000;
     for stream in hub.subscribed_kinds("kline_") {
         let Some((symbol, kind)) = stream.split_once('@') else {
             continue;
@@ -178,6 +179,7 @@ fn push_klines(exchange: &Exchange, hub: &StreamHub, seconds: u64) {
                     "Q": amount(candle.taker_buy_quote_volume), "B": "0",
                 },
             }),
+            now_us,
         );
     }
 }

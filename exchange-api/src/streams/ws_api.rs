@@ -21,7 +21,7 @@ use weiport_access::{Access, Security};
 use weiport_exchange::now_ms;
 
 use super::connection::{BUFFER, PING_EVERY, PONG_WITHIN};
-use super::hub::{Connection, StreamHub, in_microseconds, user_stream};
+use super::hub::{Connection, StreamHub, in_microseconds, now_us, user_stream};
 use crate::error::BinanceError;
 
 /// Requests a connection may send a second: the WebSocket API answers
@@ -134,7 +134,7 @@ impl Session {
     fn end(&mut self, ending: impl Fn(&Subscription) -> bool) -> Vec<Value> {
         let (gone, kept): (Vec<_>, Vec<_>) = self.subscriptions.drain(..).partition(ending);
         self.subscriptions = kept;
-        let now = now_ms();
+        let now_us = now_us();
         gone.iter()
             .map(|subscription| {
                 if self
@@ -145,9 +145,9 @@ impl Session {
                     self.hub
                         .unsubscribe(self.connection_id, &subscription.stream);
                 }
-                let mut event = json!({ "e": "eventStreamTerminated", "E": now });
+                let mut event = json!({ "e": "eventStreamTerminated", "E": now_us / 1000 });
                 if self.me.microseconds {
-                    event = in_microseconds(&event);
+                    event = in_microseconds(&event, now_us);
                 }
                 json!({ "subscriptionId": subscription.id, "event": event })
             })
