@@ -15,7 +15,8 @@
 #     pushed each second, then to the traded market's 100 ms depth and its
 #     ticker) and 10 never reading ones (on its trades, depth and book
 #     ticker), then with none again.
-# Env: BENCH_CONNECTIONS (default "1000 10000"), BENCH_PERF (a path: the
+# Env: BENCH_PARTS (default "fanout load"), BENCH_CONNECTIONS (default
+# "1000 10000"), BENCH_PERF (a path: the
 # fan-out server is profiled with perf into <path>.<connections>).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -97,6 +98,8 @@ fanout_weiport() {
   stop_weiport
 }
 
+parts="${BENCH_PARTS:-fanout load}"
+if [[ " $parts " == *" fanout "* ]]; then
 echo "| server | connections | trades | deliveries | p50 (ms) | p99 (ms) | max (ms) |"
 echo "|---|---|---|---|---|---|---|"
 for connections in ${BENCH_CONNECTIONS:-1000 10000}; do
@@ -111,6 +114,9 @@ for connections in ${BENCH_CONNECTIONS:-1000 10000}; do
     '{ printf "| weiport ÷ bare | %s | | | %.2f× | %.2f× | |\n", n, $13 / $5, $14 / $6 }'
 done
 
+fi
+
+[[ " $parts " == *" load "* ]] || exit 0
 echo
 echo "| subscribers reading | subscribers never reading | orders/s | frames sent to the readers |"
 echo "|---|---|---|---|"
@@ -120,7 +126,23 @@ load() {
     "$maker_key" "$maker_secret" "$taker_key" "$taker_secret"
   stop_weiport
 }
-load 0 - 0
-load 1000 ethusdt@avgPrice 10
-load 1000 ethusdt@depth@100ms/ethusdt@ticker 10
-load 0 - 0
+# Interleaved, three rounds: the synced write's latency on this disk moves
+# from run to run, so each setting is judged by its median against the
+# median without subscribers.
+results=$(for _ in 1 2 3; do
+  load 0 - 0
+  load 1000 ethusdt@avgPrice 10
+  load 1000 ethusdt@depth@100ms/ethusdt@ticker 10
+done)
+echo "$results"
+echo
+echo "| subscribers reading × streams (with 10 never reading, but for none) | median orders/s | ÷ none |"
+echo "|---|---|---|"
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+orders_of() { echo "$results" | grep -F "| $1 |" | awk -F'|' '{ print $4 + 0 }' | median; }
+none=$(orders_of "0 × -")
+for setting in "0 × -" "1000 × ethusdt@avgPrice" "1000 × ethusdt@depth@100ms/ethusdt@ticker"; do
+  median_orders=$(orders_of "$setting")
+  printf '| %s | %s | %s |\n' "$setting" "$median_orders" \
+    "$(awk -v m="$median_orders" -v n="$none" 'BEGIN { printf "%.2f×", m / n }')"
+done

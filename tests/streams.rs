@@ -794,3 +794,58 @@ async fn a_close_from_the_client_is_answered_with_a_close_frame() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_market_ticker_arrays_carry_what_rest_tickers_show() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=2&price=3000",
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.75",
+    )
+    .await;
+    let mut arrays = connect(
+        &weiport,
+        "/stream?streams=!ticker@arr/!miniTicker@arr/!ticker_1h@arr",
+    )
+    .await;
+    let day = public(&weiport, "/api/v3/ticker/24hr?symbol=ETHUSDT").await;
+    let hour = public(&weiport, "/api/v3/ticker?symbol=ETHUSDT&windowSize=1h").await;
+    let mut seen = BTreeMap::new();
+    while seen.len() < 3 {
+        let frame = next(&mut arrays).await;
+        let stream = frame["stream"].as_str().unwrap().to_owned();
+        let tickers = frame["data"].as_array().unwrap();
+        assert_eq!(tickers.len(), 1, "{frame}");
+        seen.insert(stream, tickers[0].clone());
+    }
+    let full = &seen["!ticker@arr"];
+    assert_eq!(full["e"], "24hrTicker");
+    assert_eq!(
+        (&full["s"], &full["c"], &full["v"], &full["n"]),
+        (
+            &day["symbol"],
+            &day["lastPrice"],
+            &day["volume"],
+            &day["count"]
+        )
+    );
+    let mini = &seen["!miniTicker@arr"];
+    assert_eq!(mini["e"], "24hrMiniTicker");
+    assert_eq!(
+        (&mini["c"], &mini["v"]),
+        (&day["lastPrice"], &day["volume"])
+    );
+    let rolling = &seen["!ticker_1h@arr"];
+    assert_eq!(rolling["e"], "1hTicker");
+    assert_eq!(
+        (&rolling["c"], &rolling["v"], &rolling["q"]),
+        (&hour["lastPrice"], &hour["volume"], &hour["quoteVolume"])
+    );
+}

@@ -35,6 +35,15 @@ pub(super) fn user_stream(account: AccountId) -> String {
     format!("user:{account}")
 }
 
+/// The streams of every market's tickers at once.
+pub(super) const ALL_MARKET_ARRAYS: [&str; 5] = [
+    "!miniTicker@arr",
+    "!ticker@arr",
+    "!ticker_1h@arr",
+    "!ticker_4h@arr",
+    "!ticker_1d@arr",
+];
+
 /// Diff and partial depth push at 100 ms (`@100ms`) or 1000 ms.
 const FAST_TICK: Duration = Duration::from_millis(100);
 
@@ -599,7 +608,7 @@ impl StreamHub {
 
     /// Whether `name` is a stream this hub serves (lower-case symbol, as Binance).
     pub(super) fn known_stream(&self, name: &str) -> bool {
-        if name == "!miniTicker@arr"
+        if ALL_MARKET_ARRAYS.contains(&name)
             || self
                 .listen_keys
                 .lock()

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use weiport_exchange::Amount;
 
-use super::hub::{StreamHub, kline_stream, now_us};
+use super::hub::{ALL_MARKET_ARRAYS, StreamHub, kline_stream, now_us};
 use crate::api::Exchange;
 use crate::market_data::kline_rows;
 use crate::ticker::{TickerFields, five_minute_price, statistics};
@@ -28,8 +28,21 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
         hub.expire_listen_keys(now_us);
         seconds += 1;
         push_klines(&exchange, &hub, seconds, now_us);
-        let mut minis = Vec::new();
-        let wants_all_minis = hub.has_subscribers("!miniTicker@arr");
+        // The all-market arrays (`!miniTicker@arr`, `!ticker@arr`,
+        // `!ticker_<window>@arr`): markets that traded in the window.
+        let mut arrays: Vec<(String, Vec<Value>)> = ALL_MARKET_ARRAYS
+            .into_iter()
+            .filter(|name| hub.has_subscribers(name))
+            .map(|name| (name.to_owned(), Vec::new()))
+            .collect();
+        let mut into_array = |array: &str, stats: &Value, event: &Value| {
+            if stats["count"] != 0
+                && let Some((_, events)) = arrays.iter_mut().find(|(name, _)| name == array)
+            {
+                events.push(event.clone());
+            }
+        };
+        let wants_array = |array: &str| hub.has_subscribers(array);
         for (id, _) in exchange.catalog.markets() {
             let symbol = hub.symbol(id);
             let wanted = |kind: &str| hub.has_subscribers(&format!("{symbol}@{kind}"));
@@ -37,31 +50,28 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
             {
                 let view = exchange.sequencer.view();
                 let day = (now.saturating_sub(86_400_000), now);
-                if wanted("ticker") {
+                if wanted("ticker") || wants_array("!ticker@arr") {
                     let stats =
                         statistics(&exchange, &view, id, now, day, TickerFields::FullWithBook);
-                    payloads.push((
-                        format!("{symbol}@ticker"),
-                        stream_ticker("24hrTicker", now, &stats, TICKER_KEYS),
-                    ));
+                    let ticker = stream_ticker("24hrTicker", now, &stats, TICKER_KEYS);
+                    into_array("!ticker@arr", &stats, &ticker);
+                    payloads.push((format!("{symbol}@ticker"), ticker));
                 }
-                if wanted("miniTicker") || wants_all_minis {
+                if wanted("miniTicker") || wants_array("!miniTicker@arr") {
                     let stats = statistics(&exchange, &view, id, now, day, TickerFields::Mini);
                     let mini = stream_ticker("24hrMiniTicker", now, &stats, MINI_KEYS);
-                    if wants_all_minis && stats["count"] != 0 {
-                        minis.push(mini.clone());
-                    }
+                    into_array("!miniTicker@arr", &stats, &mini);
                     payloads.push((format!("{symbol}@miniTicker"), mini));
                 }
                 for (window, ms) in [("1h", 3_600_000), ("4h", 14_400_000), ("1d", 86_400_000)] {
-                    if wanted(&format!("ticker_{window}")) {
+                    let array = format!("!ticker_{window}@arr");
+                    if wanted(&format!("ticker_{window}")) || wants_array(&array) {
                         let span = (now.saturating_sub(ms), now);
                         let stats = statistics(&exchange, &view, id, now, span, TickerFields::Full);
                         let event = format!("{window}Ticker");
-                        payloads.push((
-                            format!("{symbol}@ticker_{window}"),
-                            stream_ticker(&event, now, &stats, TICKER_KEYS),
-                        ));
+                        let ticker = stream_ticker(&event, now, &stats, TICKER_KEYS);
+                        into_array(&array, &stats, &ticker);
+                        payloads.push((format!("{symbol}@ticker_{window}"), ticker));
                     }
                 }
                 if wanted("avgPrice") {
@@ -83,8 +93,10 @@ pub async fn push_tickers(exchange: std::sync::Weak<Exchange>) {
                 hub.publish(&stream, &payload, now_us);
             }
         }
-        if !minis.is_empty() {
-            hub.publish("!miniTicker@arr", &Value::Array(minis), now_us);
+        for (array, events) in arrays {
+            if !events.is_empty() {
+                hub.publish(&array, &Value::Array(events), now_us);
+            }
         }
     }
 }
