@@ -73,6 +73,9 @@ pub struct Config {
     pub query: QuerySection,
     /// Markets of the exchange.
     pub exchange: weiport_exchange::ExchangeConfig,
+    /// The CoinGecko-compatible price face: ids, vs-currencies, supplies.
+    #[serde(default)]
+    pub coingecko: weiport_coingecko_api::CoinConfig,
     /// The Ethereum node.
     pub node: NodeConfig,
     /// The balance indexer.

@@ -181,9 +181,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tokio::spawn(weiport_exchange_api::streams::push_tickers(Arc::downgrade(
         &exchange,
     )));
+    let coins = weiport_coingecko_api::CoinTable::new(&exchange.catalog, &config.coingecko)
+        .context("the [coingecko] configuration")?;
+    let prices =
+        weiport_coingecko_api::router(Arc::new(ExchangeMarkets(exchange.clone())), coins, &access);
     let app = router(
         ops,
-        query.merge(weiport_exchange_api::router(exchange.clone())),
+        query
+            .merge(weiport_exchange_api::router(exchange.clone()))
+            .merge(prices),
         &config,
     );
     let admin_app = weiport_access::admin::router(
@@ -247,6 +253,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     drop(store);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The exchange's market data, as the price face reads it.
+struct ExchangeMarkets(Arc<weiport_exchange_api::Exchange>);
+
+impl weiport_coingecko_api::Markets for ExchangeMarkets {
+    fn catalog(&self) -> &weiport_exchange::Catalog {
+        &self.0.catalog
+    }
+
+    fn view(&self) -> std::sync::RwLockReadGuard<'_, weiport_exchange::view::View> {
+        self.0.sequencer.view()
+    }
+
+    fn history(&self) -> &weiport_exchange::history::History {
+        &self.0.history
+    }
 }
 
 /// Replays the exchange's command log and starts its engine thread.

@@ -17,6 +17,8 @@ pub enum Security {
     Public,
     /// A valid key with this permission; no signature (Binance USER_STREAM, the query API).
     Key(Permission),
+    /// Anyone; a key, when one is given, must be valid with this permission (CoinGecko).
+    OptionalKey(Permission),
     /// A valid key with this permission and a signed, fresh request (Binance USER_DATA, TRADE).
     Signed(Permission),
 }
@@ -26,7 +28,7 @@ impl Security {
     pub fn permission(self) -> Option<Permission> {
         match self {
             Self::Public => None,
-            Self::Key(p) | Self::Signed(p) => Some(p),
+            Self::Key(p) | Self::OptionalKey(p) | Self::Signed(p) => Some(p),
         }
     }
 }
@@ -134,10 +136,12 @@ pub fn authenticate(
     let Some(permission) = security.permission() else {
         return Ok(None);
     };
-    let key_id = credentials
-        .api_key
-        .filter(|k| !k.is_empty())
-        .ok_or(AccessError::MissingApiKey)?;
+    let Some(key_id) = credentials.api_key.filter(|k| !k.is_empty()) else {
+        return match security {
+            Security::OptionalKey(_) => Ok(None),
+            _ => Err(AccessError::MissingApiKey),
+        };
+    };
     if !is_key_id_shaped(key_id) {
         return Err(AccessError::MalformedApiKey);
     }

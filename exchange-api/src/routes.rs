@@ -431,6 +431,7 @@ pub fn openapi() -> serde_json::Value {
     for route in routes() {
         let (security, tag) = match route.endpoint.security {
             Security::Public => (serde_json::json!([]), "market"),
+            Security::OptionalKey(_) => (serde_json::json!([{}, { "apiKey": [] }]), "market"),
             Security::Key(_) => (serde_json::json!([{ "apiKey": [] }]), "account"),
             Security::Signed(Permission::Trade) => (
                 serde_json::json!([{ "apiKey": [], "signature": [] }]),

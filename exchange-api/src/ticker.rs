@@ -15,19 +15,8 @@ use crate::api::*;
 use crate::error::BinanceError;
 use crate::params::Params;
 use weiport_exchange::engine::Trade;
-use weiport_exchange::history::merge_later;
 use weiport_exchange::now_ms;
-use weiport_exchange::view::{MarketView, View};
-
-/// The one-minute candles of `view` overlapping the `window_ms` before `now`, merged.
-pub(crate) fn window(book: &MarketView, now: u64, window_ms: u64) -> Option<CandleRow> {
-    book.recent_candles(now, window_ms)
-        .copied()
-        .reduce(|mut total, later| {
-            merge_later(&mut total, &later);
-            total
-        })
-}
+use weiport_exchange::view::View;
 
 /// Best bid and ask of `id`, each (price, quantity), zeros when absent.
 pub(crate) fn best(view: &View, id: MarketId) -> ((Amount, Amount), (Amount, Amount)) {
@@ -91,7 +80,7 @@ pub(crate) fn five_minute_price(
 ) -> (Option<Amount>, Option<CandleRow>) {
     let recent = view
         .market(id)
-        .and_then(|book| window(book, now, 5 * 60_000));
+        .and_then(|book| book.window(now, 5 * 60_000));
     let price = recent
         .and_then(|c| average_price(u128::from(c.volume), u128::from(c.quote_volume)))
         .or_else(|| last_price(view, id).map(|t| t.price));
@@ -137,7 +126,7 @@ pub(crate) fn statistics(
     fields: TickerFields,
 ) -> Value {
     let book = view.market(id);
-    let stats = book.and_then(|b| window(b, now, now.saturating_sub(open_time)));
+    let stats = book.and_then(|b| b.window(now, now.saturating_sub(open_time)));
     let last = book.and_then(|b| b.last_trade).filter(|_| stats.is_some());
     let price = |f: fn(&CandleRow) -> u64| Amount::from_units(stats.as_ref().map_or(0, f));
     let (open, close, high, low) = (

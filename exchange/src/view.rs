@@ -89,6 +89,17 @@ impl MarketView {
         self.last_trade.map_or(0, |t| t.trade_id)
     }
 
+    /// The one-minute candles overlapping the `window_ms` before `now`,
+    /// merged into one: the window's rolling statistics.
+    pub fn window(&self, now: u64, window_ms: u64) -> Option<CandleRow> {
+        self.recent_candles(now, window_ms)
+            .copied()
+            .reduce(|mut total, later| {
+                crate::history::merge_later(&mut total, &later);
+                total
+            })
+    }
+
     /// Candles that overlap the `window_ms` before `now`, oldest first.
     pub fn recent_candles(&self, now: u64, window_ms: u64) -> impl Iterator<Item = &CandleRow> {
         let start = now.saturating_sub(window_ms);
