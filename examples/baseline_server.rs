@@ -1,6 +1,6 @@
 //! The baseline of the HTTP benchmarks: a bare axum server answering
-//! constant Etherscan- and Binance-shaped bodies (a balance, a new-order
-//! acknowledgement, a price, a book), with the same runtime and listener
+//! constant Etherscan-, Binance- and CoinGecko-shaped bodies (a balance, a
+//! new-order acknowledgement, a price, a book, a simple price), with the same runtime and listener
 //! setup as weiport, so a ratio against it isolates weiport's own work.
 //!
 //! usage: baseline_server 127.0.0.1:PORT
@@ -12,6 +12,7 @@ use axum::routing::{get, post};
 const BODY: &str = r#"{"status":"1","message":"OK","result":"10000000000000000000000"}"#;
 const ORDER: &str = r#"{"symbol":"ETHUSDT","orderId":1,"orderListId":-1,"clientOrderId":"6gCrw2kRUAF9CvJDGP16IP","transactTime":1507725176595}"#;
 const PRICE: &str = r#"{"symbol":"ETHUSDT","price":"3000.00000000"}"#;
+const SIMPLE_PRICE: &str = r#"{"ethereum":{"usd":3000,"usd_24h_change":0.0,"usd_24h_vol":30,"last_updated_at":1711356300}}"#;
 
 /// A book of the size the benchmark builds (90 levels a side), so both
 /// servers send the same bytes.
@@ -50,6 +51,7 @@ async fn main() {
             }),
         )
         .route("/api/v3/ticker/price", get(|| async { json(PRICE) }))
+        .route("/api/v3/simple/price", get(|| async { json(SIMPLE_PRICE) }))
         .route("/api/v3/depth", {
             let depth = depth_body();
             get(move || async move { json(depth) })

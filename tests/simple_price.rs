@@ -141,6 +141,36 @@ async fn prices_come_from_our_markets_in_coingeckos_shapes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_question_sees_the_next_trade() {
+    let (weiport, _dir, taker) = traded().await;
+    let path = "/api/v3/simple/price?ids=ethereum&vs_currencies=usd&include_last_updated_at=true";
+    let (_, before) = get(&weiport, path).await;
+    assert_eq!(before["ethereum"]["usd"], 3100);
+    assert_eq!(
+        get(&weiport, path).await.1,
+        before,
+        "asked again, answered alike"
+    );
+    let maker = weiport
+        .funded_key(&["read", "trade"], &[("ETH", "1")])
+        .await;
+    order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.1&price=3200",
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.1",
+    )
+    .await;
+    let (_, after) = get(&weiport, path).await;
+    assert_eq!(after["ethereum"]["usd"], 3200, "{after}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_are_optional_but_checked_when_given() {
     let (weiport, _dir, key) = traded().await;
     let path = "/api/v3/simple/price?ids=ethereum&vs_currencies=usd";

@@ -5,10 +5,11 @@
 mod coins;
 mod decimal;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLockReadGuard};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError, RwLockReadGuard};
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -96,8 +97,8 @@ struct Quote {
     low: Option<Decimal>,
     change: Option<Signed>,
     change_percent: Option<f64>,
-    /// When the price was made (ms).
-    updated_ms: u64,
+    /// When the price was made (ms): its last trade; none for a coin in itself.
+    updated_ms: Option<u64>,
 }
 
 fn inverse(units: u64) -> Decimal {
@@ -114,7 +115,7 @@ fn quote(view: &View, pair: Pair, now: u64) -> Option<Quote> {
                 low: Some(Decimal::one()),
                 change: None,
                 change_percent: Some(0.0),
-                updated_ms: now,
+                updated_ms: None,
             });
         }
         Pair::Direct(market) => (market, false),
@@ -138,7 +139,7 @@ fn quote(view: &View, pair: Pair, now: u64) -> Option<Quote> {
             }),
             // 1/close against 1/open.
             change_percent: day.and_then(|d| percent(d.open, d.close)),
-            updated_ms: last.time_ms,
+            updated_ms: Some(last.time_ms),
         }
     } else {
         Quote {
@@ -152,7 +153,7 @@ fn quote(view: &View, pair: Pair, now: u64) -> Option<Quote> {
                 })
             }),
             change_percent: day.and_then(|d| percent(d.close, d.open)),
-            updated_ms: last.time_ms,
+            updated_ms: Some(last.time_ms),
         }
     })
 }
@@ -226,21 +227,78 @@ impl Params {
 struct PriceFace<M> {
     markets: Arc<M>,
     coins: CoinTable,
+    /// Recent `simple/price` answers by query string.
+    answers: Mutex<HashMap<String, Answer>>,
 }
+
+/// A `simple/price` answer and the market data it was made from: it stays
+/// right until a command changes the view or a minute passes (the 24 h
+/// window moves by one-minute candles).
+struct Answer {
+    sequence: u64,
+    minute: u64,
+    body: Bytes,
+}
+
+/// Distinct queries kept; beyond, the cache starts over.
+const MAX_ANSWERS: usize = 1024;
 
 type Shared<M> = State<Arc<PriceFace<M>>>;
 
-/// `GET /api/v3/simple/price`.
+/// `GET /api/v3/simple/price`: answered again from the cache while the
+/// market data it shows is unchanged (price bots ask the same every second).
 async fn simple_price<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQuery) -> Response {
-    let params = Params::new(query.as_deref());
+    let query = query.unwrap_or_default();
+    let (sequence, minute) = (face.markets.view().sequence, now_ms() / 60_000);
+    let answers = || face.answers.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(answer) = answers().get(&query)
+        && (answer.sequence, answer.minute) == (sequence, minute)
+    {
+        return json_bytes(answer.body.clone());
+    }
+    let body = match price_answer(&face, &query) {
+        Ok(body) => body,
+        Err(refusal) => return *refusal,
+    };
+    let mut cached = answers();
+    if cached.len() >= MAX_ANSWERS {
+        cached.clear();
+    }
+    let answer = Answer {
+        sequence,
+        minute,
+        body: body.clone(),
+    };
+    cached.insert(query, answer);
+    json_bytes(body)
+}
+
+fn json_bytes(body: Bytes) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// The body of a `simple/price` answer, or its refusal.
+fn price_answer<M: Markets>(face: &PriceFace<M>, query: &str) -> Result<Bytes, Box<Response>> {
+    let refuse = |refusal: Response| Err(Box::new(refusal));
+    let params = Params::new(Some(query));
     if let Err(refusal) = params.required("vs_currencies") {
-        return *refusal;
+        return refuse(*refusal);
     }
     let precision = match params.get("precision") {
         None | Some("full") => None,
         Some(digits) => match digits.parse::<u32>() {
             Ok(digits) if digits <= 18 => Some(digits),
-            _ => return error(StatusCode::BAD_REQUEST, "invalid precision: full or 0-18"),
+            _ => {
+                return refuse(error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid precision: full or 0-18",
+                ));
+            }
         },
     };
     let (cap, volume, change, updated) = (
@@ -286,7 +344,7 @@ async fn simple_price<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQu
                 );
                 fields.insert(format!("{vs}_24h_change"), value);
             }
-            last_updated = last_updated.max(Some(quote.updated_ms / 1000));
+            last_updated = last_updated.max(quote.updated_ms.map(|ms| ms / 1000));
         }
         if fields.is_empty() {
             continue;
@@ -296,7 +354,10 @@ async fn simple_price<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQu
         }
         out.insert(coin.id.clone(), fields);
     }
-    ok(&out)
+    match serde_json::to_vec(&out) {
+        Ok(body) => Ok(body.into()),
+        Err(_) => refuse(error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")),
+    }
 }
 
 /// `GET /api/v3/simple/supported_vs_currencies`.
@@ -435,7 +496,10 @@ async fn coins_markets<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQ
                     optional(coin.supply.map(|s| Decimal::amount(s.units()))),
                 ),
                 ("max_supply", null()),
-                ("last_updated", text(&iso8601(quote.updated_ms))),
+                (
+                    "last_updated",
+                    quote.updated_ms.map_or_else(null, |ms| text(&iso8601(ms))),
+                ),
             ])
         })
         .collect();
@@ -594,7 +658,11 @@ impl Face for CoinGeckoFace {
 
 /// The CoinGecko-compatible routes, priced from `markets` with `coins`.
 pub fn router<M: Markets>(markets: Arc<M>, coins: CoinTable, access: &Arc<Access>) -> Router {
-    let face = Arc::new(PriceFace { markets, coins });
+    let face = Arc::new(PriceFace {
+        markets,
+        coins,
+        answers: Mutex::new(HashMap::new()),
+    });
     let endpoint = |weight| Endpoint::new(Security::OptionalKey(Permission::Read)).weight(weight);
     let route = |weight, method| guarded(access, &CoinGeckoFace, endpoint(weight), method);
     Router::new()
