@@ -4,7 +4,9 @@
 # same machine, same run: wrk with one thread pinned to CPU 0, each server
 # pinned to CPU 1, so the generator is never the bottleneck. Routes:
 # simple/price for one id and currency with every 24 h field, and for
-# three ids in two currencies (one an inverse market).
+# three ids in two currencies (one an inverse market); and, against the same
+# baseline, weiport's own /api/v3/ping: the request path with a handler that
+# does nothing, the floor of every guarded route.
 # Env: BENCH_SECS (default 10), BENCH_CONNECTIONS (default "8 64").
 source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 apt_install wrk
@@ -48,7 +50,7 @@ many="/api/v3/simple/price?ids=ethereum,tether,bitcoin&vs_currencies=usd,eth&inc
 echo "| route | connections | baseline req/s | weiport req/s | ratio |"
 echo "|---|---|---|---|---|"
 for c in ${BENCH_CONNECTIONS:-8 64}; do
-  for path in "$one" "$many"; do
+  for path in "$one" "$many" /api/v3/ping; do
     base=$(rate "$c" "http://127.0.0.1:18090/api/v3/simple/price")
     ours=$(rate "$c" "http://127.0.0.1:18080$path")
     printf '| `%s` | %s | %s | %s | %s |\n' "${path#/api/v3/}" "$c" "$base" "$ours" \
