@@ -346,6 +346,22 @@ fn routes() -> Vec<Route> {
         ),
         route(
             "GET",
+            "/sapi/v1/system/status",
+            "System status (0: normal)",
+            public(1),
+            reads::NONE,
+            || get(api::system_status),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/asset/tradeFee",
+            "Fee rates of one or every market",
+            read(1),
+            &[reads::SYMBOL],
+            || get(api::trade_fee),
+        ),
+        route(
+            "GET",
             "/sapi/v1/account/apiRestrictions",
             "The key's permissions",
             read(1),

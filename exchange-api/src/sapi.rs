@@ -76,3 +76,34 @@ pub(crate) async fn api_restrictions(Signed { key, .. }: Signed) -> Response {
     }))
     .into_response()
 }
+
+/// `GET /sapi/v1/system/status`: ccxt's `fetch_status`.
+pub(crate) async fn system_status() -> Response {
+    Json(json!({ "status": 0, "msg": "normal" })).into_response()
+}
+
+/// `GET /sapi/v1/asset/tradeFee`: each market's fee rates (ccxt's
+/// `fetch_trading_fee(s)`), for one `symbol` or every market.
+pub(crate) async fn trade_fee(
+    State(exchange): State<Arc<Exchange>>,
+    Signed { params, .. }: Signed,
+) -> Answer {
+    let fees = |symbol: &str, market: &weiport_exchange::Market| {
+        json!({
+            "symbol": symbol,
+            "makerCommission": market.maker_fee.to_string(),
+            "takerCommission": market.taker_fee.to_string(),
+        })
+    };
+    let out: Vec<Value> = if params.get("symbol").is_some() {
+        let (id, market) = market(&exchange.catalog, &params)?;
+        vec![fees(exchange.catalog.symbol(id), market)]
+    } else {
+        exchange
+            .catalog
+            .markets()
+            .map(|(id, market)| fees(exchange.catalog.symbol(id), market))
+            .collect()
+    };
+    Ok(Json(Value::Array(out)).into_response())
+}

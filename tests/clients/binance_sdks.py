@@ -53,6 +53,10 @@ def run_ccxt():
     check("ccxt markets", sorted(markets), ["ETH/USDT"])
     b.load_markets()
     check("ccxt precision", a.market("ETH/USDT")["precision"]["price"], 0.01)
+    check("ccxt status", a.fetch_status()["status"], "ok")
+    fee = a.fetch_trading_fee("ETH/USDT")
+    check("ccxt trading fee", (fee["symbol"], fee["maker"], fee["taker"]), ("ETH/USDT", 0.001, 0.001))
+    check("ccxt trading fees", sorted(a.fetch_trading_fees()), ["ETH/USDT"])
 
     maker = a.create_order("ETH/USDT", "limit", "sell", 1, 3000)
     check("ccxt maker status", maker["status"], "open")
