@@ -242,7 +242,14 @@ fn sweep(book: &mut Book, taker: &mut Taker, step: Amount) -> (Vec<Meeting>, boo
             quantity = quantity.min(left);
         }
         if let Some(left) = taker.quote_left {
-            quantity = quantity.min(whole_steps(left, maker.price, step));
+            let steps = whole_steps(left, maker.price, step);
+            if steps.is_zero() {
+                // A leftover too small for one step at the best price: the
+                // quote amount counts as used (FILLED, as Binance).
+                taker.quote_left = Some(Amount::ZERO);
+                return (met, false);
+            }
+            quantity = quantity.min(steps);
         }
         let quote = mul(maker.price, quantity);
         // Priority forbids skipping to a worse price, so what the best one
@@ -1102,11 +1109,12 @@ mod tests {
         );
         assert_eq!(model.balance(1, ETH), (a("99.8"), Amount::ZERO));
         assert_eq!(model.balance(1, USDT), (a("100589.41"), Amount::ZERO));
-        // 100 buys no whole step exactly: 0.0344 at 2900 receives 99.76.
+        // 100 buys no whole step exactly: 0.0344 at 2900 receives 99.76, and
+        // the 0.24 left is less than one step: filled, as Binance reports it.
         let outcome = place(&mut model, 1, for_quote(Side::Sell, "100"));
         assert_eq!(
             state(&outcome, 4),
-            (OrderStatus::Expired, a("0.0344"), a("99.76"))
+            (OrderStatus::Filled, a("0.0344"), a("99.76"))
         );
         // More than the book pays: all it has, then expired; nothing stays locked.
         let outcome = place(&mut model, 1, for_quote(Side::Sell, "100000"));
@@ -1127,10 +1135,11 @@ mod tests {
         let mut model = funded();
         place(&mut model, 1, limit(Side::Sell, "0.5", "3000"));
         let outcome = place(&mut model, 2, for_quote(Side::Buy, "1000"));
-        // 1000 / 3000 = 0.3333 in whole steps, for 999.9.
+        // 1000 / 3000 = 0.3333 in whole steps, for 999.9; the 0.1 left buys
+        // no step: filled.
         assert_eq!(
             state(&outcome, 2),
-            (OrderStatus::Expired, a("0.3333"), a("999.9"))
+            (OrderStatus::Filled, a("0.3333"), a("999.9"))
         );
         assert_eq!(model.balance(2, USDT), (a("99000.1"), Amount::ZERO));
         let outcome = place(&mut model, 2, for_quote(Side::Buy, "300"));

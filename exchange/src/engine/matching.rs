@@ -280,8 +280,16 @@ impl Engine {
                 continue;
             }
             let mut quantity = taker.remaining.min(maker.remaining);
-            if let Some(budget) = *quote_budget {
-                quantity = quantity.min(affordable(budget, price, book.market.step_size));
+            if let Some(budget) = quote_budget.as_mut() {
+                let steps = affordable(*budget, price, book.market.step_size);
+                if steps.is_zero() {
+                    // What is left cannot buy one step at the best price:
+                    // the amount is used up as far as the book allows, and
+                    // Binance reports such an order FILLED, not EXPIRED.
+                    *budget = Amount::ZERO;
+                    return false;
+                }
+                quantity = quantity.min(steps);
             }
             let quote_quantity = mul(price, quantity).expect(BROKEN);
             // Nothing trades for nothing: a fill must move both assets.
