@@ -106,7 +106,9 @@ impl ChainTraffic {
                 json!({ "from": from, "to": self.forwarder, "value": wei, "data": word })
             }
         };
-        self.node.call("eth_sendTransaction", json!([transaction])).await
+        self.node
+            .call("eth_sendTransaction", json!([transaction]))
+            .await
     }
 }
 
@@ -114,7 +116,9 @@ impl ChainTraffic {
 /// block time).
 async fn mined(node: &NodeClient, hash: B256) -> Result<Value, TrafficError> {
     for _ in 0..300 {
-        let receipt: Value = node.call("eth_getTransactionReceipt", json!([hash])).await?;
+        let receipt: Value = node
+            .call("eth_getTransactionReceipt", json!([hash]))
+            .await?;
         if !receipt.is_null() {
             return Ok(receipt);
         }
@@ -169,6 +173,11 @@ mod tests {
         let addresses = fresh_addresses(3);
         assert_eq!(addresses.len(), 3);
         assert!(addresses[0] != addresses[1] && addresses[1] != addresses[2]);
-        assert!(addresses[2].to_string().to_lowercase().starts_with("0x73616e64626f78"));
+        assert!(
+            addresses[2]
+                .to_string()
+                .to_lowercase()
+                .starts_with("0x73616e64626f78")
+        );
     }
 }

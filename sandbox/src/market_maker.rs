@@ -20,10 +20,10 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use weiport_exchange::Amount;
+use weiport_exchange::StpMode;
 use weiport_exchange::catalog::{AssetId, Catalog, MarketId};
 use weiport_exchange::engine::{AccountId, Command};
 use weiport_exchange::market::Market;
-use weiport_exchange::StpMode;
 use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
 use weiport_exchange::sequencer::Sequencer;
 use weiport_exchange::view::View;
@@ -149,7 +149,8 @@ impl MarketMaker {
         // Uniform on [-√3, √3]: unit variance, in millionths.
         let shock: i128 = rng.random_range(-1_732_051..=1_732_051);
         let mid = self.mid as i128;
-        let moved = mid + mid * shock * i128::from(self.settings.volatility_bps) / 1_000_000 / 10_000;
+        let moved =
+            mid + mid * shock * i128::from(self.settings.volatility_bps) / 1_000_000 / 10_000;
         let pulled = moved + (self.anchor as i128 - moved) / 50;
         let floor = (self.anchor / 2).max(u128::from(self.market.min_price.units()));
         let ceiling = (self.anchor * 2).min(u128::from(self.market.max_price.units()));
@@ -315,11 +316,11 @@ impl TakerFlow {
             Side::Buy => quantity * mid / ONE < u128::from(quote.units()) * 9 / 10,
             Side::Sell => quantity <= held,
         };
-        let valid = self
-            .market
-            .check_quantity(amount(quantity), true)
-            .is_ok()
-            && self.market.check_notional(amount(mid), amount(quantity)).is_ok();
+        let valid = self.market.check_quantity(amount(quantity), true).is_ok()
+            && self
+                .market
+                .check_notional(amount(mid), amount(quantity))
+                .is_ok();
         (enough && valid).then(|| Command::Place {
             account: self.account,
             order: NewOrder {
@@ -613,7 +614,13 @@ mod tests {
         assert!(trades > 2_000, "{trades} trades");
         // Both ends of the band were reached, so the bound was what held.
         let near = a("1");
-        assert!(highest.saturating_add(near) >= maker.max_inventory, "highest {highest}");
-        assert!(lowest <= maker.min_inventory.saturating_add(near), "lowest {lowest}");
+        assert!(
+            highest.saturating_add(near) >= maker.max_inventory,
+            "highest {highest}"
+        );
+        assert!(
+            lowest <= maker.min_inventory.saturating_add(near),
+            "lowest {lowest}"
+        );
     }
 }
