@@ -76,6 +76,8 @@ pub struct Config {
     /// The CoinGecko-compatible price face: ids, vs-currencies, supplies.
     #[serde(default)]
     pub coingecko: weiport_coingecko_api::CoinConfig,
+    /// What `weiport sandbox` makes and runs.
+    pub sandbox: SandboxConfig,
     /// The Ethereum node.
     pub node: NodeConfig,
     /// The balance indexer.
@@ -106,6 +108,22 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Open connections from one client address (IPv6: its network).
     pub max_connections_per_ip: usize,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Test accounts made on a new data dir.
+    pub accounts: u32,
+    /// Fictitious balances of each test account, by asset.
+    pub balances: std::collections::BTreeMap<String, weiport_exchange::Amount>,
+    /// Price each market's maker starts from; markets not named get no maker.
+    pub reference_prices: std::collections::BTreeMap<String, weiport_exchange::Amount>,
+    /// Milliseconds between two transfers on the dev chain; 0 for none.
+    pub chain_transfer_ms: u64,
+    /// The market maker and its taker flow.
+    pub market_maker: weiport_sandbox::MakerSettings,
 }
 
 /// `[admin]`.

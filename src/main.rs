@@ -3,6 +3,7 @@
 mod admin_cli;
 mod config;
 mod listener;
+mod sandbox;
 mod serve;
 mod telemetry;
 
@@ -34,6 +35,9 @@ struct Cli {
 enum Command {
     /// Run the HTTP server, and the indexer unless `indexer.enabled = false`.
     Serve,
+    /// Start a dev node, the server, test accounts with keys and funds, and
+    /// a market maker: a living exchange and chain to try clients against.
+    Sandbox(sandbox::SandboxArgs),
     /// Run only the indexer, in the foreground.
     Index {
         /// Exit once this block is indexed.
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Keys { command } => admin_cli::keys(&config, command),
         Command::Accounts { command } => admin_cli::accounts(&config, command),
         Command::Serve => run_async(&config, serve::run(config.clone())),
+        Command::Sandbox(args) => run_async(&config, sandbox::run(config.clone(), args)),
         Command::Index { until } => run_async(&config, serve::index(config.clone(), until)),
     };
     match result {

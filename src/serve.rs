@@ -1,5 +1,6 @@
 //! `weiport serve`: opens the store, serves HTTP, shuts down gracefully.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -129,13 +130,43 @@ pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
 /// Runs the server until SIGINT or SIGTERM, then drains and closes the store.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let mut signals = ShutdownSignals::install()?;
+    let mut server = start(&config).await?;
+    tokio::select! {
+        signal = signals.recv() => {
+            tracing::info!(signal, "shutting down: finishing in-flight requests");
+        }
+        error = server.failed() => return Err(error),
+    }
+    server.stop().await
+}
+
+/// A server started by [`start`]: what it listens on and holds, and what stops it.
+pub struct Server {
+    /// The public listener's address.
+    pub local: SocketAddr,
+    /// The admin listener's address.
+    pub admin_local: SocketAddr,
+    /// The exchange (engine, history, streams).
+    pub exchange: Arc<weiport_exchange_api::Exchange>,
+    /// Keys and limits.
+    pub access: Arc<weiport_access::Access>,
+    store: Store,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+    servers: tokio::task::JoinSet<std::io::Result<()>>,
+    indexer_job: Option<tokio::task::JoinHandle<()>>,
+    grace: Duration,
+}
+
+/// Opens the store, starts the indexer (unless disabled), the exchange and
+/// both listeners.
+pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let metrics = telemetry::install_metrics()?;
-    let store = open_store(&config)?;
+    let store = open_store(config)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut indexer_job = None;
     let mut indexer_status = None;
     if config.indexer.enabled {
-        let indexer = indexer(&config, &store, None)?;
+        let indexer = indexer(config, &store, None)?;
         let status = IndexerStatus {
             progress: indexer.progress(),
             failure: Arc::new(OnceLock::new()),
@@ -151,9 +182,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }));
         indexer_status = Some(status);
     }
-    let access = Arc::new(open_access(&config, &store)?);
+    let access = Arc::new(open_access(config, &store)?);
     access.spawn_housekeeping(Duration::from_secs(30));
-    let admin_token = admin_token(&config)?;
+    let admin_token = admin_token(config)?;
 
     let listener = TcpListener::bind(config.server.listen)
         .await
@@ -177,7 +208,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             http_200_errors: config.query.http_200_errors,
         },
     );
-    let exchange = Arc::new(open_exchange(&config, &store, &access)?);
+    let exchange = Arc::new(open_exchange(config, &store, &access)?);
     tokio::spawn(weiport_exchange_api::streams::push_tickers(Arc::downgrade(
         &exchange,
     )));
@@ -190,7 +221,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         query
             .merge(weiport_exchange_api::router(exchange.clone()))
             .merge(prices),
-        &config,
+        config,
     );
     let admin_app = weiport_access::admin::router(
         access.clone(),
@@ -216,43 +247,63 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             stop_rx.clone(),
         ));
     }
-
-    tokio::select! {
-        signal = signals.recv() => {
-            tracing::info!(signal, "shutting down: finishing in-flight requests");
-        }
-        Some(finished) = servers.join_next() => {
-            finished.context("server task failed")?.context("server failed")?;
-            anyhow::bail!("a listener stopped unexpectedly");
-        }
-    }
-    let _ = stop_tx.send(true);
-    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
-    let drained = tokio::time::timeout(grace, async {
-        while let Some(finished) = servers.join_next().await {
-            finished
-                .context("server task failed")?
-                .context("server failed")?;
-        }
-        anyhow::Ok(())
+    Ok(Server {
+        local,
+        admin_local,
+        exchange,
+        access,
+        store,
+        stop_tx,
+        servers,
+        indexer_job,
+        grace: Duration::from_secs(config.server.shutdown_grace_secs),
     })
-    .await;
-    match drained {
-        Ok(result) => result?,
-        Err(_) => {
-            tracing::warn!(?grace, "grace period over: closing remaining connections");
-            servers.abort_all();
+}
+
+impl Server {
+    /// Resolves only if a listener stops on its own, with why.
+    pub async fn failed(&mut self) -> anyhow::Error {
+        match self.servers.join_next().await {
+            Some(Ok(Err(error))) => anyhow::Error::from(error).context("server failed"),
+            Some(Err(error)) => anyhow::Error::from(error).context("server task failed"),
+            Some(Ok(Ok(()))) => anyhow::anyhow!("a listener stopped unexpectedly"),
+            None => std::future::pending().await,
         }
     }
-    if let Some(job) = indexer_job {
-        let _ = job.await;
+
+    /// Stops accepting, gives in-flight requests the grace period, stops
+    /// the indexer and the engine, and flushes the store.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        let _ = self.stop_tx.send(true);
+        let grace = self.grace;
+        let drained = tokio::time::timeout(grace, async {
+            while let Some(finished) = self.servers.join_next().await {
+                finished
+                    .context("server task failed")?
+                    .context("server failed")?;
+            }
+            anyhow::Ok(())
+        })
+        .await;
+        match drained {
+            Ok(result) => result?,
+            Err(_) => {
+                tracing::warn!(?grace, "grace period over: closing remaining connections");
+                self.servers.abort_all();
+            }
+        }
+        if let Some(job) = self.indexer_job {
+            let _ = job.await;
+        }
+        // The engine thread finishes its queue when the last handle goes.
+        drop(self.exchange);
+        self.store
+            .flush()
+            .context("flushing the database on shutdown")?;
+        drop(self.store);
+        tracing::info!("stopped");
+        Ok(())
     }
-    // The engine thread finishes its queue when the last handle goes.
-    drop(exchange);
-    store.flush().context("flushing the database on shutdown")?;
-    drop(store);
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// The exchange's market data, as the price face reads it.
@@ -368,13 +419,14 @@ async fn metrics(State(ops): State<Ops>) -> Response {
 
 /// SIGINT and SIGTERM handlers, installed before the process reports itself
 /// ready, so a signal that arrives early is caught rather than fatal.
-struct ShutdownSignals {
+pub struct ShutdownSignals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 impl ShutdownSignals {
-    fn install() -> anyhow::Result<Self> {
+    /// Installs both handlers.
+    pub fn install() -> anyhow::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
             interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
@@ -383,7 +435,7 @@ impl ShutdownSignals {
     }
 
     /// Resolves with the signal's name on SIGINT or SIGTERM.
-    async fn recv(&mut self) -> &'static str {
+    pub async fn recv(&mut self) -> &'static str {
         tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",

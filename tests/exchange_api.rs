@@ -74,15 +74,6 @@ impl Setup {
     }
 }
 
-fn python() -> String {
-    std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/weiport/venv/bin/python",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccxt_and_the_official_sdk_trade_through_a_full_lifecycle() {
     let setup = Setup::start();
@@ -91,7 +82,7 @@ async fn ccxt_and_the_official_sdk_trade_through_a_full_lifecycle() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/binance_sdks.py");
     let url = setup.weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {
-        Command::new(python())
+        Command::new(common::python())
             .args([script, &url, &a.id, &a.secret, &b.id, &b.secret])
             .output()
             .expect("run python (scripts/setup.sh installs the clients)")

@@ -206,12 +206,7 @@ async fn keys_are_optional_but_checked_when_given() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pycoingecko_reads_prices_markets_and_charts_equal_to_binance_tickers_and_klines() {
     let (weiport, _dir, key) = traded().await;
-    let python = std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/weiport/venv/bin/python",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
+    let python = common::python();
     let script = format!("{}/tests/clients/coingecko.py", env!("CARGO_MANIFEST_DIR"));
     let url = weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {

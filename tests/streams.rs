@@ -332,15 +332,6 @@ async fn a_book_kept_from_the_diff_stream_equals_the_rest_book() {
     assert_eq!(asks, levels(&last["asks"]));
 }
 
-fn python() -> String {
-    std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/weiport/venv/bin/python",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    })
-}
-
 /// Runs `tests/clients/<script>` against a server with two traders; it must
 /// print `done`.
 async fn python_client(script: &str, done: &str) {
@@ -348,7 +339,7 @@ async fn python_client(script: &str, done: &str) {
     let script = format!("{}/tests/clients/{script}", env!("CARGO_MANIFEST_DIR"));
     let url = weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(python())
+        std::process::Command::new(common::python())
             .args([&script, &url, &a.id, &a.secret, &b.id, &b.secret])
             .output()
             .expect("run python (scripts/setup.sh installs the clients)")

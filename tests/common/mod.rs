@@ -23,6 +23,16 @@ pub fn anvil_binary() -> PathBuf {
         .join("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
 }
 
+/// The Python that has the pinned client libraries (`scripts/setup.sh` makes it).
+pub fn python() -> String {
+    std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/weiport/venv/bin/python",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
+}
+
 /// Reads a child's output lines on a thread (so the pipe never fills) and
 /// hands them over until `marker` is seen.
 fn watch_output(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
