@@ -79,11 +79,11 @@ async fn ccxt_and_the_official_sdk_trade_through_a_full_lifecycle() {
     let setup = Setup::start();
     let a = setup.funded_key("100000", "10").await;
     let b = setup.funded_key("100000", "10").await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/binance_sdks.py");
+    let script = common::repo_text("tests/clients/binance_sdks.py");
     let url = setup.weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(common::python())
-            .args([script, &url, &a.id, &a.secret, &b.id, &b.secret])
+            .args([&script, &url, &a.id, &a.secret, &b.id, &b.secret])
             .output()
             .expect("run python (scripts/setup.sh installs the clients)")
     })

@@ -94,19 +94,10 @@ async fn a_third_party_etherscan_client_reads_the_nodes_balances() {
         "multi": setup.addresses.iter().map(|a| text(a).to_lowercase()).collect::<Vec<_>>(),
         "history": history.iter().map(|(a, b)| json!([text(a), b])).collect::<Vec<_>>(),
     });
-    // scripts/setup.sh installs the client into this venv and exports its path.
-    let python = std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/weiport/venv/bin/python",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/etherscan_balances.py"
-    );
+    let python = common::python();
+    let script = common::repo_text("tests/clients/etherscan_balances.py");
     let mut child = Command::new(&python)
-        .args([script, &setup.server.url, &setup.key])
+        .args([&script, &setup.server.url, &setup.key])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

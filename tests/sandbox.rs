@@ -177,11 +177,7 @@ async fn a_newcomer_trades_reads_balances_and_sees_markets_move_then_stops_it() 
     let mut addresses: Vec<String> = recipients.clone();
     addresses.push(dev_accounts[0].as_str().unwrap().to_owned());
     let mut args = vec![
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/clients/sandbox_newcomer.py"
-        )
-        .to_owned(),
+        common::repo_text("tests/clients/sandbox_newcomer.py"),
         json_path.to_str().unwrap().to_owned(),
     ];
     args.extend(addresses.iter().cloned());

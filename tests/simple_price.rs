@@ -207,7 +207,7 @@ async fn keys_are_optional_but_checked_when_given() {
 async fn pycoingecko_reads_prices_markets_and_charts_equal_to_binance_tickers_and_klines() {
     let (weiport, _dir, key) = traded().await;
     let python = common::python();
-    let script = format!("{}/tests/clients/coingecko.py", env!("CARGO_MANIFEST_DIR"));
+    let script = common::repo_text("tests/clients/coingecko.py");
     let url = weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(python)

@@ -336,7 +336,7 @@ async fn a_book_kept_from_the_diff_stream_equals_the_rest_book() {
 /// print `done`.
 async fn python_client(script: &str, done: &str) {
     let (weiport, _dir, a, b) = two_traders().await;
-    let script = format!("{}/tests/clients/{script}", env!("CARGO_MANIFEST_DIR"));
+    let script = common::repo_text(&format!("tests/clients/{script}"));
     let url = weiport.url.clone();
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(common::python())

@@ -20,8 +20,13 @@ const ETHUSDT: MarketId = MarketId(0);
 const ETH: AssetId = AssetId(0);
 const USDT: AssetId = AssetId(1);
 
+/// The runner's `CARGO_MANIFEST_DIR` first: a test binary reused from a shared
+/// target dir may have been compiled in another checkout.
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/exchange-v1")
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("tests/fixtures/exchange-v1")
 }
 
 fn new_fixture() -> PathBuf {

@@ -14,13 +14,27 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// `relative` inside the repository. The test runner's `CARGO_MANIFEST_DIR`
+/// comes first: a test binary reused from a shared target dir may have been
+/// compiled in another checkout, whose path `env!` would have baked in.
+pub fn repo_path(relative: &str) -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join(relative)
+}
+
+/// [`repo_path`] as text, for command lines.
+pub fn repo_text(relative: &str) -> String {
+    repo_path(relative).to_string_lossy().into_owned()
+}
+
 /// Path of the anvil binary installed by `scripts/setup.sh`.
 pub fn anvil_binary() -> PathBuf {
     if let Ok(path) = std::env::var("WEIPORT_ANVIL") {
         return path.into();
     }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
+    repo_path("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
 }
 
 /// The Python that has the pinned client libraries (`scripts/setup.sh` makes it).
@@ -150,7 +164,7 @@ pub struct DevNode {
 impl DevNode {
     /// Starts `kind` and waits until it answers JSON-RPC.
     pub fn start(kind: DevNodeKind) -> Self {
-        let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools");
+        let tools = repo_path("tools");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .unwrap()
