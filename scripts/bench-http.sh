@@ -1,15 +1,18 @@
 # Shared by the HTTP load benchmarks (source it): builds the release server
 # and the baseline, starts the baseline on 127.0.0.1:18090, and provides
-# start_weiport (config TOML on stdin, extra to the common part), admin
-# (admin API call), and readers of hey's report (rps, pct, ms).
+# start_weiport (config TOML on stdin, extra to the common part), admin (admin
+# API call), pin_servers, and measure (one wrk run).
+#
+# Method: wrk with one thread pinned to CPU 0 and every server pinned to CPU 1,
+# so the generator is never the bottleneck; each figure is a ratio against a
+# baseline measured in the same run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/rocksdb-prebuilt.sh"
 cd "$REPO_ROOT"
-apt_install hey curl openssl
+apt_install wrk curl openssl
 
 secs="${BENCH_SECS:-10}"
-conc="${BENCH_CONCURRENCY:-32}"
 cargo build -j2 --locked --release --bin weiport --example baseline_server
 bin="$CARGO_TARGET_DIR/release"
 work="$(mktemp -d -t weiport-bench.XXXXXX)"
@@ -39,6 +42,41 @@ TOML
 }
 
 admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:18081$1" --data "$2"; }
-rps() { sed -nE 's/^ *Requests\/sec:\s+([0-9.]+).*/\1/p'; }
-pct() { sed -nE "s/^ *$1% in ([0-9.]+) secs.*/\\1/p"; }
-ms() { awk -v s="$1" 'BEGIN { printf "%.2f", s * 1000 }'; }
+
+# Every server started so far, every thread of it, onto CPU 1.
+pin_servers() { for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done; }
+
+# The request wrk sends, from the environment: WRK_METHOD, WRK_BODY,
+# WRK_HEADERS ("Name: value|Name: value"), WRK_DELAY_MS (a pause before each
+# request of a connection, for runs below peak load).
+cat > "$work/request.lua" <<'LUA'
+wrk.method = os.getenv("WRK_METHOD") or "GET"
+wrk.body = os.getenv("WRK_BODY")
+for name, value in string.gmatch(os.getenv("WRK_HEADERS") or "", "([^:|]+):%s*([^|]+)") do
+  wrk.headers[name] = value
+end
+local pause = tonumber(os.getenv("WRK_DELAY_MS") or "0")
+if pause > 0 then
+  function delay() return pause end
+end
+LUA
+
+# measure CONNECTIONS URL: one wrk run of $secs seconds; prints
+# "req/s p50_ms p99_ms non_2xx".
+measure() {
+  taskset -c 0 wrk -t1 -c"$1" -d"${secs}s" --latency -s "$work/request.lua" "$2" | awk '
+    function ms(v) {
+      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+      if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
+      return v
+    }
+    $1 == "50%" { p50 = ms($2) }
+    $1 == "99%" { p99 = ms($2) }
+    /Non-2xx or 3xx responses:/ { bad = $NF }
+    /^Requests\/sec:/ { rps = $2 }
+    END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad }'
+}
+
+# ratio A B: A / B with two decimals and a ×.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f×", a / b }'; }

@@ -9,7 +9,6 @@
 # does nothing, the floor of every guarded route.
 # Env: BENCH_SECS (default 10), BENCH_CONNECTIONS (default "8 64").
 source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
-apt_install wrk
 
 start_weiport /healthz <<TOML
 [indexer]
@@ -20,8 +19,7 @@ key_weight_per_minute = 1000000000
 orders_per_10s = 1000000000
 orders_per_day = 1000000000
 TOML
-# Both servers run pinned to CPU 1 from here on.
-for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done
+pin_servers
 
 account() {
   local account created
@@ -44,7 +42,7 @@ for i in $(seq 0 99); do
   order "$taker" "$taker_secret" "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.01"
 done
 
-rate() { taskset -c 0 wrk -t1 -c"$1" -d"${secs}s" "$2" | sed -nE 's/^Requests\/sec:\s+([0-9.]+).*/\1/p'; }
+rate() { measure "$1" "$2" | cut -d' ' -f1; }
 one="/api/v3/simple/price?ids=ethereum&vs_currencies=usd&include_24hr_vol=true&include_24hr_change=true&include_last_updated_at=true"
 many="/api/v3/simple/price?ids=ethereum,tether,bitcoin&vs_currencies=usd,eth&include_24hr_vol=true&include_24hr_change=true"
 echo "| route | connections | baseline req/s | weiport req/s | ratio |"
@@ -54,6 +52,6 @@ for c in ${BENCH_CONNECTIONS:-8 64}; do
     base=$(rate "$c" "http://127.0.0.1:18090/api/v3/simple/price")
     ours=$(rate "$c" "http://127.0.0.1:18080$path")
     printf '| `%s` | %s | %s | %s | %s |\n' "${path#/api/v3/}" "$c" "$base" "$ours" \
-      "$(awk -v w="$ours" -v b="$base" 'BEGIN { printf "%.2f×", w / b }')"
+      "$(ratio "$ours" "$base")"
   done
 done

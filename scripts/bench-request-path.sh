@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The request path under load: every read and the signed order through the
+# release `weiport serve`, against the bare axum baseline answering the same
+# shapes from constants (examples/baseline_server.rs), and the query API also
+# against anvil's own eth_getBalance (the in-memory node a dApp would call
+# instead), in one run. wrk, one thread pinned to CPU 0; every server (the
+# baseline, weiport, anvil) pinned to CPU 1.
+#
+# Rows, each at BENCH_CONNECTIONS (default "8 64"):
+#  - Etherscan balance at the latest block and balancehistory at block 100;
+#    anvil eth_getBalance at latest and at block 100;
+#  - Binance ticker/price and depth (limit 100) over a book of 90 + 90 levels;
+#  - the signed, durable POST /api/v3/order (HMAC over the form body, a LIMIT
+#    IOC buy far below the book: authenticated, limited, logged with a synced
+#    WAL write, expired, acknowledged).
+# Then each read again at half of its peak rate (wrk connections pausing
+# between requests) for p50/p99.
+# Env: BENCH_SECS (default 10, at most 50), BENCH_CONNECTIONS.
+source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
+[ "$secs" -le 50 ] || { echo "BENCH_SECS must stay within the 60 s recvWindow" >&2; exit 2; }
+
+"$WEIPORT_ANVIL" --host 127.0.0.1 --port 18545 --silent & pids+=($!)
+node=http://127.0.0.1:18545
+rpc() {
+  curl -fs -H 'content-type: application/json' "$node" \
+    --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":$2}"
+}
+for _ in $(seq 50); do rpc eth_chainId '[]' >/dev/null && break; sleep 0.1; done
+address=0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
+# 150 blocks, each a transfer from the measured address, so its balance has
+# a history and block 100 is in the past.
+for i in $(seq 150); do
+  rpc eth_sendTransaction "[{\"from\":\"$address\",\"to\":\"0x000000000000000000000000000000000000b0$(printf '%02x' $((i % 200)))\",\"value\":\"0x$(printf '%x' $((i * 1000)))\"}]" >/dev/null
+done
+
+start_weiport /healthz <<TOML
+[node]
+url = "$node"
+[access]
+ip_weight_per_minute = 1000000000
+key_weight_per_minute = 1000000000
+orders_per_10s = 1000000000
+orders_per_day = 1000000000
+[access.query_tiers]
+default = 5
+bench = 100000000
+TOML
+for _ in $(seq 300); do
+  curl -fs 127.0.0.1:18080/readyz | grep -q '"indexed":150' && break
+  sleep 0.1
+done
+account=$(admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
+created=$(admin /admin/keys "{\"account\":$account,\"permissions\":[\"read\",\"trade\"],\"tier\":\"bench\"}")
+key=$(echo "$created" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/')
+secret=$(echo "$created" | sed -E 's/.*"secret":"([A-Za-z0-9]+)".*/\1/')
+admin "/admin/accounts/$account/credit" '{"asset":"USDT","amount":"100000000"}' >/dev/null
+admin "/admin/accounts/$account/credit" '{"asset":"ETH","amount":"100000"}' >/dev/null
+
+signed_body() {
+  local body="$1&timestamp=$(date +%s%3N)&recvWindow=60000"
+  echo "$body&signature=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$secret" | sed 's/.* //')"
+}
+# The book the market-data reads render: 90 bids and 90 asks, one per level.
+for i in $(seq 0 89); do
+  for side_price in "BUY $((2000 + i))" "SELL $((4000 + i))"; do
+    set -- $side_price
+    curl -fs -o /dev/null -H "X-MBX-APIKEY: $key" 127.0.0.1:18080/api/v3/order \
+      --data "$(signed_body "symbol=ETHUSDT&side=$1&type=LIMIT&timeInForce=GTC&quantity=0.01&price=$2")"
+  done
+done
+pin_servers
+
+balance="/api?module=account&action=balance&address=$address&tag=latest&apikey=$key"
+history="/api?module=account&action=balancehistory&address=$address&blockno=100&apikey=$key"
+for path in "$balance" "$history" /api/v3/ticker/price?symbol=ETHUSDT "/api/v3/depth?symbol=ETHUSDT&limit=100"; do
+  curl -fs "127.0.0.1:18080$path" | head -c 120; echo
+done
+
+# row NAME CONNECTIONS BASELINE_URL WEIPORT_URL [PEER_NAME PEER_URL PEER_BODY]
+row() {
+  local name="$1" c="$2" base ours peer="" b w
+  base=$(measure "$c" "$3"); ours=$(measure "$c" "$4")
+  b=${base%% *}; w=${ours%% *}; last=$w
+  if [ $# -ge 7 ]; then
+    peer=$(WRK_METHOD=POST WRK_BODY="$7" WRK_HEADERS="Content-Type: application/json" measure "$c" "$6")
+    peer="${peer%% *} ($(ratio "$w" "${peer%% *}") of $5)"
+  fi
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$c" "$b" "$w" "$(ratio "$w" "$b")" "${peer:-–}" "$(echo "$ours" | cut -d' ' -f4)"
+}
+balance_of() { echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBalance\",\"params\":[\"$address\",\"$1\"]}"; }
+
+echo
+echo "| route | connections | baseline req/s | weiport req/s | weiport / baseline | peer req/s (weiport / peer) | weiport non-2xx |"
+echo "|---|---|---|---|---|---|---|"
+declare -A peak
+for c in ${BENCH_CONNECTIONS:-8 64}; do
+  row "balance, latest" "$c" "http://127.0.0.1:18090$balance" "http://127.0.0.1:18080$balance" anvil "$node" "$(balance_of latest)"
+  peak[balance]=$last
+  row "balancehistory, block 100" "$c" "http://127.0.0.1:18090$balance" "http://127.0.0.1:18080$history" anvil "$node" "$(balance_of 0x64)"
+  peak[history]=$last
+  row "ticker/price" "$c" "http://127.0.0.1:18090/api/v3/ticker/price?symbol=ETHUSDT" "http://127.0.0.1:18080/api/v3/ticker/price?symbol=ETHUSDT"
+  peak[ticker]=$last
+  row "depth, limit 100" "$c" "http://127.0.0.1:18090/api/v3/depth?symbol=ETHUSDT&limit=100" "http://127.0.0.1:18080/api/v3/depth?symbol=ETHUSDT&limit=100"
+  peak[depth]=$last
+  order=$(signed_body "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=IOC&quantity=0.01&price=1000&newOrderRespType=ACK")
+  WRK_METHOD=POST WRK_BODY="$order" WRK_HEADERS="X-MBX-APIKEY: $key|Content-Type: application/x-www-form-urlencoded" \
+    row "signed POST /api/v3/order (durable)" "$c" http://127.0.0.1:18090/api/v3/order http://127.0.0.1:18080/api/v3/order
+done
+
+# Half of the last peak: connections that pause 2 ms before each request.
+echo
+echo "| route at half of its peak | target req/s | weiport req/s | p50 ms | p99 ms | baseline p50 ms | baseline p99 ms |"
+echo "|---|---|---|---|---|---|---|"
+half() {
+  local name="$1" target=$(( $2 / 2 )) c ours base
+  c=$(( target * 2 / 1000 )); [ "$c" -ge 1 ] || c=1
+  ours=$(WRK_DELAY_MS=2 measure "$c" "$3"); base=$(WRK_DELAY_MS=2 measure "$c" "$4")
+  set -- $ours; local w=$1 p50=$2 p99=$3
+  set -- $base
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$target" "$w" "$p50" "$p99" "$2" "$3"
+}
+half "balance, latest" "${peak[balance]}" "http://127.0.0.1:18080$balance" "http://127.0.0.1:18090$balance"
+half "balancehistory, block 100" "${peak[history]}" "http://127.0.0.1:18080$history" "http://127.0.0.1:18090$balance"
+half "ticker/price" "${peak[ticker]}" "http://127.0.0.1:18080/api/v3/ticker/price?symbol=ETHUSDT" "http://127.0.0.1:18090/api/v3/ticker/price?symbol=ETHUSDT"
+half "depth, limit 100" "${peak[depth]}" "http://127.0.0.1:18080/api/v3/depth?symbol=ETHUSDT&limit=100" "http://127.0.0.1:18090/api/v3/depth?symbol=ETHUSDT&limit=100"
