@@ -73,7 +73,7 @@ pin_servers
 balance="/api?module=account&action=balance&address=$address&tag=latest&apikey=$key"
 history="/api?module=account&action=balancehistory&address=$address&blockno=100&apikey=$key"
 for path in "$balance" "$history" /api/v3/ticker/price?symbol=ETHUSDT "/api/v3/depth?symbol=ETHUSDT&limit=100"; do
-  curl -fs "127.0.0.1:18080$path" | head -c 120; echo
+  curl -fs "127.0.0.1:18080$path" | cut -c1-120
 done
 
 # row NAME CONNECTIONS BASELINE_URL WEIPORT_URL [PEER_NAME PEER_URL PEER_BODY]

@@ -24,7 +24,6 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
-use tower::ServiceExt;
 use weiport_access::IpRule;
 
 /// Bytes the kernel may hold for a connection's unsent output (Linux
@@ -298,7 +297,7 @@ struct ConnectionService {
 impl tower::Service<Request<Incoming>> for ConnectionService {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -318,12 +317,26 @@ impl tower::Service<Request<Incoming>> for ConnectionService {
             }
         });
         request.extensions_mut().insert(ConnectInfo(self.peer));
-        let app = self.app.clone();
-        Box::pin(async move {
-            let response = app.oneshot(request).await;
-            drop(in_flight);
-            response
-        })
+        // The router is always ready: called directly, its future needs no box.
+        Answering {
+            answer: tower::Service::call(&mut self.app, request),
+            _in_flight: in_flight,
+        }
+    }
+}
+
+/// A request with the application: the router's answer, and the mark that
+/// keeps the connection busy until the answer is dropped.
+struct Answering {
+    answer: axum::routing::future::RouteFuture<Infallible>,
+    _in_flight: InFlight,
+}
+
+impl Future for Answering {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.answer).poll(cx)
     }
 }
 

@@ -221,7 +221,6 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         query
             .merge(weiport_exchange_api::router(exchange.clone()))
             .merge(prices),
-        config,
     );
     let admin_app = weiport_access::admin::router(
         access.clone(),
@@ -350,17 +349,20 @@ fn open_exchange(
 }
 
 /// The public listener's routes: operations, plus the API faces in `faces`.
-fn router(ops: Ops, faces: Router, config: &Config) -> Router {
+/// Every face's route counts and times its own requests in its access
+/// guard; these count the rest. Bodies are bounded by the guard
+/// (`server.max_body_bytes`) before any handler reads them.
+fn router(ops: Ops, faces: Router) -> Router {
+    use weiport_access::telemetry::tracked;
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .route("/healthz", tracked(get(healthz)))
+        .route("/readyz", tracked(get(readyz)))
+        .route("/metrics", tracked(get(metrics)))
         .with_state(ops)
         .merge(faces)
-        .layer(axum::middleware::from_fn(telemetry::track_http))
-        .layer(axum::extract::DefaultBodyLimit::max(
-            config.server.max_body_bytes,
-        ))
+        .fallback_service(tracked(axum::routing::any(|| async {
+            StatusCode::NOT_FOUND
+        })))
 }
 
 /// Liveness: the process answers.

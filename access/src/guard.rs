@@ -2,26 +2,38 @@
 //! declares its security and weight in one place; the API supplies where its
 //! key travels and how a refusal looks on its wire.
 
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::body::{Body, HttpBody};
+use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::MethodRouter;
+use tower::{Layer, Service};
 
 use crate::auth::{Credentials, Security, authenticate};
 use crate::keystore::{ApiKey, now_ms};
 use crate::limits::Usage;
 use crate::params::BodyKind;
+use crate::telemetry::RouteId;
 use crate::{Access, AccessError};
 
 /// What differs between the APIs that share the guard.
 pub trait Face: Clone + Send + Sync + 'static {
     /// The key id as this API carries it (a header, or a query or form parameter).
-    fn api_key(&self, headers: &HeaderMap, query: &str, body: &[u8]) -> Option<String>;
+    fn api_key<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        query: &'a str,
+        body: &'a [u8],
+    ) -> Option<Cow<'a, str>>;
     /// A refusal in this API's wire shape (status and body).
     fn reject(&self, error: &AccessError) -> Response;
     /// Adds this API's usage headers to a response.
@@ -48,6 +60,8 @@ pub struct Endpoint {
     pub counts_order: bool,
     /// Whether a call counts against the query API's calls-per-second.
     pub query_call: bool,
+    /// The parameter names it reads, in groups (for the face's extractors).
+    pub reads: &'static [&'static [&'static str]],
 }
 
 impl Endpoint {
@@ -58,7 +72,14 @@ impl Endpoint {
             weight: Weight::Fixed(1),
             counts_order: false,
             query_call: false,
+            reads: &[],
         }
+    }
+
+    /// Reading the parameters named in `groups`.
+    pub const fn reads(mut self, groups: &'static [&'static [&'static str]]) -> Self {
+        self.reads = groups;
+        self
     }
 
     /// With a fixed weight.
@@ -93,119 +114,271 @@ pub struct Caller {
     pub ip: IpAddr,
     /// The key used, on non-public endpoints.
     pub key: Option<Arc<ApiKey>>,
+    /// The parameter names the endpoint reads ([`Endpoint::reads`]).
+    pub reads: &'static [&'static [&'static str]],
 }
 
-/// Wraps `route` so that every request passes `endpoint`'s checks first.
+/// Wraps `route` so that every request passes `endpoint`'s checks first,
+/// and is counted and timed under the route's path pattern.
 pub fn guarded<F: Face, S: Clone + Send + Sync + 'static>(
     access: &Arc<Access>,
     face: &F,
     endpoint: Endpoint,
     route: MethodRouter<S>,
 ) -> MethodRouter<S> {
-    route.layer(axum::middleware::from_fn_with_state(
-        (access.clone(), face.clone(), endpoint),
-        guard::<F>,
-    ))
+    route.layer(Guard {
+        shared: Arc::new(Shared {
+            access: access.clone(),
+            face: face.clone(),
+            endpoint,
+            route: RouteId::next(),
+        }),
+    })
 }
 
-async fn guard<F: Face>(
-    State((access, face, endpoint)): State<(Arc<Access>, F, Endpoint)>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let started_us = now_ms() * 1000;
-    let now = started_us / 1000;
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    let ip = access.client_ip(peer, request.headers());
-    let refuse = |error: AccessError| {
-        let mut response = face.reject(&error);
-        if let Some(wait) = error.retry_after() {
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-        }
-        response
-    };
-    if let Err(error) = access.limiter.check_ip(ip, now) {
-        return refuse(error);
-    }
-    // The IP pays before the body is read or a signature checked, so a
-    // request that fails authentication is not free work.
-    let weight = match endpoint.weight {
-        Weight::Fixed(w) => w,
-        Weight::ByQuery(f) => f(request.uri().query().unwrap_or("")),
-    };
-    let mut usage = match access.limiter.charge_ip_weight(ip, weight, now) {
-        Ok(usage) => usage,
-        Err(error) => return refuse(error),
-    };
+/// What one guarded route knows: the access layer, its face, its contract.
+struct Shared<F> {
+    access: Arc<Access>,
+    face: F,
+    endpoint: Endpoint,
+    route: RouteId,
+}
 
-    let (parts, body) = request.into_parts();
-    let body: Bytes = match axum::body::to_bytes(body, access.max_body_bytes).await {
-        Ok(body) => body,
-        Err(error) => {
-            let too_large = std::error::Error::source(&error)
-                .is_some_and(|cause| cause.is::<http_body_util::LengthLimitError>());
-            return refuse(if too_large {
-                AccessError::BodyTooLarge
-            } else {
-                AccessError::BodyTimeout
+/// The one layer in front of every endpoint: telemetry, client address,
+/// access checks and weight. A service of its own rather than a middleware
+/// function, so that a request costs one boxed future here and nothing
+/// else: no per-request state clones, no boxed continuation.
+struct Guard<F> {
+    shared: Arc<Shared<F>>,
+}
+
+impl<F> Clone for Guard<F> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<F, S> Layer<S> for Guard<F> {
+    type Service = GuardService<F, S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GuardService {
+            shared: self.shared.clone(),
+            inner,
+        }
+    }
+}
+
+/// The service of [`Guard`] around an endpoint.
+struct GuardService<F, S> {
+    shared: Arc<Shared<F>>,
+    inner: S,
+}
+
+impl<F, S: Clone> Clone for GuardService<F, S> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<F, S> Service<Request> for GuardService<F, S>
+where
+    F: Face,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let shared = self.shared.clone();
+        let started = Instant::now();
+        let method = request.method().clone();
+        let matched = request.extensions().get::<MatchedPath>().cloned();
+        let record = move |shared: &Shared<F>, response: Response| {
+            let status = response.status().as_u16();
+            shared
+                .route
+                .record(matched.as_ref(), &method, status, started);
+            Ok(response)
+        };
+        if request.body().is_end_stream() {
+            // Most reads: every check is synchronous, so the endpoint is
+            // called here, on the service that was made ready.
+            let checked = shared
+                .admit(&request)
+                .and_then(|admitted| shared.authorize(&request, &[], admitted));
+            let answer = match checked {
+                Ok((caller, usage)) => {
+                    request.extensions_mut().insert(caller);
+                    Ok((self.inner.call(request), usage))
+                }
+                Err(error) => Err(shared.refuse(error)),
+            };
+            return Box::pin(async move {
+                let response = match answer {
+                    Ok((endpoint, usage)) => {
+                        let Ok(mut response) = endpoint.await;
+                        shared.face.usage_headers(&usage, response.headers_mut());
+                        response
+                    }
+                    Err(refusal) => refusal,
+                };
+                record(&shared, response)
             });
         }
-    };
-    let query = parts.uri.query().unwrap_or("");
-    let api_key = face.api_key(&parts.headers, query, &body);
-    let credentials = Credentials {
-        api_key: api_key.as_deref(),
-        query,
-        body: &body,
-        body_kind: BodyKind::of(&parts.headers),
-    };
-    let key = match authenticate(
-        &access.keys,
-        endpoint.security,
-        &credentials,
-        ip,
-        started_us,
-    ) {
-        Ok(key) => key,
-        Err(error) => {
+        // A body is read first; the service made ready goes with this call
+        // and a fresh clone waits for the next (tower's contract).
+        let fresh = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, fresh);
+        Box::pin(async move {
+            let response = match shared.read_and_check(request).await {
+                Ok((request, usage)) => {
+                    let Ok(mut response) = inner.call(request).await;
+                    shared.face.usage_headers(&usage, response.headers_mut());
+                    response
+                }
+                Err(error) => shared.refuse(error),
+            };
+            record(&shared, response)
+        })
+    }
+}
+
+/// A request that passed the checks made before its body is read.
+struct Admitted {
+    ip: IpAddr,
+    weight: u32,
+    usage: Usage,
+    now_ms: u64,
+    started_us: u64,
+}
+
+impl<F: Face> Shared<F> {
+    /// A refusal in the face's shape, with `Retry-After` where it applies.
+    fn refuse(&self, error: AccessError) -> Response {
+        let mut response = self.face.reject(&error);
+        if let Some(wait) = error.retry_after() {
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+        response
+    }
+
+    /// The client's address, bans, and the IP's request weight. The IP
+    /// pays before the body is read or a signature checked, so a request
+    /// that fails authentication is not free work.
+    fn admit(&self, request: &Request) -> Result<Admitted, AccessError> {
+        let access = &self.access;
+        let started_us = now_ms() * 1000;
+        let now_ms = started_us / 1000;
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip());
+        let ip = access.client_ip(peer, request.headers());
+        access.limiter.check_ip(ip, now_ms)?;
+        let weight = match self.endpoint.weight {
+            Weight::Fixed(w) => w,
+            Weight::ByQuery(f) => f(request.uri().query().unwrap_or("")),
+        };
+        let usage = access.limiter.charge_ip_weight(ip, weight, now_ms)?;
+        Ok(Admitted {
+            ip,
+            weight,
+            usage,
+            now_ms,
+            started_us,
+        })
+    }
+
+    /// The key and its signature, permissions and budgets: who calls.
+    fn authorize(
+        &self,
+        request: &Request,
+        body: &[u8],
+        admitted: Admitted,
+    ) -> Result<(Caller, Usage), AccessError> {
+        let (access, endpoint) = (&self.access, self.endpoint);
+        let Admitted {
+            ip,
+            weight,
+            mut usage,
+            now_ms: now,
+            started_us,
+        } = admitted;
+        let query = request.uri().query().unwrap_or("");
+        let api_key = self.face.api_key(request.headers(), query, body);
+        let credentials = Credentials {
+            api_key: api_key.as_deref(),
+            query,
+            body,
+            body_kind: BodyKind::of(request.headers()),
+        };
+        let key = authenticate(
+            &access.keys,
+            endpoint.security,
+            &credentials,
+            ip,
+            started_us,
+        )
+        .inspect_err(|error| {
             if error.is_bad_credential() {
                 access.limiter.record_invalid_key(ip, now);
             }
-            return refuse(error);
-        }
-    };
-
-    if let Some(key) = &key {
-        let signed = matches!(endpoint.security, Security::Signed(_));
-        if let Err(error) =
-            access
-                .limiter
-                .charge_key_weight(ip, key.limit_slot, weight, signed, now)
-        {
-            return refuse(error);
-        }
-        if endpoint.query_call
-            && let Err(error) = access.limiter.charge_query(key.account, &key.tier)
-        {
-            return refuse(error);
-        }
-        if endpoint.counts_order {
-            match access.limiter.charge_order(ip, key.account, now) {
-                Ok(counts) => usage.orders = Some(counts),
-                Err(error) => return refuse(error),
+        })?;
+        if let Some(key) = &key {
+            let signed = matches!(endpoint.security, Security::Signed(_));
+            let limiter = &access.limiter;
+            limiter.charge_key_weight(ip, key.limit_slot, weight, signed, now)?;
+            if endpoint.query_call {
+                limiter.charge_query(key.account, &key.tier)?;
+            }
+            if endpoint.counts_order {
+                let counts = limiter.charge_order(ip, key.account, now)?;
+                usage.orders = Some(counts);
             }
         }
+        let caller = Caller {
+            ip,
+            key,
+            reads: endpoint.reads,
+        };
+        Ok((caller, usage))
     }
 
-    let mut request = Request::from_parts(parts, Body::from(body));
-    request.extensions_mut().insert(Caller { ip, key });
-    let mut response = next.run(request).await;
-    face.usage_headers(&usage, response.headers_mut());
-    response
+    /// The checks of a request with a body: admitted, its body read within
+    /// the size limit, authorized; handed on whole, with its caller.
+    async fn read_and_check(&self, request: Request) -> Result<(Request, Usage), AccessError> {
+        let admitted = self.admit(&request)?;
+        let (parts, body) = request.into_parts();
+        let body = match axum::body::to_bytes(body, self.access.max_body_bytes).await {
+            Ok(body) => body,
+            Err(error) => {
+                let too_large = std::error::Error::source(&error)
+                    .is_some_and(|cause| cause.is::<http_body_util::LengthLimitError>());
+                return Err(if too_large {
+                    AccessError::BodyTooLarge
+                } else {
+                    AccessError::BodyTimeout
+                });
+            }
+        };
+        let mut request = Request::from_parts(parts, Body::from(body.clone()));
+        let (caller, usage) = self.authorize(&request, &body, admitted)?;
+        request.extensions_mut().insert(caller);
+        Ok((request, usage))
+    }
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod params;
 pub mod sealing;
 pub mod signature;
+pub mod telemetry;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -26,6 +27,10 @@ pub use keystore::{ApiKey, CreatedKey, KeyInfo, KeyStore, KeyStoreError, NewKey}
 pub use limits::{Limiter, LimitsConfig, Usage};
 pub use sealing::{MasterKey, SealingError};
 pub use signature::{SignatureError, SignedPayload, sign_hmac_sha256};
+
+/// `Content-Type: application/json`, ready made: a header value parsed from
+/// text on every answer would be an allocation each time.
+pub const JSON: axum::http::HeaderValue = axum::http::HeaderValue::from_static("application/json");
 
 /// Keys, limiter and client-address rules, shared by every face.
 pub struct Access {

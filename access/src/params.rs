@@ -53,14 +53,17 @@ pub enum ParamError {
 /// One parameter: its name and its decoded value.
 pub type Param<'a> = (Cow<'a, str>, Cow<'a, str>);
 
+/// A request's parameters, held inline up to a count no endpoint exceeds.
+pub type ParamList<'a> = smallvec::SmallVec<[Param<'a>; 16]>;
+
 /// Every parameter of the query string and the body, in the order sent. A
 /// name may repeat: what a repeat means is the caller's decision.
 pub fn parse<'a>(
     query: &'a str,
     body: &'a [u8],
     kind: BodyKind,
-) -> Result<Vec<Param<'a>>, ParamError> {
-    let mut params = Vec::new();
+) -> Result<ParamList<'a>, ParamError> {
+    let mut params = ParamList::new();
     form(query.as_bytes(), &mut params)?;
     match kind {
         BodyKind::Form => form(body, &mut params)?,
@@ -76,7 +79,7 @@ pub fn parse<'a>(
 /// Form-encoded `name=value` pairs. Empty fragments (`a=1&&b=2`) carry
 /// nothing and are skipped, as forms define; a fragment without a name
 /// (`000`, `=5`) is refused, where `form_urlencoded` would accept it.
-fn form<'a>(raw: &'a [u8], out: &mut Vec<Param<'a>>) -> Result<(), ParamError> {
+fn form<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
     for fragment in raw.split(|b| *b == b'&') {
         if fragment.is_empty() {
             continue;
@@ -122,7 +125,7 @@ fn decode(raw: &[u8]) -> Cow<'_, str> {
 /// The top-level fields of a JSON object, each value as its exact text:
 /// strings unquoted, numbers as written (never through a float), arrays
 /// and `true`/`false` as their JSON text; `null` as empty (absent).
-fn json<'a>(raw: &'a [u8], out: &mut Vec<Param<'a>>) -> Result<(), ParamError> {
+fn json<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
     let fields: Fields = serde_json::from_slice(raw).map_err(|_| ParamError::InvalidJson)?;
     for (name, value) in fields.0 {
         if name.is_empty() {

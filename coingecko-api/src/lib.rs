@@ -168,7 +168,7 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    (status, [(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response()
 }
 
 fn ok(body: &impl serde::Serialize) -> Response {
@@ -276,7 +276,7 @@ async fn simple_price<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQu
 fn json_bytes(body: Bytes) -> Response {
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
+        [(header::CONTENT_TYPE, weiport_access::JSON)],
         body,
     )
         .into_response()
@@ -615,14 +615,19 @@ async fn market_chart<M: Markets>(
 struct CoinGeckoFace;
 
 impl Face for CoinGeckoFace {
-    fn api_key(&self, headers: &HeaderMap, query: &str, _body: &[u8]) -> Option<String> {
+    fn api_key<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        query: &'a str,
+        _body: &'a [u8],
+    ) -> Option<std::borrow::Cow<'a, str>> {
         ["x-cg-pro-api-key", "x-cg-demo-api-key"]
             .iter()
-            .find_map(|name| headers.get(*name)?.to_str().ok().map(str::to_owned))
+            .find_map(|name| headers.get(*name)?.to_str().ok().map(Into::into))
             .or_else(|| {
                 form_urlencoded::parse(query.as_bytes())
                     .find(|(name, _)| name == "x_cg_pro_api_key" || name == "x_cg_demo_api_key")
-                    .map(|(_, value)| value.into_owned())
+                    .map(|(_, value)| value)
             })
     }
 

@@ -97,18 +97,21 @@ pub(crate) fn market<'a>(
     Ok((id, catalog.market(id).ok_or_else(bad_symbol)?))
 }
 
+/// Markets a request names, held inline for the usual few.
+pub(crate) type MarketIds = smallvec::SmallVec<[MarketId; 8]>;
+
 /// `symbol`, `symbols` (a JSON array) or neither (every market).
 pub(crate) fn markets(
     catalog: &Catalog,
     params: &Params,
-) -> Result<(Vec<MarketId>, bool), BinanceError> {
+) -> Result<(MarketIds, bool), BinanceError> {
     match (params.get("symbol"), params.get("symbols")) {
         (Some(_), Some(_)) => Err(BinanceError::bad(
             -1128,
             "Combination of optional parameters invalid.",
         )),
         (Some(symbol), None) => Ok((
-            vec![catalog.market_id(symbol).ok_or_else(bad_symbol)?],
+            smallvec::smallvec![catalog.market_id(symbol).ok_or_else(bad_symbol)?],
             true,
         )),
         (None, Some(list)) => {
@@ -118,7 +121,7 @@ pub(crate) fn markets(
             if names.is_empty() {
                 return Err(BinanceError::mandatory("symbols"));
             }
-            let mut ids = Vec::new();
+            let mut ids = MarketIds::new();
             for name in names {
                 let id = catalog.market_id(&name).ok_or_else(bad_symbol)?;
                 if ids.contains(&id) {
@@ -235,7 +238,7 @@ pub(crate) fn latest<T>(
 
 pub(crate) fn json_body(body: Bytes) -> Response {
     (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        [(axum::http::header::CONTENT_TYPE, weiport_access::JSON)],
         body,
     )
         .into_response()

@@ -2,7 +2,7 @@
 //! the HTTP statuses the service promises: 401 for authentication, 429 for
 //! limits, 418 for bans, 400 for bad requests.
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use weiport_access::params::{MAX_PARAMS, ParamError};
 use weiport_access::{AccessError, Face, Usage};
@@ -143,7 +143,7 @@ impl IntoResponse for BinanceError {
         let body = serde_json::json!({ "code": self.code, "msg": self.msg });
         (
             self.status,
-            [(header::CONTENT_TYPE, "application/json")],
+            [(header::CONTENT_TYPE, weiport_access::JSON)],
             body.to_string(),
         )
             .into_response()
@@ -155,16 +155,40 @@ impl IntoResponse for BinanceError {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BinanceFace;
 
+/// A count as a header value, in one allocation of exactly its length.
 fn header_value(n: u32) -> HeaderValue {
-    HeaderValue::from(n)
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    HeaderValue::from_bytes(&digits[at..]).unwrap_or(HeaderValue::from_static("0"))
 }
 
+// Names made once: a name given as text is parsed and, not being a
+// standard header, copied on every answer.
+const USED_WEIGHT_1M: HeaderName = HeaderName::from_static("x-mbx-used-weight-1m");
+const USED_WEIGHT: HeaderName = HeaderName::from_static("x-mbx-used-weight");
+const ORDER_COUNT_10S: HeaderName = HeaderName::from_static("x-mbx-order-count-10s");
+const ORDER_COUNT_1D: HeaderName = HeaderName::from_static("x-mbx-order-count-1d");
+
 impl Face for BinanceFace {
-    fn api_key(&self, headers: &HeaderMap, _query: &str, _body: &[u8]) -> Option<String> {
+    fn api_key<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        _query: &'a str,
+        _body: &'a [u8],
+    ) -> Option<std::borrow::Cow<'a, str>> {
         headers
             .get("x-mbx-apikey")
             .and_then(|v| v.to_str().ok())
-            .map(|v| v.trim().to_owned())
+            .map(|v| v.trim().into())
     }
 
     fn reject(&self, error: &AccessError) -> Response {
@@ -172,11 +196,11 @@ impl Face for BinanceFace {
     }
 
     fn usage_headers(&self, usage: &Usage, headers: &mut HeaderMap) {
-        headers.insert("x-mbx-used-weight-1m", header_value(usage.ip_weight_1m));
-        headers.insert("x-mbx-used-weight", header_value(usage.ip_weight_1m));
+        headers.insert(USED_WEIGHT_1M, header_value(usage.ip_weight_1m));
+        headers.insert(USED_WEIGHT, header_value(usage.ip_weight_1m));
         if let Some((ten_seconds, day)) = usage.orders {
-            headers.insert("x-mbx-order-count-10s", header_value(ten_seconds));
-            headers.insert("x-mbx-order-count-1d", header_value(day));
+            headers.insert(ORDER_COUNT_10S, header_value(ten_seconds));
+            headers.insert(ORDER_COUNT_1D, header_value(day));
         }
     }
 }

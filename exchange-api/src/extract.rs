@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -14,18 +13,15 @@ use crate::error::BinanceError;
 use crate::params::Params;
 use weiport_exchange::engine::AccountId;
 
-/// The parameter names a route reads, in groups; set on each route by the
-/// route table, read by the extractors to refuse anything else (-1104).
-#[derive(Clone, Copy)]
-pub(crate) struct Accepted(pub(crate) &'static [&'static [&'static str]]);
-
 /// What every signed request may carry besides the endpoint's own parameters.
 pub(crate) const SIGNED: &[&str] = &["timestamp", "recvWindow"];
 
+/// The parameter names the route reads, in groups, as the route table gave
+/// them to the access guard: anything else is refused (-1104).
 pub(crate) fn accepted(extensions: &axum::http::Extensions) -> &'static [&'static [&'static str]] {
     extensions
-        .get::<Accepted>()
-        .map_or(&[], |accepted| accepted.0)
+        .get::<Caller>()
+        .map_or(&[], |caller| caller.reads)
 }
 
 /// The parameters of a public request (query string only).
@@ -39,10 +35,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Query {
         // A client that signs every request may sign public ones too: the
         // signature's parameters are read (and change nothing) there.
         let own = accepted(&parts.extensions);
-        let mut groups: Vec<&[&str]> = Vec::with_capacity(own.len() + 1);
-        groups.extend_from_slice(own);
-        groups.push(SIGNED);
-        Params::parse(query, b"", BodyKind::Form, &groups).map(Self)
+        Params::parse(query, b"", BodyKind::Form, &[own, &[SIGNED]]).map(Self)
     }
 }
 
@@ -57,23 +50,22 @@ pub(crate) struct Signed {
 impl<S: Send + Sync> FromRequest<S> for Signed {
     type Rejection = Response;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
         let key = request
             .extensions()
             .get::<Caller>()
             .and_then(|caller| caller.key.clone())
             .ok_or_else(|| unauthorized().into_response())?;
-        let query = request.uri().query().unwrap_or("").to_owned();
-        let kind = BodyKind::of(request.headers());
-        let own = accepted(request.extensions());
-        let body = Bytes::from_request(request, state)
+        let (parts, body) = request.into_parts();
+        let kind = BodyKind::of(&parts.headers);
+        let own = accepted(&parts.extensions);
+        // The access guard read the body already, within the size limit.
+        let body = axum::body::to_bytes(body, usize::MAX)
             .await
+            .map_err(|_| unavailable().into_response())?;
+        let query = parts.uri.query().unwrap_or("");
+        let params = Params::parse(query, &body, kind, &[own, &[SIGNED]])
             .map_err(IntoResponse::into_response)?;
-        let mut groups: Vec<&[&str]> = Vec::with_capacity(own.len() + 1);
-        groups.extend_from_slice(own);
-        groups.push(SIGNED);
-        let params =
-            Params::parse(&query, &body, kind, &groups).map_err(IntoResponse::into_response)?;
         Ok(Self {
             account: key.account,
             key,

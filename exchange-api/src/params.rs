@@ -11,7 +11,43 @@ use crate::error::BinanceError;
 
 /// Request parameters by name, from the query string and the body.
 pub struct Params {
-    values: Vec<(String, String)>,
+    values: smallvec::SmallVec<[(Text, Text); 8]>,
+}
+
+/// Longest text held without an allocation: every name, and the values of
+/// nearly every request (symbols, amounts, times, client order ids).
+const INLINE: usize = 38;
+
+/// A parameter's name or value: inline when short, so reading a request's
+/// parameters does not allocate.
+enum Text {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
+
+impl Text {
+    fn new(text: &str) -> Self {
+        if text.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            Self::Inline {
+                len: text.len() as u8,
+                bytes,
+            }
+        } else {
+            Self::Heap(text.into())
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied from a `&str` whole, so always UTF-8.
+            Self::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Self::Heap(text) => text,
+        }
+    }
 }
 
 impl Params {
@@ -19,19 +55,22 @@ impl Params {
     /// parameter sent twice is refused (-1101), and so is one the endpoint
     /// does not read (-1104, Binance's rule): a signature then covers
     /// exactly what is acted on, and nothing is silently ignored. `accepted`
-    /// lists the names the endpoint reads (`signature` is always read).
+    /// lists the names the endpoint reads, as lists of groups (`signature`
+    /// is always read).
     pub fn parse(
         query: &str,
         body: &[u8],
         kind: BodyKind,
-        accepted: &[&[&str]],
+        accepted: &[&[&[&str]]],
     ) -> Result<Self, BinanceError> {
         let sent = params::parse(query, body, kind).map_err(|e| BinanceError::from(&e))?;
         let count = sent.len();
-        let mut values: Vec<(String, String)> = Vec::with_capacity(count);
+        let mut values = smallvec::SmallVec::new();
         let mut unread = 0;
         for (name, value) in sent {
-            if values.iter().any(|(seen, _)| *seen == name)
+            if values
+                .iter()
+                .any(|(seen, _): &(Text, Text)| seen.as_str() == name)
                 || (name == "signature" && value.is_empty())
             {
                 return Err(BinanceError::bad(
@@ -42,10 +81,14 @@ impl Params {
             if name == "signature" {
                 continue;
             }
-            if !accepted.iter().any(|group| group.contains(&&*name)) {
+            if !accepted
+                .iter()
+                .flat_map(|groups| groups.iter())
+                .any(|group| group.contains(&&*name))
+            {
                 unread += 1;
             }
-            values.push((name.into_owned(), value.into_owned()));
+            values.push((Text::new(&name), Text::new(&value)));
         }
         if unread > 0 {
             return Err(BinanceError::bad(
@@ -68,14 +111,14 @@ impl Params {
             .map(|(name, _)| name.into_owned())
             .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        Self::parse(query, b"", BodyKind::Form, &[&names])
+        Self::parse(query, b"", BodyKind::Form, &[&[&names]])
     }
 
     /// A parameter's value; empty counts as absent.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values
             .iter()
-            .find(|(key, _)| key == name)
+            .find(|(key, _)| key.as_str() == name)
             .map(|(_, value)| value.as_str())
             .filter(|v| !v.is_empty())
     }
@@ -296,7 +339,7 @@ mod tests {
         order("symbol=ETHUSDT&side=BUY&type=MARKET&quoteOrderQty=100").unwrap();
         let json = br#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT_MAKER","quantity":"0.01","price":"3100.5"}"#;
         let names: &[&str] = &["symbol", "side", "type", "quantity", "price", "timestamp"];
-        let maker = Params::parse("timestamp=1", json, BodyKind::Json, &[names])
+        let maker = Params::parse("timestamp=1", json, BodyKind::Json, &[&[names]])
             .unwrap()
             .new_order(&exchange())
             .unwrap();

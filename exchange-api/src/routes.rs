@@ -417,8 +417,8 @@ pub fn router(exchange: Arc<Exchange>) -> Router {
     let access = exchange.access.clone();
     let mut paths: BTreeMap<&str, MethodRouter<Arc<Exchange>>> = BTreeMap::new();
     for route in routes() {
-        let handler = (route.handler)().layer(axum::Extension(api::Accepted(route.params)));
-        let guarded = guarded(&access, &BinanceFace, route.endpoint, handler);
+        let endpoint = route.endpoint.reads(route.params);
+        let guarded = guarded(&access, &BinanceFace, endpoint, (route.handler)());
         let merged = match paths.remove(route.path) {
             Some(existing) => existing.merge(guarded),
             None => guarded,

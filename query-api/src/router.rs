@@ -1,15 +1,17 @@
 //! `/api` and `/v2/api`: Etherscan's account balance actions and the proxy
 //! module's block number and balance, answered from the index.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use alloy_primitives::{Address, U256};
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::body::{Bytes, HttpBody};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use smallvec::SmallVec;
 use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guarded};
 use weiport_storage::Store;
 
@@ -94,7 +96,7 @@ impl QueryError {
         let body = serde_json::json!({ "status": "0", "message": "NOTOK", "result": self.result });
         (
             status,
-            [(header::CONTENT_TYPE, "application/json")],
+            [(header::CONTENT_TYPE, weiport_access::JSON)],
             body.to_string(),
         )
             .into_response()
@@ -107,14 +109,19 @@ struct EtherscanFace {
     http_200_errors: bool,
 }
 
-fn form_value(params: &[u8], name: &str) -> Option<String> {
+fn form_value<'a>(params: &'a [u8], name: &str) -> Option<Cow<'a, str>> {
     form_urlencoded::parse(params)
         .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
+        .map(|(_, v)| v)
 }
 
 impl Face for EtherscanFace {
-    fn api_key(&self, _headers: &HeaderMap, query: &str, body: &[u8]) -> Option<String> {
+    fn api_key<'a>(
+        &self,
+        _headers: &'a HeaderMap,
+        query: &'a str,
+        body: &'a [u8],
+    ) -> Option<Cow<'a, str>> {
         form_value(query.as_bytes(), "apikey").or_else(|| form_value(body, "apikey"))
     }
 
@@ -129,18 +136,16 @@ struct QueryState {
     config: QueryConfig,
 }
 
-/// Request parameters, from the query string and a form body alike.
-struct Params {
-    pairs: Vec<(String, String)>,
+/// Request parameters, from the query string and a form body alike,
+/// borrowed from the request where no decoding changed them.
+struct Params<'a> {
+    pairs: SmallVec<[(Cow<'a, str>, Cow<'a, str>); 8]>,
 }
 
-impl Params {
-    fn new(query: Option<&str>, body: &[u8]) -> Self {
-        let mut pairs: Vec<(String, String)> =
-            form_urlencoded::parse(query.unwrap_or("").as_bytes())
-                .into_owned()
-                .collect();
-        pairs.extend(form_urlencoded::parse(body).into_owned());
+impl<'a> Params<'a> {
+    fn new(query: &'a str, body: &'a [u8]) -> Self {
+        let mut pairs: SmallVec<_> = form_urlencoded::parse(query.as_bytes()).collect();
+        pairs.extend(form_urlencoded::parse(body));
         Self { pairs }
     }
 
@@ -148,13 +153,19 @@ impl Params {
         self.pairs
             .iter()
             .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 }
 
 fn ok_string(result: &str) -> Response {
-    let body = format!(r#"{{"status":"1","message":"OK","result":"{result}"}}"#);
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    const HEAD: &str = r#"{"status":"1","message":"OK","result":""#;
+    const TAIL: &str = r#""}"#;
+    // Exactly as long as it needs: the body then becomes `Bytes` as it is.
+    let mut body = String::with_capacity(HEAD.len() + result.len() + TAIL.len());
+    body.push_str(HEAD);
+    body.push_str(result);
+    body.push_str(TAIL);
+    ([(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response()
 }
 
 /// The indexed range: from the first indexed block to the cursor.
@@ -164,20 +175,14 @@ struct Indexed {
 }
 
 impl QueryState {
+    /// Kept in memory by the store: no read.
     fn indexed(&self) -> Result<Indexed, QueryError> {
-        let storage = |e: weiport_storage::StorageError| {
-            QueryError::unavailable(format!("Error! Index unavailable: {e}"))
-        };
         let head = self
             .store
-            .cursor()
-            .map_err(storage)?
+            .indexed_head()
             .ok_or_else(|| QueryError::unavailable("Error! The index is not ready yet"))?;
-        let start = self.store.index_start().map_err(storage)?.unwrap_or(0);
-        Ok(Indexed {
-            start,
-            head: head.number,
-        })
+        let start = self.store.indexed_start().unwrap_or(0);
+        Ok(Indexed { start, head })
     }
 
     fn resolve(&self, tag: BlockTag, indexed: &Indexed) -> Result<u64, QueryError> {
@@ -283,7 +288,7 @@ fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response
             }
             let body = serde_json::json!({ "status": "1", "message": "OK", "result": entries });
             Ok((
-                [(header::CONTENT_TYPE, "application/json")],
+                [(header::CONTENT_TYPE, weiport_access::JSON)],
                 body.to_string(),
             )
                 .into_response())
@@ -301,7 +306,7 @@ fn proxy(state: &QueryState, params: &Params, action: &str) -> Result<Response, 
     let rpc_error = |message: String| {
         let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": message } });
         (
-            [(header::CONTENT_TYPE, "application/json")],
+            [(header::CONTENT_TYPE, weiport_access::JSON)],
             body.to_string(),
         )
             .into_response()
@@ -327,7 +332,7 @@ fn proxy(state: &QueryState, params: &Params, action: &str) -> Result<Response, 
     };
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
     Ok((
-        [(header::CONTENT_TYPE, "application/json")],
+        [(header::CONTENT_TYPE, weiport_access::JSON)],
         body.to_string(),
     )
         .into_response())
@@ -353,8 +358,21 @@ fn answer(state: &QueryState, params: &Params, v2: bool) -> Result<Response, Que
 }
 
 /// `/api` (`v2 = false`, `chainid` optional) and `/v2/api` (`chainid` required).
-async fn api(state: Arc<QueryState>, query: Option<String>, body: Bytes, v2: bool) -> Response {
-    let params = Params::new(query.as_deref(), &body);
+/// The access guard has read any body already, within the size limit.
+async fn api(state: Arc<QueryState>, request: Request, v2: bool) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = if body.is_end_stream() {
+        Bytes::new()
+    } else {
+        match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(body) => body,
+            Err(_) => {
+                return QueryError::bad("Error! The request body could not be read")
+                    .into_response(state.config.http_200_errors);
+            }
+        }
+    };
+    let params = Params::new(parts.uri.query().unwrap_or(""), &body);
     answer(&state, &params, v2).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
 }
 
@@ -365,12 +383,8 @@ pub fn router(store: Store, access: Arc<Access>, config: QueryConfig) -> Router 
     };
     let endpoint = Endpoint::new(Security::Key(Permission::Read)).query_call();
     let state = Arc::new(QueryState { store, config });
-    let api_v1 = |State(s): State<Arc<QueryState>>, RawQuery(q): RawQuery, body: Bytes| {
-        api(s, q, body, false)
-    };
-    let api_v2 = |State(s): State<Arc<QueryState>>, RawQuery(q): RawQuery, body: Bytes| {
-        api(s, q, body, true)
-    };
+    let api_v1 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, false);
+    let api_v2 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, true);
     Router::new()
         .route(
             "/api",

@@ -1,5 +1,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use alloy_primitives::{Address, B256, U256};
 use rocksdb::{
@@ -49,6 +50,23 @@ impl Default for StoreOptions {
 pub struct Store {
     pub(crate) db: Arc<DB>,
     path: PathBuf,
+    indexed: Arc<IndexedRange>,
+}
+
+/// The indexed block range, kept in memory beside the database: every
+/// query reads it, and only a committed index batch moves it.
+struct IndexedRange {
+    head: AtomicU64,
+    start: AtomicU64,
+}
+
+/// What [`IndexedRange`] holds for "not recorded".
+const UNSET: u64 = u64::MAX;
+
+impl IndexedRange {
+    fn load(slot: &AtomicU64) -> Option<u64> {
+        Some(slot.load(Ordering::Acquire)).filter(|n| *n != UNSET)
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -107,11 +125,21 @@ impl Store {
             .iter()
             .map(|name| ColumnFamilyDescriptor::new(*name, column_family_options(name, &cache)));
         let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
-        let store = Self {
+        let mut store = Self {
             db: Arc::new(db),
             path,
+            indexed: Arc::new(IndexedRange {
+                head: AtomicU64::new(UNSET),
+                start: AtomicU64::new(UNSET),
+            }),
         };
         store.check_schema()?;
+        let head = store.cursor()?.map_or(UNSET, |cursor| cursor.number);
+        let start = store.index_start()?.unwrap_or(UNSET);
+        store.indexed = Arc::new(IndexedRange {
+            head: AtomicU64::new(head),
+            start: AtomicU64::new(start),
+        });
         Ok(store)
     }
 
@@ -220,6 +248,16 @@ impl Store {
             .transpose()
     }
 
+    /// The last fully indexed block, from memory (no read).
+    pub fn indexed_head(&self) -> Option<u64> {
+        IndexedRange::load(&self.indexed.head)
+    }
+
+    /// The first block the index covers, from memory (no read).
+    pub fn indexed_start(&self) -> Option<u64> {
+        IndexedRange::load(&self.indexed.start)
+    }
+
     /// The latest indexed balance of `address`.
     pub fn balance(&self, address: &Address) -> Result<Option<LatestBalance>, StorageError> {
         self.read(
@@ -288,6 +326,8 @@ impl Store {
         IndexBatch {
             store: self.clone(),
             batch: WriteBatch::default(),
+            head: None,
+            start: None,
         }
     }
 
@@ -408,6 +448,10 @@ fn probe_writable(path: &Path) -> Result<(), StorageError> {
 pub struct IndexBatch {
     store: Store,
     batch: WriteBatch,
+    /// The cursor and start block this batch records, published to
+    /// [`Store::indexed_head`] and [`Store::indexed_start`] once committed.
+    head: Option<u64>,
+    start: Option<u64>,
 }
 
 impl IndexBatch {
@@ -446,6 +490,7 @@ impl IndexBatch {
     pub fn set_cursor(&mut self, cursor: &Cursor) {
         self.batch
             .put_cf(self.store.cf(cf::META), meta_key::CURSOR, cursor.encode());
+        self.head = Some(cursor.number);
     }
 
     /// Records the chain the index belongs to and the block it starts at.
@@ -460,6 +505,7 @@ impl IndexBatch {
             meta_key::INDEX_START,
             encode_block_number(start_block),
         );
+        self.start = Some(start_block);
     }
 
     /// Undoes every change to `address` after block `keep_through`: deletes its
@@ -513,6 +559,13 @@ impl IndexBatch {
     /// returns cannot lose it.
     pub fn commit(self) -> Result<(), StorageError> {
         self.store.db.write_opt(self.batch, &Store::synced())?;
+        let range = &self.store.indexed;
+        if let Some(start) = self.start {
+            range.start.store(start, Ordering::Release);
+        }
+        if let Some(head) = self.head {
+            range.head.store(head, Ordering::Release);
+        }
         Ok(())
     }
 }
