@@ -48,16 +48,54 @@ impl Default for StoreOptions {
 /// The open database. Clones share it; all methods take `&self`.
 #[derive(Clone)]
 pub struct Store {
+    // Declared before `db`: the pooled iterators read the database and are
+    // dropped first (see `HistoryReaders`).
+    history_readers: Arc<HistoryReaders>,
     pub(crate) db: Arc<DB>,
     path: PathBuf,
     indexed: Arc<IndexedRange>,
 }
+
+/// Balance-history iterators kept for reuse: opening a RocksDB iterator
+/// costs more than the seek it serves, refreshing an idle one to the
+/// latest state costs little. At most one per concurrent reader is kept;
+/// an idle one holds on to the files it last read until it is refreshed,
+/// as any open iterator does.
+#[derive(Default)]
+struct HistoryReaders {
+    idle: std::sync::Mutex<Vec<HistoryIterator>>,
+}
+
+/// An iterator over the balance history, its borrow of the database
+/// extended to `'static`. SAFETY (of that extension, in `take`): the
+/// database is the `Arc<DB>` every `Store` holds beside its
+/// `Arc<HistoryReaders>`; only `Store`s hold the readers, and a `Store`
+/// drops them before its `db` (field order), so no iterator outlives the
+/// database it reads.
+type HistoryIterator = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
 
 /// The indexed block range, kept in memory beside the database: every
 /// query reads it, and only a committed index batch moves it.
 struct IndexedRange {
     head: AtomicU64,
     start: AtomicU64,
+}
+
+impl HistoryReaders {
+    /// Most idle iterators kept: more than the server's worker threads.
+    const KEEP: usize = 16;
+
+    fn take(&self) -> Option<HistoryIterator> {
+        self.idle.lock().ok()?.pop()
+    }
+
+    fn put_back(&self, iter: HistoryIterator) {
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < Self::KEEP
+        {
+            idle.push(iter);
+        }
+    }
 }
 
 /// What [`IndexedRange`] holds for "not recorded".
@@ -126,6 +164,7 @@ impl Store {
             .map(|name| ColumnFamilyDescriptor::new(*name, column_family_options(name, &cache)));
         let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         let mut store = Self {
+            history_readers: Arc::default(),
             db: Arc::new(db),
             path,
             indexed: Arc::new(IndexedRange {
@@ -280,22 +319,43 @@ impl Store {
         address: &Address,
         block: u64,
     ) -> Result<Option<(u64, U256)>, StorageError> {
+        let mut iter = self.history_iterator()?;
+        iter.seek_for_prev(balance_at_key(address, block));
+        let found = if iter.valid() {
+            match (iter.key(), iter.value()) {
+                (Some(key), Some(value)) => {
+                    let (found_address, found_block) = decode_balance_at_key(key)?;
+                    (found_address == *address)
+                        .then(|| codec::decode_wei(value).map(|wei| (found_block, wei)))
+                        .transpose()?
+                }
+                _ => None,
+            }
+        } else {
+            iter.status()?;
+            None
+        };
+        self.history_readers.put_back(iter);
+        Ok(found)
+    }
+
+    /// An idle history iterator refreshed to the latest committed state, or
+    /// a new one.
+    fn history_iterator(&self) -> Result<HistoryIterator, StorageError> {
+        if let Some(mut iter) = self.history_readers.take() {
+            iter.refresh()?;
+            return Ok(iter);
+        }
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
-        let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf::BALANCE_AT), read);
-        iter.seek_for_prev(balance_at_key(address, block));
-        if !iter.valid() {
-            iter.status()?;
-            return Ok(None);
-        }
-        let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
-            return Ok(None);
-        };
-        let (found_address, found_block) = decode_balance_at_key(key)?;
-        if found_address != *address {
-            return Ok(None);
-        }
-        Ok(Some((found_block, codec::decode_wei(value)?)))
+        let iter = self.db.raw_iterator_cf_opt(self.cf(cf::BALANCE_AT), read);
+        // SAFETY: see `HistoryIterator`: the readers that keep this iterator
+        // are dropped before the database it borrows.
+        Ok(unsafe {
+            std::mem::transmute::<rocksdb::DBRawIteratorWithThreadMode<'_, DB>, HistoryIterator>(
+                iter,
+            )
+        })
     }
 
     /// The stored record of block `number`.
@@ -610,6 +670,43 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_reused_history_reader_sees_every_later_commit_and_the_range_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        assert_eq!((store.indexed_head(), store.indexed_start()), (None, None));
+        let a = Address::repeat_byte(0xaa);
+        for block in 1..=40u64 {
+            let mut batch = store.index_batch();
+            if block == 1 {
+                batch.set_chain(1, &B256::ZERO, 1);
+            }
+            batch.set_balance(&a, block, &U256::from(block));
+            batch.set_cursor(&Cursor {
+                number: block,
+                hash: B256::ZERO,
+            });
+            batch.commit().unwrap();
+            // Each read leaves its iterator idle for the next, which must
+            // see the batch committed in between.
+            assert_eq!(
+                store.balance_at(&a, u64::MAX).unwrap(),
+                Some(U256::from(block))
+            );
+            assert_eq!(store.indexed_head(), Some(block));
+        }
+        assert_eq!(store.indexed_start(), Some(1));
+        store.flush().unwrap();
+        drop(store);
+        let reopened = open(&dir);
+        assert_eq!(
+            (reopened.indexed_head(), reopened.indexed_start()),
+            (Some(40), Some(1)),
+            "the range is read back on open"
+        );
+        assert_eq!(reopened.balance_at(&a, 20).unwrap(), Some(U256::from(20u8)));
     }
 
     #[test]
