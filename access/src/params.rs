@@ -105,10 +105,27 @@ fn form<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
     Ok(())
 }
 
+/// Form-encoded pairs read as `form_urlencoded::parse` reads them (empty
+/// fragments skipped, a fragment without `=` is a name with an empty
+/// value, the first `=` splits), for APIs that accept anything a browser
+/// form would send; borrowed unless a percent escape or `+` had to be
+/// decoded.
+pub fn lenient_pairs(raw: &[u8]) -> impl Iterator<Item = Param<'_>> {
+    raw.split(|b| *b == b'&')
+        .filter(|fragment| !fragment.is_empty())
+        .map(|fragment| match fragment.iter().position(|b| *b == b'=') {
+            Some(equals) => (decode(&fragment[..equals]), decode(&fragment[equals + 1..])),
+            None => (decode(fragment), Cow::Borrowed("")),
+        })
+}
+
 /// Percent- and `+`-decoding, as `application/x-www-form-urlencoded` defines.
 fn decode(raw: &[u8]) -> Cow<'_, str> {
     if !raw.iter().any(|b| matches!(b, b'%' | b'+')) {
-        return String::from_utf8_lossy(raw);
+        return match std::str::from_utf8(raw) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
     }
     // `form_urlencoded` decodes whole pairs only: one `x=<raw>` pair decodes
     // the text exactly as it would inside a query.
@@ -180,6 +197,28 @@ impl<'de> serde::Deserialize<'de> for Fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lenient_pairs_read_as_form_urlencoded_does() {
+        for raw in [
+            "a=1&b=2",
+            "&&a=1&&",
+            "name",
+            "=5&x=",
+            "a=1=2",
+            "sp+ace=%41%42+c&%F0%9F%A6%80=%zz",
+            "bad=%FF%FE&k=\u{e9}",
+            "",
+        ] {
+            let ours: Vec<(String, String)> = lenient_pairs(raw.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            let theirs: Vec<(String, String)> = form_urlencoded::parse(raw.as_bytes())
+                .into_owned()
+                .collect();
+            assert_eq!(ours, theirs, "{raw:?}");
+        }
+    }
 
     fn names(query: &str, body: &str, kind: BodyKind) -> Result<Vec<(String, String)>, ParamError> {
         parse(query, body.as_bytes(), kind).map(|params| {

@@ -27,7 +27,7 @@ pub fn parse_address(text: &str) -> Result<Address, AddressError> {
     let address: Address = hex.parse().map_err(|_| AddressError::Format)?;
     let has_lower = hex.bytes().any(|b| b.is_ascii_lowercase());
     let has_upper = hex.bytes().any(|b| b.is_ascii_uppercase());
-    if has_lower && has_upper && address.to_checksum(None)[2..] != *hex {
+    if has_lower && has_upper && address.to_checksum_buffer(None).as_str()[2..] != *hex {
         return Err(AddressError::Checksum);
     }
     Ok(address)

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use smallvec::SmallVec;
+use weiport_access::params::lenient_pairs;
 use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guarded};
 use weiport_storage::Store;
 
@@ -110,7 +111,7 @@ struct EtherscanFace {
 }
 
 fn form_value<'a>(params: &'a [u8], name: &str) -> Option<Cow<'a, str>> {
-    form_urlencoded::parse(params)
+    lenient_pairs(params)
         .find(|(k, _)| k == name)
         .map(|(_, v)| v)
 }
@@ -144,8 +145,8 @@ struct Params<'a> {
 
 impl<'a> Params<'a> {
     fn new(query: &'a str, body: &'a [u8]) -> Self {
-        let mut pairs: SmallVec<_> = form_urlencoded::parse(query.as_bytes()).collect();
-        pairs.extend(form_urlencoded::parse(body));
+        let mut pairs: SmallVec<_> = lenient_pairs(query.as_bytes()).collect();
+        pairs.extend(lenient_pairs(body));
         Self { pairs }
     }
 
