@@ -78,5 +78,32 @@ measure() {
     END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad }'
 }
 
+# compare CONNECTIONS RUNNER...: each RUNNER, a command and its words (no
+# spaces inside a word) that is given the connection count last and prints
+# measure's line, run BENCH_ROUNDS times (default 3), taking turns, so
+# that drift of the machine during a run falls on every server alike;
+# prints the median req/s of each RUNNER in order.
+compare() {
+  local c="$1"; shift
+  local rounds="${BENCH_ROUNDS:-3}" round i runner
+  local -a results=()
+  for ((round = 0; round < rounds; round++)); do
+    i=0
+    for runner in "$@"; do
+      # shellcheck disable=SC2086 # the runner's words, split on purpose
+      results[i]+="$($runner "$c" | cut -d' ' -f1) "
+      i=$((i + 1))
+    done
+  done
+  local out=()
+  for ((i = 0; i < $#; i++)); do
+    out+=("$(tr ' ' '\n' <<<"${results[i]}" | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')")
+  done
+  echo "${out[*]}"
+}
+
+# get URL CONNECTIONS: a measure of GET URL (a runner for compare).
+get() { measure "$2" "$1"; }
+
 # ratio A B: A / B with two decimals and a ×.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f×", a / b }'; }

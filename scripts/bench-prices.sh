@@ -42,16 +42,15 @@ for i in $(seq 0 99); do
   order "$taker" "$taker_secret" "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.01"
 done
 
-rate() { measure "$1" "$2" | cut -d' ' -f1; }
 one="/api/v3/simple/price?ids=ethereum&vs_currencies=usd&include_24hr_vol=true&include_24hr_change=true&include_last_updated_at=true"
 many="/api/v3/simple/price?ids=ethereum,tether,bitcoin&vs_currencies=usd,eth&include_24hr_vol=true&include_24hr_change=true"
+echo "Median of ${BENCH_ROUNDS:-3} alternating ${secs}-second runs each:"
+echo
 echo "| route | connections | baseline req/s | weiport req/s | ratio |"
 echo "|---|---|---|---|---|"
 for c in ${BENCH_CONNECTIONS:-8 64}; do
   for path in "$one" "$many" /api/v3/ping; do
-    base=$(rate "$c" "http://127.0.0.1:18090/api/v3/simple/price")
-    ours=$(rate "$c" "http://127.0.0.1:18080$path")
-    printf '| `%s` | %s | %s | %s | %s |\n' "${path#/api/v3/}" "$c" "$base" "$ours" \
-      "$(ratio "$ours" "$base")"
+    read -r base ours <<<"$(compare "$c" "get http://127.0.0.1:18090/api/v3/simple/price" "get http://127.0.0.1:18080$path")"
+    printf '| `%s` | %s | %s | %s | %s |\n' "${path#/api/v3/}" "$c" "$base" "$ours" "$(ratio "$ours" "$base")"
   done
 done

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLockReadGuard};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::value::RawValue;
@@ -247,16 +247,16 @@ type Shared<M> = State<Arc<PriceFace<M>>>;
 
 /// `GET /api/v3/simple/price`: answered again from the cache while the
 /// market data it shows is unchanged (price bots ask the same every second).
-async fn simple_price<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQuery) -> Response {
-    let query = query.unwrap_or_default();
+async fn simple_price<M: Markets>(State(face): Shared<M>, uri: Uri) -> Response {
+    let query = uri.query().unwrap_or_default();
     let (sequence, minute) = (face.markets.view().sequence, now_ms() / 60_000);
     let answers = || face.answers.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(answer) = answers().get(&query)
+    if let Some(answer) = answers().get(query)
         && (answer.sequence, answer.minute) == (sequence, minute)
     {
         return json_bytes(answer.body.clone());
     }
-    let body = match price_answer(&face, &query) {
+    let body = match price_answer(&face, query) {
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
@@ -269,7 +269,7 @@ async fn simple_price<M: Markets>(State(face): Shared<M>, RawQuery(query): RawQu
         minute,
         body: body.clone(),
     };
-    cached.insert(query, answer);
+    cached.insert(query.to_owned(), answer);
     json_bytes(body)
 }
 
