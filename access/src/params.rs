@@ -109,14 +109,57 @@ fn form<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
 /// fragments skipped, a fragment without `=` is a name with an empty
 /// value, the first `=` splits), for APIs that accept anything a browser
 /// form would send; borrowed unless a percent escape or `+` had to be
-/// decoded.
-pub fn lenient_pairs(raw: &[u8]) -> impl Iterator<Item = Param<'_>> {
-    raw.split(|b| *b == b'&')
+/// decoded. Text, not bytes: a query string is already UTF-8, so nothing
+/// is validated again.
+pub fn lenient_pairs(raw: &str) -> impl Iterator<Item = Param<'_>> {
+    raw.split('&')
         .filter(|fragment| !fragment.is_empty())
-        .map(|fragment| match fragment.iter().position(|b| *b == b'=') {
-            Some(equals) => (decode(&fragment[..equals]), decode(&fragment[equals + 1..])),
-            None => (decode(fragment), Cow::Borrowed("")),
+        .map(|fragment| {
+            let (name, value) = fragment.split_once('=').unwrap_or((fragment, ""));
+            (decode_text(name), decode_text(value))
         })
+}
+
+/// The first value of `name` among [`lenient_pairs`], decoding only what
+/// the search needs: names are compared as sent unless they hold escapes.
+pub fn lenient_value<'a>(raw: &'a str, name: &str) -> Option<Cow<'a, str>> {
+    raw.split('&').find_map(|fragment| {
+        let (sent, value) = fragment.split_once('=').unwrap_or((fragment, ""));
+        let named = if needs_decoding(sent) {
+            decode_text(sent) == name
+        } else {
+            sent == name
+        };
+        (named && !fragment.is_empty()).then(|| decode_text(value))
+    })
+}
+
+/// Form pairs of a body that may not be UTF-8: as text when it is (the
+/// usual case, borrowed), else read from its lossy conversion, owned.
+pub fn lenient_body_pairs(body: &[u8]) -> Vec<Param<'_>> {
+    match std::str::from_utf8(body) {
+        Ok(text) => lenient_pairs(text).collect(),
+        Err(_) => lenient_pairs(&String::from_utf8_lossy(body))
+            .map(|(name, value)| {
+                (
+                    Cow::Owned(name.into_owned()),
+                    Cow::Owned(value.into_owned()),
+                )
+            })
+            .collect(),
+    }
+}
+
+fn needs_decoding(text: &str) -> bool {
+    text.bytes().any(|b| b == b'%' || b == b'+')
+}
+
+fn decode_text(raw: &str) -> Cow<'_, str> {
+    if needs_decoding(raw) {
+        decode(raw.as_bytes())
+    } else {
+        Cow::Borrowed(raw)
+    }
 }
 
 /// Percent- and `+`-decoding, as `application/x-www-form-urlencoded` defines.
@@ -210,14 +253,38 @@ mod tests {
             "bad=%FF%FE&k=\u{e9}",
             "",
         ] {
-            let ours: Vec<(String, String)> = lenient_pairs(raw.as_bytes())
+            let ours: Vec<(String, String)> = lenient_pairs(raw)
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect();
             let theirs: Vec<(String, String)> = form_urlencoded::parse(raw.as_bytes())
                 .into_owned()
                 .collect();
             assert_eq!(ours, theirs, "{raw:?}");
+            let from_body: Vec<(String, String)> = lenient_body_pairs(raw.as_bytes())
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            assert_eq!(from_body, theirs, "{raw:?} as a body");
+            for (name, _) in &theirs {
+                let first = theirs
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone());
+                assert_eq!(
+                    lenient_value(raw, name).map(Cow::into_owned),
+                    first,
+                    "{raw:?}: {name}"
+                );
+            }
+            assert_eq!(lenient_value(raw, "absent"), None);
         }
+        let not_utf8: &[u8] = b"a=\xff\xfe&b=%41&\xc3=x";
+        let from_body: Vec<(String, String)> = lenient_body_pairs(not_utf8)
+            .into_iter()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        let theirs: Vec<(String, String)> = form_urlencoded::parse(not_utf8).into_owned().collect();
+        assert_eq!(from_body, theirs, "a body that is not UTF-8");
     }
 
     fn names(query: &str, body: &str, kind: BodyKind) -> Result<Vec<(String, String)>, ParamError> {

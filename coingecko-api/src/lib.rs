@@ -184,7 +184,7 @@ struct Params(BTreeMap<String, String>);
 impl Params {
     fn new(query: Option<&str>) -> Self {
         Self(
-            weiport_access::params::lenient_pairs(query.unwrap_or("").as_bytes())
+            weiport_access::params::lenient_pairs(query.unwrap_or(""))
                 .map(|(name, value)| (name.into_owned(), value.into_owned()))
                 .collect(),
         )
@@ -625,7 +625,7 @@ impl Face for CoinGeckoFace {
             .iter()
             .find_map(|name| headers.get(*name)?.to_str().ok().map(Into::into))
             .or_else(|| {
-                weiport_access::params::lenient_pairs(query.as_bytes())
+                weiport_access::params::lenient_pairs(query)
                     .find(|(name, _)| name == "x_cg_pro_api_key" || name == "x_cg_demo_api_key")
                     .map(|(_, value)| value)
             })

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use smallvec::SmallVec;
-use weiport_access::params::lenient_pairs;
+use weiport_access::params::{lenient_body_pairs, lenient_pairs, lenient_value};
 use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guarded};
 use weiport_storage::Store;
 
@@ -110,12 +110,6 @@ struct EtherscanFace {
     http_200_errors: bool,
 }
 
-fn form_value<'a>(params: &'a [u8], name: &str) -> Option<Cow<'a, str>> {
-    lenient_pairs(params)
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v)
-}
-
 impl Face for EtherscanFace {
     fn api_key<'a>(
         &self,
@@ -123,7 +117,11 @@ impl Face for EtherscanFace {
         query: &'a str,
         body: &'a [u8],
     ) -> Option<Cow<'a, str>> {
-        form_value(query.as_bytes(), "apikey").or_else(|| form_value(body, "apikey"))
+        lenient_value(query, "apikey").or_else(|| {
+            lenient_body_pairs(body)
+                .into_iter()
+                .find_map(|(name, value)| (name == "apikey").then_some(value))
+        })
     }
 
     fn reject(&self, error: &AccessError) -> Response {
@@ -145,8 +143,10 @@ struct Params<'a> {
 
 impl<'a> Params<'a> {
     fn new(query: &'a str, body: &'a [u8]) -> Self {
-        let mut pairs: SmallVec<_> = lenient_pairs(query.as_bytes()).collect();
-        pairs.extend(lenient_pairs(body));
+        let mut pairs: SmallVec<_> = lenient_pairs(query).collect();
+        if !body.is_empty() {
+            pairs.extend(lenient_body_pairs(body));
+        }
         Self { pairs }
     }
 
