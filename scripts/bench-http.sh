@@ -47,8 +47,9 @@ admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: applicatio
 pin_servers() { for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done; }
 
 # The request wrk sends, from the environment: WRK_METHOD, WRK_BODY,
-# WRK_HEADERS ("Name: value|Name: value"), WRK_DELAY_MS (a pause before each
-# request of a connection, for runs below peak load).
+# WRK_HEADERS ("Name: value|Name: value"), WRK_DELAY_MS (for runs below peak
+# load: a pause before each request of a connection, drawn uniformly from
+# 1..2×WRK_DELAY_MS-1 ms so that connections do not fire in step).
 cat > "$work/request.lua" <<'LUA'
 wrk.method = os.getenv("WRK_METHOD") or "GET"
 wrk.body = os.getenv("WRK_BODY")
@@ -57,7 +58,7 @@ for name, value in string.gmatch(os.getenv("WRK_HEADERS") or "", "([^:|]+):%s*([
 end
 local pause = tonumber(os.getenv("WRK_DELAY_MS") or "0")
 if pause > 0 then
-  function delay() return pause end
+  function delay() return math.random(1, 2 * pause - 1) end
 end
 LUA
 

@@ -127,7 +127,8 @@ done
 WRK_METHOD=POST WRK_BODY="$order" WRK_HEADERS="X-MBX-APIKEY: $key|Content-Type: application/x-www-form-urlencoded" \
   measure 64 "$ours/api/v3/order" | awk '{ print "order run of 64 connections: " $1 " req/s, non-2xx answers: " $4 }'
 
-# Half of the peak: connections that pause 2 ms before each request.
+# Half of the peak: connections that pause 1-3 ms (2 ms on average, drawn
+# per request) before each request.
 echo
 echo "| route at half of its peak | target req/s | weiport req/s | p50 ms | p99 ms | baseline p50 ms | baseline p99 ms |"
 echo "|---|---|---|---|---|---|---|"

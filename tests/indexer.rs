@@ -496,6 +496,24 @@ async fn node_outages_and_garbage_answers_pause_indexing_without_corrupting_it()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_ends_indexing_while_a_node_call_hangs() {
+    let anvil = Anvil::start(&["--accounts", "2"]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let proxy = FaultProxy::start(&anvil.url).await;
+    let running = start_indexer(&proxy.url, fast_config());
+    chain.transfer(dev[0], dev[1], ether(1)).await;
+    wait_until_indexed(&running.store, &chain, WAIT).await;
+    proxy.set(Fault::Stall);
+    // The indexer polls the head every 20 ms: its next call now hangs, and
+    // would until the request timeout (5 s) and its retries ran out.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::timeout(Duration::from_secs(2), running.stop())
+        .await
+        .expect("the stop is not held up by the node call in flight");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_pruned_the_state_stops_the_indexer_with_a_clear_error() {
     let anvil = Anvil::start(&["--accounts", "2", "--prune-history", "5"]);
     let chain = Chain::new(&anvil.url);

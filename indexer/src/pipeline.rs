@@ -225,6 +225,13 @@ struct PendingBatch {
     blocks: Vec<BlockChanges>,
 }
 
+/// Resolves once a stop is requested; never, if no one can request one.
+async fn stop_requested(shutdown: &mut watch::Receiver<bool>) {
+    if shutdown.wait_for(|stop| *stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 impl Indexer {
     /// An indexer over `store`, following `node`.
     pub fn new(node: NodeClient, store: Store, config: IndexerConfig) -> Self {
@@ -250,15 +257,24 @@ impl Indexer {
             if *shutdown.borrow() {
                 return Ok(());
             }
+            let mut follow_shutdown = shutdown.clone();
             let attempt = async {
                 let chosen = match plan {
                     Some(chosen) => chosen,
                     None => self.prepare().await?,
                 };
                 plan = Some(chosen);
-                self.follow(chosen, &mut shutdown.clone()).await
+                self.follow(chosen, &mut follow_shutdown).await
             };
-            match attempt.await {
+            // A stop ends the attempt wherever it waits (a node call being
+            // retried, a fetch): what it had not committed is fetched again
+            // on the next start, and a commit already handed to RocksDB
+            // completes whole or not at all.
+            let outcome = tokio::select! {
+                outcome = attempt => outcome,
+                () = stop_requested(&mut shutdown) => return Ok(()),
+            };
+            match outcome {
                 Ok(()) => return Ok(()),
                 Err(error) if error.is_transient() => {
                     failures += 1;

@@ -16,6 +16,8 @@ pub enum Fault {
     Drop,
     /// Answer every request with HTTP 200 and a body that is not JSON.
     Garbage,
+    /// Accept connections and never answer, until the fault changes.
+    Stall,
 }
 
 pub struct FaultProxy {
@@ -39,6 +41,10 @@ impl FaultProxy {
                     let mut inbound = inbound;
                     match fault {
                         Fault::Drop => {}
+                        Fault::Stall => {
+                            let _ = changes.wait_for(|f| *f != Fault::Stall).await;
+                            drop(inbound);
+                        }
                         Fault::Garbage => {
                             let mut buf = [0u8; 4096];
                             let _ = tokio::io::AsyncReadExt::read(&mut inbound, &mut buf).await;
