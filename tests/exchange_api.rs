@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::{Key, Weiport};
 use serde_json::{Value, json};
 use weiport_access::sign_hmac_sha256;
@@ -79,22 +77,9 @@ async fn ccxt_and_the_official_sdk_trade_through_a_full_lifecycle() {
     let setup = Setup::start();
     let a = setup.funded_key("100000", "10").await;
     let b = setup.funded_key("100000", "10").await;
-    let script = common::repo_text("tests/clients/binance_sdks.py");
-    let url = setup.weiport.url.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(common::python())
-            .args([&script, &url, &a.id, &a.secret, &b.id, &b.secret])
-            .output()
-            .expect("run python (scripts/setup.sh installs the clients)")
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("all clients ok"),
-        "{stderr}"
-    );
+    let args = [&setup.weiport.url, &a.id, &a.secret, &b.id, &b.secret];
+    let printed = common::run_client("binance_sdks.py", args.map(String::clone).to_vec()).await;
+    assert!(printed.contains("all clients ok"), "{printed}");
 
     // Every order the clients placed has ended: nothing rests on the book.
     let (status, book) = setup.public("/api/v3/depth?symbol=ETHUSDT").await;

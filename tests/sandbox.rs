@@ -176,22 +176,10 @@ async fn a_newcomer_trades_reads_balances_and_sees_markets_move_then_stops_it() 
     let dev_accounts = rpc(&node, "eth_accounts", json!([])).await;
     let mut addresses: Vec<String> = recipients.clone();
     addresses.push(dev_accounts[0].as_str().unwrap().to_owned());
-    let mut args = vec![
-        common::repo_text("tests/clients/sandbox_newcomer.py"),
-        json_path.to_str().unwrap().to_owned(),
-    ];
+    let mut args = vec![json_path.to_str().unwrap().to_owned()];
     args.extend(addresses.iter().cloned());
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(common::python())
-            .args(&args)
-            .output()
-            .expect("run python (scripts/setup.sh installs the clients)")
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    let read: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let printed = common::run_client("sandbox_newcomer.py", args).await;
+    let read: Value = serde_json::from_str(&printed).unwrap();
     let block = read["block"].as_u64().unwrap();
     assert!(block > 0);
     let mut moved = 0;

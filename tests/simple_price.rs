@@ -206,21 +206,7 @@ async fn keys_are_optional_but_checked_when_given() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pycoingecko_reads_prices_markets_and_charts_equal_to_binance_tickers_and_klines() {
     let (weiport, _dir, key) = traded().await;
-    let python = common::python();
-    let script = common::repo_text("tests/clients/coingecko.py");
-    let url = weiport.url.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(python)
-            .args([&script, &url, &key.id])
-            .output()
-            .expect("run python (scripts/setup.sh installs pycoingecko)")
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("coingecko ok"),
-        "{stderr}"
-    );
+    let printed =
+        common::run_client("coingecko.py", vec![weiport.url.clone(), key.id.clone()]).await;
+    assert!(printed.contains("coingecko ok"), "{printed}");
 }

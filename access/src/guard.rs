@@ -4,9 +4,7 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
-use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -22,7 +20,7 @@ use crate::auth::{Credentials, Security, authenticate};
 use crate::keystore::{ApiKey, now_ms};
 use crate::limits::Usage;
 use crate::params::BodyKind;
-use crate::telemetry::RouteId;
+use crate::telemetry::{Answering, RouteId};
 use crate::{Access, AccessError};
 
 /// What differs between the APIs that share the guard.
@@ -194,7 +192,7 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)

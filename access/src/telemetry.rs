@@ -18,6 +18,9 @@ use axum::response::Response;
 use axum::routing::MethodRouter;
 use tower::{Layer, Service};
 
+/// The future of a counted route's answer (boxed: one allocation a request).
+pub(crate) type Answering = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
 /// Name of the request counter (labels `method`, `route`, `status`).
 pub const REQUESTS: &str = "http_requests_total";
 /// Name of the latency histogram (label `route`).
@@ -158,7 +161,7 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)

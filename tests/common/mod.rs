@@ -7,6 +7,7 @@ pub mod chain;
 pub mod proxy;
 pub mod raw_http;
 pub mod rpc_filter;
+pub mod ws;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,24 @@ pub fn repo_path(relative: &str) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .join(relative)
+}
+
+/// Runs `tests/clients/<script>` with `args` under [`python`] (off the async
+/// workers), asserts that it succeeded, and returns what it printed.
+pub async fn run_client(script: &str, args: Vec<String>) -> String {
+    let script = repo_text(&format!("tests/clients/{script}"));
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("{script}: {e} (scripts/setup.sh installs the clients)"))
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// [`repo_path`] as text, for command lines.

@@ -1,0 +1,78 @@
+//! WebSocket clients of the stream tests: connect, read the next JSON
+//! frame, send a control message paced under Binance's message rate; and
+//! the REST calls and servers those tests start from.
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{GENEROUS, Key, Weiport};
+
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub async fn connect(weiport: &Weiport, path: &str) -> Socket {
+    let url = format!("{}{path}", weiport.url.replacen("http://", "ws://", 1));
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+/// The next text frame as JSON (pings are answered by the client library).
+pub async fn next(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("a frame within 10 s")
+            .expect("the connection stays open")
+            .unwrap();
+        if let Message::Text(text) = message {
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+}
+
+/// Sends a control message, paced under Binance's 5 messages a second.
+pub async fn send(socket: &mut Socket, request: Value) -> Value {
+    tokio::time::sleep(Duration::from_millis(210)).await;
+    socket
+        .send(Message::Text(request.to_string().into()))
+        .await
+        .unwrap();
+    next(socket).await
+}
+
+pub async fn order(weiport: &Weiport, key: &Key, params: &str) -> Value {
+    let (status, answer) = weiport
+        .signed(reqwest::Method::POST, "/api/v3/order", key, params)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+pub async fn public(weiport: &Weiport, path: &str) -> Value {
+    reqwest::get(format!("{}{path}", weiport.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+pub fn serve() -> (Weiport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = Weiport::serve(dir.path(), &GENEROUS);
+    (weiport, dir)
+}
+
+/// A server with two trading keys: a maker holding 10 ETH, a taker holding 100,000 USDT.
+pub async fn two_traders() -> (Weiport, tempfile::TempDir, Key, Key) {
+    let (weiport, dir) = serve();
+    let maker = weiport
+        .funded_key(&["read", "trade"], &[("ETH", "10")])
+        .await;
+    let taker = weiport
+        .funded_key(&["read", "trade"], &[("USDT", "100000")])
+        .await;
+    (weiport, dir, maker, taker)
+}

@@ -1,0 +1,363 @@
+//! Binance-compatible user data streams on `weiport serve`, over real
+//! sockets: listen-key streams (every order change and balance of one
+//! account) and the WebSocket API's logon and subscriptions.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Key;
+use common::Weiport;
+use common::ws::{Socket, connect, next, order, public, send, two_traders};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+/// Events on a listen-key stream until none comes for 500 ms.
+async fn drain(socket: &mut Socket) -> Vec<Value> {
+    let mut events = Vec::new();
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_millis(500), socket.next()).await
+    {
+        if let Message::Text(text) = message {
+            events.push(serde_json::from_str(&text).unwrap());
+        }
+    }
+    events
+}
+
+async fn listen_key(
+    weiport: &Weiport,
+    method: reqwest::Method,
+    key: &Key,
+    query: &str,
+) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .request(
+            method,
+            format!("{}/api/v3/userDataStream{query}", weiport.url),
+        )
+        .header("X-MBX-APIKEY", &key.id)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_account_only() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    let trade_only = weiport.funded_key(&["trade"], &[]).await;
+    let (status, refused) = listen_key(&weiport, reqwest::Method::POST, &trade_only, "").await;
+    assert_eq!(
+        (status, refused["code"].clone()),
+        (401, json!(-2015)),
+        "{refused}"
+    );
+
+    let (status, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    assert_eq!(status, 200, "{created}");
+    let key = created["listenKey"].as_str().unwrap().to_owned();
+    let (_, again) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    assert_eq!(
+        again["listenKey"],
+        key.as_str(),
+        "one active key per account"
+    );
+    let (status, kept) = listen_key(
+        &weiport,
+        reqwest::Method::PUT,
+        &maker,
+        &format!("?listenKey={key}"),
+    )
+    .await;
+    assert_eq!((status, kept), (200, json!({})));
+    let (status, unknown) = listen_key(
+        &weiport,
+        reqwest::Method::PUT,
+        &taker,
+        &format!("?listenKey={key}"),
+    )
+    .await;
+    assert_eq!(
+        (status, unknown),
+        (
+            400,
+            json!({"code": -1125, "msg": "This listenKey does not exist."})
+        )
+    );
+
+    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let placed = order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000&newClientOrderId=maker-1",
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.4&price=3000",
+    )
+    .await;
+    weiport
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/order",
+            &maker,
+            "symbol=ETHUSDT&origClientOrderId=maker-1",
+        )
+        .await;
+    let (status, _) = weiport
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/credit", maker.account),
+            json!({"asset": "USDT", "amount": "25"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    let events = drain(&mut stream).await;
+    let reports: Vec<(String, String, String, String)> = events
+        .iter()
+        .filter(|e| e["e"] == "executionReport")
+        .map(|e| {
+            assert_eq!(
+                e["i"], placed["orderId"],
+                "only the account's own order: {e}"
+            );
+            assert_eq!(e["c"], "maker-1");
+            let text = |k: &str| e[k].as_str().unwrap().to_owned();
+            (text("x"), text("X"), text("l"), text("z"))
+        })
+        .collect();
+    let s = |t: &str| t.to_owned();
+    assert_eq!(
+        reports,
+        [
+            (s("NEW"), s("NEW"), s("0.00000000"), s("0.00000000")),
+            (
+                s("TRADE"),
+                s("PARTIALLY_FILLED"),
+                s("0.40000000"),
+                s("0.40000000")
+            ),
+            (
+                s("CANCELED"),
+                s("CANCELED"),
+                s("0.00000000"),
+                s("0.40000000")
+            ),
+        ]
+    );
+    let trade = events.iter().find(|e| e["x"] == "TRADE").unwrap();
+    let rest = public(&weiport, "/api/v3/trades?symbol=ETHUSDT").await;
+    assert_eq!(trade["t"], rest[0]["id"]);
+    assert_eq!(trade["L"], "3000.00000000");
+    assert_eq!(trade["Y"], "1200.00000000");
+    assert_eq!(
+        (trade["n"].clone(), trade["N"].clone()),
+        (json!("1.20000000"), json!("USDT"))
+    );
+    assert_eq!(trade["m"], true);
+
+    // The last position equals REST's account.
+    let positions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["e"] == "outboundAccountPosition")
+        .collect();
+    assert!(positions.len() >= 4, "{events:#?}");
+    let update = events.iter().find(|e| e["e"] == "balanceUpdate").unwrap();
+    assert_eq!(
+        (update["a"].clone(), update["d"].clone()),
+        (json!("USDT"), json!("25.00000000"))
+    );
+    let (_, account) = weiport
+        .signed(reqwest::Method::GET, "/api/v3/account", &maker, "")
+        .await;
+    let usdt = account["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["asset"] == "USDT")
+        .unwrap();
+    let last = positions.last().unwrap()["B"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["a"] == "USDT")
+        .unwrap();
+    assert_eq!(
+        (last["f"].clone(), last["l"].clone()),
+        (usdt["free"].clone(), usdt["locked"].clone())
+    );
+
+    let (status, closed) = listen_key(
+        &weiport,
+        reqwest::Method::DELETE,
+        &maker,
+        &format!("?listenKey={key}"),
+    )
+    .await;
+    assert_eq!((status, closed), (200, json!({})));
+}
+
+/// An Ed25519 key on `account`, registered by its public key; returns the
+/// key id and a signer of Binance's WebSocket API payloads.
+async fn ed25519_key(weiport: &Weiport, account: u64) -> (String, impl Fn(&str) -> String) {
+    use base64::Engine;
+    use ed25519_dalek::Signer;
+    use ed25519_dalek::pkcs8::EncodePublicKey;
+
+    let signing = ed25519_dalek::SigningKey::from_bytes(&[account as u8 + 11; 32]);
+    let pem = signing
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .unwrap();
+    let (status, created) = weiport
+        .admin(
+            reqwest::Method::POST,
+            "/admin/keys",
+            json!({ "account": account, "kind": "ed25519", "public_key": pem, "permissions": ["read"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let sign = move |payload: &str| {
+        base64::engine::general_purpose::STANDARD
+            .encode(signing.sign(payload.as_bytes()).to_bytes())
+    };
+    (created["id"].as_str().unwrap().to_owned(), sign)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websocket_api_logs_on_with_ed25519_and_ends_streams_with_event_stream_terminated() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    let (ed_key, sign) = ed25519_key(&weiport, maker.account).await;
+    let mut api = connect(&weiport, "/ws-api/v3?timeUnit=MICROSECOND").await;
+
+    let answer = send(
+        &mut api,
+        json!({ "id": "a", "method": "userDataStream.subscribe" }),
+    )
+    .await;
+    assert_eq!(
+        (&answer["status"], &answer["error"]["code"]),
+        (&json!(401), &json!(-1002)),
+        "no stream before a logon: {answer}"
+    );
+    // An HMAC key's valid signature is refused: logon takes Ed25519 keys only.
+    let timestamp = now_ms();
+    let payload = format!("apiKey={}&timestamp={timestamp}", maker.id);
+    let hmac = weiport_access::sign_hmac_sha256(maker.secret.as_bytes(), payload.as_bytes());
+    let answer = send(
+        &mut api,
+        json!({ "id": "b", "method": "session.logon", "params": { "apiKey": maker.id, "timestamp": timestamp, "signature": hmac } }),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -4056, "{answer}");
+    let answer = send(
+        &mut api,
+        json!({ "id": "c", "method": "session.logon", "params": { "apiKey": ed_key, "timestamp": timestamp, "signature": sign(&format!("apiKey={ed_key}&timestamp={timestamp}")) } }),
+    )
+    .await;
+    assert_eq!(answer["status"], 200, "{answer}");
+    assert_eq!(answer["result"]["apiKey"], ed_key.as_str());
+    assert_eq!(answer["result"]["userDataStream"], false);
+    let answer = send(
+        &mut api,
+        json!({ "id": "d", "method": "userDataStream.subscribe" }),
+    )
+    .await;
+    assert_eq!(answer["result"]["subscriptionId"], 0, "{answer}");
+    let answer = send(&mut api, json!({ "id": "e", "method": "session.status" })).await;
+    assert_eq!(answer["result"]["userDataStream"], true, "{answer}");
+    assert_eq!(answer["result"]["apiKey"], ed_key.as_str());
+
+    // The account's order is reported, with every time in microseconds.
+    let placed = order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000",
+    )
+    .await;
+    let report = loop {
+        let frame = next(&mut api).await;
+        if frame["event"]["e"] == "executionReport" {
+            break frame;
+        }
+    };
+    assert_eq!(report["subscriptionId"], 0);
+    assert_eq!(report["event"]["i"], placed["orderId"]);
+    let created_ms = placed["transactTime"].as_u64().unwrap();
+    assert_eq!(report["event"]["O"].as_u64().unwrap(), created_ms * 1000);
+    assert!(report["event"]["E"].as_u64().unwrap() >= created_ms * 1000);
+
+    // A trade stream in microseconds shows the trade time REST shows, times 1000.
+    let mut trades = connect(&weiport, "/ws/ethusdt@trade?timeUnit=microsecond").await;
+    send(
+        &mut trades,
+        json!({ "method": "LIST_SUBSCRIPTIONS", "id": 1 }),
+    )
+    .await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=0.5",
+    )
+    .await;
+    let trade = next(&mut trades).await;
+    let rest = public(&weiport, "/api/v3/trades?symbol=ETHUSDT").await;
+    assert_eq!(trade["t"], rest[0]["id"]);
+    assert_eq!(
+        trade["T"].as_u64().unwrap(),
+        rest[0]["time"].as_u64().unwrap() * 1000
+    );
+
+    // Logging out ends the logon's stream with eventStreamTerminated, then answers.
+    api.send(Message::Text(
+        json!({ "id": "f", "method": "session.logout" })
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    // The maker's trade reports may still be on their way.
+    let terminated = loop {
+        let frame = next(&mut api).await;
+        let kind = &frame["event"]["e"];
+        if kind != "executionReport" && kind != "outboundAccountPosition" {
+            break frame;
+        }
+    };
+    assert_eq!(terminated["subscriptionId"], 0, "{terminated}");
+    assert_eq!(terminated["event"]["e"], "eventStreamTerminated");
+    assert!(terminated["event"]["E"].as_u64().unwrap() > 1_000_000_000_000_000);
+    let answer = next(&mut api).await;
+    assert_eq!(answer["id"], "f", "{answer}");
+    assert_eq!(answer["result"]["apiKey"], Value::Null);
+    assert_eq!(answer["result"]["userDataStream"], false);
+    let answer = send(
+        &mut api,
+        json!({ "id": "g", "method": "userDataStream.subscribe" }),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -1002, "logged out: {answer}");
+
+    // A time unit Binance does not know is refused before the upgrade.
+    let response = reqwest::get(format!(
+        "{}/ws/ethusdt@trade?timeUnit=NANOSECOND",
+        weiport.url
+    ))
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], -1194, "{body}");
+}
