@@ -112,8 +112,20 @@ pub struct Anvil {
 }
 
 impl Anvil {
-    /// Starts anvil with `args` added to the defaults.
+    /// Starts anvil with `args` added to the defaults, once it answers
+    /// JSON-RPC. An anvil that announced its port but does not answer (seen
+    /// rarely under load) is replaced by a fresh one, up to three times.
     pub fn start(args: &[&str]) -> Self {
+        for _ in 0..3 {
+            let anvil = Self::spawn(args);
+            if answers_json_rpc(&anvil.url, Duration::from_secs(10)) {
+                return anvil;
+            }
+        }
+        panic!("anvil did not answer JSON-RPC three times in a row");
+    }
+
+    fn spawn(args: &[&str]) -> Self {
         let mut child = Command::new(anvil_binary())
             .args(["--host", "127.0.0.1", "--port", "0"])
             .args(args)
@@ -136,6 +148,31 @@ impl Anvil {
             url: format!("http://{address}"),
         }
     }
+}
+
+/// Whether the node at `url` (`http://host:port`) answers `eth_chainId`
+/// within `timeout`.
+fn answers_json_rpc(url: &str, timeout: Duration) -> bool {
+    use std::io::{Read, Write};
+    let Ok(address) = url
+        .trim_start_matches("http://")
+        .parse::<std::net::SocketAddr>()
+    else {
+        return false;
+    };
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#;
+    let request = format!(
+        "POST / HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&address, timeout) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let mut answer = String::new();
+    stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_to_string(&mut answer).is_ok()
+        && answer.contains("\"result\"")
 }
 
 impl Drop for Anvil {
