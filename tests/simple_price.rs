@@ -5,15 +5,8 @@
 
 mod common;
 
-use common::{Key, Weiport};
+use common::{Key, Weiport, order};
 use serde_json::{Value, json};
-
-async fn order(weiport: &Weiport, key: &Key, params: &str) {
-    let (status, answer) = weiport
-        .signed(reqwest::Method::POST, "/api/v3/order", key, params)
-        .await;
-    assert_eq!(status, 200, "{answer}");
-}
 
 async fn get(weiport: &Weiport, path: &str) -> (u16, Value) {
     let response = reqwest::get(format!("{}{path}", weiport.url))
@@ -24,14 +17,7 @@ async fn get(weiport: &Weiport, path: &str) -> (u16, Value) {
 
 /// A server where ETH traded at 3000 (1.5) and then 3100 (0.5) against USDT.
 async fn traded() -> (Weiport, tempfile::TempDir, Key) {
-    let dir = tempfile::tempdir().unwrap();
-    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
-    let maker = weiport
-        .funded_key(&["read", "trade"], &[("ETH", "10")])
-        .await;
-    let taker = weiport
-        .funded_key(&["read", "trade"], &[("USDT", "100000")])
-        .await;
+    let (weiport, dir, maker, taker) = common::two_traders().await;
     for (price, quantity) in [("3000", "1.5"), ("3100", "0.5")] {
         order(
             &weiport,

@@ -8,7 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::ws::{connect, next, order, public, send, serve, two_traders};
+use common::ws::{connect, next, public, send};
+use common::{order, serve, two_traders};
 use futures::{SinkExt, StreamExt};
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::Key;
 use common::Weiport;
-use common::ws::{Socket, connect, next, order, public, send, two_traders};
+use common::ws::{Socket, connect, next, public, send};
+use common::{order, two_traders};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;

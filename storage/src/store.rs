@@ -163,7 +163,7 @@ impl Store {
             .iter()
             .map(|name| ColumnFamilyDescriptor::new(*name, column_family_options(name, &cache)));
         let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
-        let mut store = Self {
+        let store = Self {
             history_readers: Arc::default(),
             db: Arc::new(db),
             path,
@@ -175,10 +175,8 @@ impl Store {
         store.check_schema()?;
         let head = store.cursor()?.map_or(UNSET, |cursor| cursor.number);
         let start = store.index_start()?.unwrap_or(UNSET);
-        store.indexed = Arc::new(IndexedRange {
-            head: AtomicU64::new(head),
-            start: AtomicU64::new(start),
-        });
+        store.indexed.head.store(head, Ordering::Release);
+        store.indexed.start.store(start, Ordering::Release);
         Ok(store)
     }
 

@@ -496,3 +496,31 @@ impl Drop for Weiport {
         let _ = self.child.wait();
     }
 }
+
+/// Places an order with `key`, which must be accepted; its answer.
+pub async fn order(weiport: &Weiport, key: &Key, params: &str) -> serde_json::Value {
+    let (status, answer) = weiport
+        .signed(reqwest::Method::POST, "/api/v3/order", key, params)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+/// A server with the exchange's limits out of the way (indexer off).
+pub fn serve() -> (Weiport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = Weiport::serve(dir.path(), &GENEROUS);
+    (weiport, dir)
+}
+
+/// A server with two trading keys: a maker holding 10 ETH, a taker holding 100,000 USDT.
+pub async fn two_traders() -> (Weiport, tempfile::TempDir, Key, Key) {
+    let (weiport, dir) = serve();
+    let maker = weiport
+        .funded_key(&["read", "trade"], &[("ETH", "10")])
+        .await;
+    let taker = weiport
+        .funded_key(&["read", "trade"], &[("USDT", "100000")])
+        .await;
+    (weiport, dir, maker, taker)
+}

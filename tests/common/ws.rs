@@ -8,7 +8,7 @@ use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{GENEROUS, Key, Weiport};
+use super::Weiport;
 
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -42,14 +42,6 @@ pub async fn send(socket: &mut Socket, request: Value) -> Value {
     next(socket).await
 }
 
-pub async fn order(weiport: &Weiport, key: &Key, params: &str) -> Value {
-    let (status, answer) = weiport
-        .signed(reqwest::Method::POST, "/api/v3/order", key, params)
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    answer
-}
-
 pub async fn public(weiport: &Weiport, path: &str) -> Value {
     reqwest::get(format!("{}{path}", weiport.url))
         .await
@@ -57,22 +49,4 @@ pub async fn public(weiport: &Weiport, path: &str) -> Value {
         .json()
         .await
         .unwrap()
-}
-
-pub fn serve() -> (Weiport, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let weiport = Weiport::serve(dir.path(), &GENEROUS);
-    (weiport, dir)
-}
-
-/// A server with two trading keys: a maker holding 10 ETH, a taker holding 100,000 USDT.
-pub async fn two_traders() -> (Weiport, tempfile::TempDir, Key, Key) {
-    let (weiport, dir) = serve();
-    let maker = weiport
-        .funded_key(&["read", "trade"], &[("ETH", "10")])
-        .await;
-    let taker = weiport
-        .funded_key(&["read", "trade"], &[("USDT", "100000")])
-        .await;
-    (weiport, dir, maker, taker)
 }
