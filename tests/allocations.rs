@@ -107,6 +107,7 @@ fn limit(
         client_order_id: None,
         response_type: ResponseType::Ack,
         stp: StpMode::None,
+        trigger: None,
     }
 }
 

@@ -91,6 +91,7 @@ fn sequencer_driver() {
                 client_order_id: Some(client_order_id.clone()),
                 response_type: ResponseType::Full,
                 stp: weiport_exchange::StpMode::None,
+                trigger: None,
             };
             let account = 1 + n % 2;
             sequencer

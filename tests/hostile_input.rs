@@ -580,6 +580,8 @@ fn write_trading_log(dir: &std::path::Path, pairs: u64) -> (u64, u64) {
         client_order_id: None,
         response_type: 0,
         stp: 0,
+        stop_price: None,
+        trailing_delta: None,
     };
     for i in 0..pairs {
         let time_ms = first_ms + i * 1000;

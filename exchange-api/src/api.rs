@@ -183,6 +183,12 @@ pub(crate) fn engine_refusal(reject: Reject) -> BinanceError {
         Reject::TooManyOrders => (-2010, "Filter failure: MAX_NUM_ORDERS"),
         Reject::Overflow => (-1108, "Parameter 'quantity' overflowed."),
         Reject::OffGrid => (-1013, "Filter failure: LOT_SIZE"),
+        Reject::WouldTrigger => (-2010, "Order would trigger immediately."),
+        Reject::TooManyAlgoOrders => (-2010, "Filter failure: MAX_NUM_ALGO_ORDERS"),
+        Reject::BadTrigger => (
+            -1102,
+            "Mandatory parameter 'stopPrice' was not sent, was empty/null, or malformed.",
+        ),
     };
     BinanceError::bad(code, msg)
 }

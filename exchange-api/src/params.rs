@@ -5,7 +5,7 @@ use weiport_access::params::{self, BodyKind};
 use weiport_exchange::amount::{Amount, AmountError};
 use weiport_exchange::catalog::Catalog;
 use weiport_exchange::market::{FilterFailure, Market, StpMode};
-use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce, Trigger};
 
 use crate::error::BinanceError;
 
@@ -167,24 +167,17 @@ impl Params {
             "LIMIT" => OrderType::Limit,
             "MARKET" => OrderType::Market,
             "LIMIT_MAKER" => OrderType::LimitMaker,
-            unsupported @ ("STOP_LOSS" | "STOP_LOSS_LIMIT" | "TAKE_PROFIT"
-            | "TAKE_PROFIT_LIMIT") => {
-                // "STOP_LOSS_LIMIT" → "Stop loss limit orders are not supported…"
-                let words = unsupported.to_ascii_lowercase().replace('_', " ");
-                let msg = format!(
-                    "{}{} orders are not supported for this symbol.",
-                    &words[..1].to_ascii_uppercase(),
-                    &words[1..]
-                );
-                return Err(BinanceError::bad(-2010, msg));
-            }
+            "STOP_LOSS" => OrderType::StopLoss,
+            "STOP_LOSS_LIMIT" => OrderType::StopLossLimit,
+            "TAKE_PROFIT" => OrderType::TakeProfit,
+            "TAKE_PROFIT_LIMIT" => OrderType::TakeProfitLimit,
             _ => return Err(BinanceError::bad(-1116, "Invalid orderType.")),
         };
         // Binance reads these on other order types; on these they are refused.
-        for unused in ["stopPrice", "trailingDelta", "icebergQty"] {
-            self.not_required(unused)?;
-        }
-        let time_in_force = match (order_type, self.get("timeInForce")) {
+        self.not_required("icebergQty")?;
+        let trigger = self.trigger(order_type, market)?;
+        let working = order_type.working();
+        let time_in_force = match (working, self.get("timeInForce")) {
             (OrderType::Limit, None) => return Err(BinanceError::mandatory("timeInForce")),
             (OrderType::Limit, Some(tif)) => match tif {
                 "GTC" => TimeInForce::Gtc,
@@ -203,8 +196,8 @@ impl Params {
         let quantity = self.amount("quantity")?;
         let quote_quantity = self.amount("quoteOrderQty")?;
         let price = self.amount("price")?;
-        match order_type {
-            OrderType::Market => {
+        match (order_type, working) {
+            (OrderType::Market, _) => {
                 self.not_required("price")?;
                 match (quantity, quote_quantity) {
                     (None, None) => {
@@ -227,7 +220,21 @@ impl Params {
                     }
                 }
             }
-            OrderType::Limit | OrderType::LimitMaker => {
+            (_, OrderType::Market) => {
+                // STOP_LOSS / TAKE_PROFIT: a quantity, worth the minimum at its stop.
+                self.not_required("price")?;
+                self.not_required("quoteOrderQty")?;
+                let quantity = quantity.ok_or_else(|| BinanceError::mandatory("quantity"))?;
+                market
+                    .check_quantity(quantity, true)
+                    .map_err(filter_failure)?;
+                if let Some(stop) = trigger.and_then(|t| t.stop_price) {
+                    market
+                        .check_notional(stop, quantity)
+                        .map_err(filter_failure)?;
+                }
+            }
+            _ => {
                 self.not_required("quoteOrderQty")?;
                 let quantity = quantity.ok_or_else(|| BinanceError::mandatory("quantity"))?;
                 let price = price.ok_or_else(|| BinanceError::mandatory("price"))?;
@@ -241,7 +248,10 @@ impl Params {
             }
         }
         let response_type = match self.get("newOrderRespType") {
-            None if order_type == OrderType::LimitMaker => ResponseType::Ack,
+            // Binance's default: FULL for MARKET and LIMIT, ACK for the rest.
+            None if !matches!(order_type, OrderType::Market | OrderType::Limit) => {
+                ResponseType::Ack
+            }
             None => ResponseType::Full,
             Some("ACK") => ResponseType::Ack,
             Some("RESULT") => ResponseType::Result,
@@ -279,7 +289,50 @@ impl Params {
             client_order_id,
             response_type,
             stp,
+            trigger,
         })
+    }
+
+    /// The trigger of a conditional order: `stopPrice` (on the price grid),
+    /// `trailingDelta` (within TRAILING_DELTA, one range for Binance's
+    /// "above" and "below" alike), or both; refused on any other order type.
+    fn trigger(
+        &self,
+        order_type: OrderType,
+        market: &Market,
+    ) -> Result<Option<Trigger>, BinanceError> {
+        if !order_type.is_conditional() {
+            self.not_required("stopPrice")?;
+            self.not_required("trailingDelta")?;
+            return Ok(None);
+        }
+        let stop_price = self.amount("stopPrice")?;
+        if let Some(stop) = stop_price {
+            market.check_price(stop).map_err(filter_failure)?;
+        }
+        let trailing_delta = match self.get("trailingDelta") {
+            None => None,
+            Some(text) => {
+                let delta: u32 = text.parse().map_err(|_| {
+                    BinanceError::bad(
+                        -1100,
+                        "Illegal characters found in parameter 'trailingDelta'; legal range is '^[0-9]{1,20}$'.",
+                    )
+                })?;
+                market.check_trailing_delta(delta).map_err(filter_failure)?;
+                Some(delta)
+            }
+        };
+        if stop_price.is_none() && trailing_delta.is_none() {
+            return Err(BinanceError::bad(
+                -1102,
+                "Param 'stopPrice' or 'trailingDelta' must be sent, but both were empty/null!",
+            ));
+        }
+        Ok(Some(Trigger {
+            stop_price,
+            trailing_delta,
+        }))
     }
 }
 
@@ -346,6 +399,35 @@ mod tests {
         assert_eq!(
             (maker.order_type, maker.response_type),
             (OrderType::LimitMaker, ResponseType::Ack)
+        );
+    }
+
+    #[test]
+    fn conditional_orders_carry_their_trigger_and_default_to_ack() {
+        let stop = order(
+            "symbol=ETHUSDT&side=SELL&type=STOP_LOSS_LIMIT&timeInForce=GTC&quantity=1&price=2900&stopPrice=2950&trailingDelta=250",
+        )
+        .unwrap();
+        assert_eq!(
+            (stop.order_type, stop.response_type, stop.price),
+            (
+                OrderType::StopLossLimit,
+                ResponseType::Ack,
+                Some("2900".parse().unwrap())
+            )
+        );
+        assert_eq!(
+            stop.trigger,
+            Some(Trigger {
+                stop_price: Some("2950".parse().unwrap()),
+                trailing_delta: Some(250),
+            })
+        );
+        let trailing =
+            order("symbol=ETHUSDT&side=BUY&type=TAKE_PROFIT&quantity=1&trailingDelta=100").unwrap();
+        assert_eq!(
+            (trailing.price, trailing.trigger.unwrap().stop_price),
+            (None, None)
         );
     }
 
@@ -435,13 +517,38 @@ mod tests {
             ),
             (
                 "symbol=ETHUSDT&side=BUY&type=STOP_LOSS&quantity=1",
-                -2010,
-                "Stop loss orders are not supported for this symbol.",
+                -1102,
+                "Param 'stopPrice' or 'trailingDelta' must be sent, but both were empty/null!",
             ),
             (
-                "symbol=ETHUSDT&side=BUY&type=TAKE_PROFIT_LIMIT&quantity=1",
-                -2010,
-                "Take profit limit orders are not supported for this symbol.",
+                "symbol=ETHUSDT&side=BUY&type=TAKE_PROFIT_LIMIT&quantity=1&stopPrice=3000",
+                -1102,
+                "Mandatory parameter 'timeInForce' was not sent, was empty/null, or malformed.",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=STOP_LOSS&quantity=1&stopPrice=3000&price=3000",
+                -1106,
+                "Parameter 'price' sent when not required.",
+            ),
+            (
+                "symbol=ETHUSDT&side=SELL&type=STOP_LOSS_LIMIT&timeInForce=GTC&quantity=1&price=3000&trailingDelta=5",
+                -1013,
+                "Filter failure: TRAILING_DELTA",
+            ),
+            (
+                "symbol=ETHUSDT&side=SELL&type=STOP_LOSS_LIMIT&timeInForce=GTC&quantity=1&price=3000&trailingDelta=1.5",
+                -1100,
+                "Illegal characters found in parameter 'trailingDelta'; legal range is '^[0-9]{1,20}$'.",
+            ),
+            (
+                "symbol=ETHUSDT&side=SELL&type=STOP_LOSS&quantity=1&stopPrice=3000.001",
+                -1013,
+                "Filter failure: PRICE_FILTER",
+            ),
+            (
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3000&stopPrice=2900",
+                -1106,
+                "Parameter 'stopPrice' sent when not required.",
             ),
             (
                 "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&selfTradePreventionMode=DECREMENT",

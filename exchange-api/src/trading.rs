@@ -15,36 +15,37 @@ use crate::error::BinanceError;
 use crate::params::Params;
 use weiport_exchange::engine::{AccountId, Command, OrderStatus};
 use weiport_exchange::history::OrderView;
+use weiport_exchange::market::FilterFailure;
 use weiport_exchange::now_ms;
 use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side};
 
-/// A new order from `params`, checked against every filter, NOTIONAL for
-/// market orders included (`applyMinToMarket`): their quote amount, or
-/// their quantity at the five-minute average price, as Binance does.
+/// A new order from `params`, checked against every filter: NOTIONAL for
+/// market orders included (`applyMinToMarket`: their quote amount, or their
+/// quantity at the five-minute average price, as Binance does), and
+/// PERCENT_PRICE_BY_SIDE for limit prices against that average.
 pub(crate) fn validated_order(
     exchange: &Exchange,
     params: &Params,
 ) -> Result<NewOrder, BinanceError> {
     let order = params.new_order(&exchange.catalog)?;
+    let market = exchange
+        .catalog
+        .market(order.market)
+        .ok_or_else(bad_symbol)?;
+    let average = || five_minute_price(&exchange.sequencer.view(), order.market, now_ms()).0;
     if order.order_type == OrderType::Market {
-        let market = exchange
-            .catalog
-            .market(order.market)
-            .ok_or_else(bad_symbol)?;
         let notional = match (order.quote_quantity, order.quantity) {
             (Some(quote), _) => Some(quote),
-            (None, Some(quantity)) => {
-                five_minute_price(&exchange.sequencer.view(), order.market, now_ms())
-                    .0
-                    .and_then(|price| price.checked_mul(quantity))
-            }
+            (None, Some(quantity)) => average().and_then(|price| price.checked_mul(quantity)),
             (None, None) => None,
         };
         if notional.is_some_and(|n| n < market.min_notional) {
-            return Err(crate::params::filter_failure(
-                weiport_exchange::market::FilterFailure::Notional,
-            ));
+            return Err(crate::params::filter_failure(FilterFailure::Notional));
         }
+    } else if let Some(price) = order.price {
+        market
+            .check_percent_price(price, average())
+            .map_err(crate::params::filter_failure)?;
     }
     Ok(order)
 }
@@ -96,8 +97,15 @@ pub(crate) async fn new_order(
         "side",
         "workingTime",
         "selfTradePreventionMode",
+        "trailingDelta",
+        "trailingTime",
     ] {
-        out[field] = full[field].clone();
+        if let Some(value) = full.get(field) {
+            out[field] = value.clone();
+        }
+    }
+    if order.stop_price.is_some() {
+        out["stopPrice"] = full["stopPrice"].clone();
     }
     if response_type == ResponseType::Full {
         let (base, quote) = exchange.catalog.pair(market).ok_or_else(unavailable)?;

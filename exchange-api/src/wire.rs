@@ -36,6 +36,10 @@ pub(crate) fn type_name(order_type: OrderType) -> &'static str {
         OrderType::Limit => "LIMIT",
         OrderType::Market => "MARKET",
         OrderType::LimitMaker => "LIMIT_MAKER",
+        OrderType::StopLoss => "STOP_LOSS",
+        OrderType::StopLossLimit => "STOP_LOSS_LIMIT",
+        OrderType::TakeProfit => "TAKE_PROFIT",
+        OrderType::TakeProfitLimit => "TAKE_PROFIT_LIMIT",
     }
 }
 
@@ -58,7 +62,7 @@ pub(crate) fn stp_name(stp: StpMode) -> &'static str {
 
 /// An order in the shape of `GET /api/v3/order`.
 pub(crate) fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
-    json!({
+    let mut out = json!({
         "symbol": catalog.symbol(order.market),
         "orderId": order.order_id,
         "orderListId": -1,
@@ -71,15 +75,31 @@ pub(crate) fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
         "timeInForce": tif_name(order.time_in_force),
         "type": type_name(order.order_type),
         "side": side_name(order.side),
-        "stopPrice": Amount::ZERO.to_string(),
+        "stopPrice": order.stop_price.unwrap_or_default().to_string(),
         "icebergQty": Amount::ZERO.to_string(),
         "time": order.time_ms,
         "updateTime": order.update_ms,
-        "isWorking": true,
-        "workingTime": order.time_ms,
+        "isWorking": order.working_ms.is_some(),
+        "workingTime": working_time(order),
         "origQuoteOrderQty": order.orig_quote_qty.to_string(),
         "selfTradePreventionMode": stp_name(order.stp),
-    })
+    });
+    add_trailing(&mut out, order);
+    out
+}
+
+/// When the order began working, -1 while a conditional order waits.
+pub(crate) fn working_time(order: &OrderView) -> i64 {
+    order.working_ms.map_or(-1, |ms| ms as i64)
+}
+
+/// Binance's conditional fields of a trailing order: `trailingDelta` and
+/// `trailingTime` (-1 until it tracks the price).
+pub(crate) fn add_trailing(out: &mut Value, order: &OrderView) {
+    if let Some(delta) = order.trailing_delta {
+        out["trailingDelta"] = json!(delta);
+        out["trailingTime"] = json!(order.trailing_ms.map_or(-1, |ms| ms as i64));
+    }
 }
 
 /// A cancel report, as `DELETE /api/v3/order` answers.

@@ -110,6 +110,7 @@ fn mix(count: usize, seed: u64) -> Vec<Command> {
                     client_order_id: None,
                     response_type: ResponseType::Ack,
                     stp: weiport_exchange::StpMode::None,
+                    trigger: None,
                 },
             }
         })

@@ -54,6 +54,7 @@ fn limit(side: Side, price: Amount) -> NewOrder {
         client_order_id: None,
         response_type: ResponseType::Ack,
         stp: StpMode::None,
+        trigger: None,
     }
 }
 

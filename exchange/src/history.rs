@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use weiport_storage::{
-    AggTradeRow, CandleRow, CandleSpan, OrderRow, ScanDirection, StorageError, Store, TradeRow,
+    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, OrderRow, ScanDirection, StorageError,
+    Store, TradeRow,
 };
 
 use crate::amount::Amount;
@@ -50,6 +51,15 @@ pub struct OrderView {
     pub time_ms: u64,
     /// Last change, ms.
     pub update_ms: u64,
+    /// Conditional orders: the stop price.
+    pub stop_price: Option<Amount>,
+    /// Conditional orders: the trailing delta, basis points.
+    pub trailing_delta: Option<u32>,
+    /// When it began working: placement, or for a conditional order its
+    /// trigger (none while it waits).
+    pub working_ms: Option<u64>,
+    /// Trailing orders: when tracking the price began.
+    pub trailing_ms: Option<u64>,
 }
 
 impl OrderView {
@@ -81,7 +91,16 @@ impl OrderView {
             stp: order.stp,
             time_ms,
             update_ms: time_ms,
+            stop_price: order.trigger.and_then(|t| t.stop_price),
+            trailing_delta: order.trigger.and_then(|t| t.trailing_delta),
+            working_ms: (!order.order_type.is_conditional()).then_some(time_ms),
+            trailing_ms: None,
         }
+    }
+
+    /// Whether it waits for its trigger.
+    pub fn is_waiting(&self) -> bool {
+        self.is_open() && self.working_ms.is_none()
     }
 
     /// Whether it rests on the book.
@@ -103,10 +122,14 @@ impl OrderView {
 // depends on the order of a list or of an enum's variants. Never renumber
 // (`stored_tags_are_pinned` fails if one changes); add new values at new numbers.
 pub(crate) const SIDES: [(Side, u8); 2] = [(Side::Buy, 0), (Side::Sell, 1)];
-pub(crate) const TYPES: [(OrderType, u8); 3] = [
+pub(crate) const TYPES: [(OrderType, u8); 7] = [
     (OrderType::Limit, 0),
     (OrderType::Market, 1),
     (OrderType::LimitMaker, 2),
+    (OrderType::StopLoss, 3),
+    (OrderType::StopLossLimit, 4),
+    (OrderType::TakeProfit, 5),
+    (OrderType::TakeProfitLimit, 6),
 ];
 pub(crate) const TIFS: [(TimeInForce, u8); 3] = [
     (TimeInForce::Gtc, 0),
@@ -165,11 +188,18 @@ impl OrderView {
             cumulative_quote: self.cumulative_quote.units(),
             time_ms: self.time_ms,
             update_ms: self.update_ms,
+            conditional: self.order_type.is_conditional().then(|| ConditionalRow {
+                stop_price: self.stop_price.map(Amount::units),
+                trailing_delta: self.trailing_delta.map(u64::from),
+                working_ms: self.working_ms,
+                trailing_ms: self.trailing_ms,
+            }),
         }
     }
 
     fn from_row(market: MarketId, row: OrderRow) -> Result<Self, HistoryError> {
         let corrupt = || HistoryError::UnknownTag;
+        let conditional = row.conditional.unwrap_or_default();
         Ok(Self {
             market,
             order_id: row.order_id,
@@ -187,6 +217,16 @@ impl OrderView {
             stp: untag(row.stp, &STPS).ok_or_else(corrupt)?,
             time_ms: row.time_ms,
             update_ms: row.update_ms,
+            stop_price: conditional.stop_price.map(Amount::from_units),
+            trailing_delta: match conditional.trailing_delta {
+                Some(delta) => Some(u32::try_from(delta).map_err(|_| corrupt())?),
+                None => None,
+            },
+            working_ms: match row.conditional {
+                Some(c) => c.working_ms,
+                None => Some(row.time_ms),
+            },
+            trailing_ms: conditional.trailing_ms,
         })
     }
 }
@@ -366,6 +406,27 @@ impl Recorder {
         }
     }
 
+    /// The order `key` as this command has changed it so far: from the
+    /// changes, or taken from the open orders into them.
+    fn touched<'a>(
+        &mut self,
+        changes: &'a mut Changes,
+        key: (MarketId, u64),
+    ) -> Option<&'a mut OrderView> {
+        let at = match changes
+            .orders
+            .iter()
+            .position(|(o, _)| (o.market, o.order_id) == key)
+        {
+            Some(at) => at,
+            None => {
+                changes.orders.push((self.open.remove(&key)?, false));
+                changes.orders.len() - 1
+            }
+        };
+        Some(&mut changes.orders[at].0)
+    }
+
     /// The history changes of `command`, which produced `events`.
     pub fn record(&mut self, command: &Command, events: &[Event]) -> Changes {
         let mut changes = Changes::default();
@@ -375,22 +436,10 @@ impl Recorder {
         for event in events {
             match event {
                 Event::Order(state) => {
-                    let key = (state.market, state.order_id);
-                    let at = changes
-                        .orders
-                        .iter()
-                        .position(|(o, _)| (o.market, o.order_id) == key);
-                    let at = match at {
-                        Some(at) => at,
-                        None => {
-                            let Some(order) = self.open.remove(&key) else {
-                                continue;
-                            };
-                            changes.orders.push((order, false));
-                            changes.orders.len() - 1
-                        }
+                    let Some(order) = self.touched(&mut changes, (state.market, state.order_id))
+                    else {
+                        continue;
                     };
-                    let order = &mut changes.orders[at].0;
                     order.status = state.status;
                     order.executed = state.executed;
                     order.cumulative_quote = state.cumulative_quote;
@@ -407,6 +456,18 @@ impl Recorder {
                             OrderView::placed(*market, *order_id, *account, order, *time_ms);
                         changes.orders.push((placed, true));
                     }
+                }
+                Event::Triggered { market, order_id } | Event::Tracking { market, order_id } => {
+                    let Some(order) = self.touched(&mut changes, (*market, *order_id)) else {
+                        continue;
+                    };
+                    let now = command.time_ms().unwrap_or(order.update_ms);
+                    if matches!(event, Event::Triggered { .. }) {
+                        order.working_ms = Some(now);
+                    } else {
+                        order.trailing_ms = Some(now);
+                    }
+                    order.update_ms = now;
                 }
                 Event::Trade(trade) => self.record_trade(trade, &mut changes),
                 Event::Rejected(_) | Event::Balance { .. } | Event::Level { .. } => {}
@@ -718,6 +779,10 @@ mod stored_tag_tests {
             OrderType::Limit => 0,
             OrderType::Market => 1,
             OrderType::LimitMaker => 2,
+            OrderType::StopLoss => 3,
+            OrderType::StopLossLimit => 4,
+            OrderType::TakeProfit => 5,
+            OrderType::TakeProfitLimit => 6,
         });
         check(&TIFS, |v| match v {
             TimeInForce::Gtc => 0,
@@ -746,7 +811,7 @@ mod stored_tag_tests {
         });
         // Every variant is listed: the matches above are exhaustive, and
         // each list holds as many entries as its enum has variants.
-        assert_eq!((SIDES.len(), TYPES.len(), TIFS.len()), (2, 3, 3));
+        assert_eq!((SIDES.len(), TYPES.len(), TIFS.len()), (2, 7, 3));
         assert_eq!((RESPONSES.len(), STPS.len(), STATUSES.len()), (3, 4, 7));
     }
 }

@@ -60,6 +60,22 @@ pub struct Market {
     pub min_notional: Amount,
     /// MAX_NUM_ORDERS.
     pub max_num_orders: u32,
+    /// MAX_NUM_ALGO_ORDERS: conditional orders waiting for their trigger.
+    #[serde(default = "defaults::max_num_algo_orders")]
+    pub max_num_algo_orders: u32,
+    /// TRAILING_DELTA: the smallest trailing delta, in basis points (above and below).
+    #[serde(default = "defaults::min_trailing_delta")]
+    pub min_trailing_delta: u32,
+    /// TRAILING_DELTA: the largest trailing delta, in basis points.
+    #[serde(default = "defaults::max_trailing_delta")]
+    pub max_trailing_delta: u32,
+    /// PERCENT_PRICE_BY_SIDE: a limit price at most this multiple of the
+    /// five-minute average price (bids and asks alike).
+    #[serde(default = "defaults::multiplier_up")]
+    pub multiplier_up: Amount,
+    /// PERCENT_PRICE_BY_SIDE: a limit price at least this multiple of it.
+    #[serde(default = "defaults::multiplier_down")]
+    pub multiplier_down: Amount,
     /// Maker fee rate, e.g. `0.001`.
     pub maker_fee: Amount,
     /// Taker fee rate.
@@ -68,6 +84,27 @@ pub struct Market {
     pub default_stp: StpMode,
     /// STP modes orders may name.
     pub allowed_stp: Vec<StpMode>,
+}
+
+/// Binance's values for the filters older configurations do not name.
+mod defaults {
+    use crate::amount::Amount;
+
+    pub(super) fn max_num_algo_orders() -> u32 {
+        5
+    }
+    pub(super) fn min_trailing_delta() -> u32 {
+        10
+    }
+    pub(super) fn max_trailing_delta() -> u32 {
+        2000
+    }
+    pub(super) fn multiplier_up() -> Amount {
+        Amount::from_units(5 * 100_000_000)
+    }
+    pub(super) fn multiplier_down() -> Amount {
+        Amount::from_units(20_000_000)
+    }
 }
 
 /// Why a market definition is unusable.
@@ -113,6 +150,12 @@ impl Market {
         if self.min_price > self.max_price || self.min_qty > self.max_qty || self.min_qty.is_zero()
         {
             return fail("min must be positive and not above max");
+        }
+        if self.min_trailing_delta == 0 || self.min_trailing_delta > self.max_trailing_delta {
+            return fail("min_trailing_delta must be positive and not above max_trailing_delta");
+        }
+        if self.multiplier_down > self.multiplier_up {
+            return fail("multiplier_down must not be above multiplier_up");
         }
         if !self.allowed_stp.contains(&self.default_stp) {
             return fail("default_stp must be among allowed_stp");
@@ -163,6 +206,35 @@ impl Market {
             _ => Err(FilterFailure::Notional),
         }
     }
+
+    /// TRAILING_DELTA: `delta` basis points within the market's range.
+    pub fn check_trailing_delta(&self, delta: u32) -> Result<(), FilterFailure> {
+        if (self.min_trailing_delta..=self.max_trailing_delta).contains(&delta) {
+            Ok(())
+        } else {
+            Err(FilterFailure::TrailingDelta)
+        }
+    }
+
+    /// PERCENT_PRICE_BY_SIDE: `price` within the multipliers of the average
+    /// price `average` (no average yet: nothing to compare with).
+    pub fn check_percent_price(
+        &self,
+        price: Amount,
+        average: Option<Amount>,
+    ) -> Result<(), FilterFailure> {
+        let Some(average) = average else {
+            return Ok(());
+        };
+        let scaled = |multiplier: Amount| {
+            u128::from(average.units()) * u128::from(multiplier.units()) / 100_000_000
+        };
+        let price = u128::from(price.units());
+        if price > scaled(self.multiplier_up) || price < scaled(self.multiplier_down) {
+            return Err(FilterFailure::PercentPriceBySide);
+        }
+        Ok(())
+    }
 }
 
 /// Which of a market's filters an order fails.
@@ -180,6 +252,12 @@ pub enum FilterFailure {
     /// Price × quantity below the minimum (NOTIONAL).
     #[error("NOTIONAL")]
     Notional,
+    /// PERCENT_PRICE_BY_SIDE.
+    #[error("PERCENT_PRICE_BY_SIDE")]
+    PercentPriceBySide,
+    /// TRAILING_DELTA.
+    #[error("TRAILING_DELTA")]
+    TrailingDelta,
 }
 
 /// `[exchange]` configuration.
@@ -253,6 +331,11 @@ pub mod tests_support {
             market_max_qty: a("1000"),
             min_notional: a("5"),
             max_num_orders: 200,
+            max_num_algo_orders: 5,
+            min_trailing_delta: 10,
+            max_trailing_delta: 2000,
+            multiplier_up: a("5"),
+            multiplier_down: a("0.2"),
             maker_fee: a("0.001"),
             taker_fee: a("0.001"),
             default_stp: StpMode::ExpireMaker,

@@ -8,14 +8,14 @@
 //! fast engine must agree on what happened, not only keep its invariants.
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
 use crate::engine::{AccountId, Command, Event, Levels, OrderState, OrderStatus, Reject, Trade};
 use crate::market::{Market, StpMode};
-use crate::order::{NewOrder, OrderType, Side, TimeInForce};
+use crate::order::{NewOrder, OrderType, Side, TimeInForce, Trigger};
 
 /// What a command did, in a form both the model and the engine's events
 /// reduce to: the order of events within a command is the engine's
@@ -28,6 +28,10 @@ pub(crate) struct Outcome {
     pub(crate) trades: Vec<Trade>,
     /// The last state of each order the command touched.
     pub(crate) orders: BTreeMap<(MarketId, u64), OrderState>,
+    /// Conditional orders triggered, in the order they began working.
+    pub(crate) triggered: Vec<(MarketId, u64)>,
+    /// Trailing orders that began tracking the price.
+    pub(crate) tracking: BTreeSet<(MarketId, u64)>,
 }
 
 impl Outcome {
@@ -42,6 +46,12 @@ impl Outcome {
                     outcome
                         .orders
                         .insert((state.market, state.order_id), *state);
+                }
+                Event::Triggered { market, order_id } => {
+                    outcome.triggered.push((*market, *order_id));
+                }
+                Event::Tracking { market, order_id } => {
+                    outcome.tracking.insert((*market, *order_id));
                 }
                 Event::Balance { .. } | Event::Placed { .. } | Event::Level { .. } => {}
             }
@@ -120,12 +130,67 @@ impl Resting {
     }
 }
 
+/// A conditional order before its trigger.
+#[derive(Debug, Clone)]
+struct Waiting {
+    id: u64,
+    account: AccountId,
+    order: NewOrder,
+    /// What it locked: the working order's lock where that is known.
+    lock: Amount,
+    /// Trailing: whether it follows the price yet, and the best price since.
+    tracking: bool,
+    best: Option<Amount>,
+}
+
+impl Waiting {
+    /// Binance's trailing-stop table: before tracking, only whether the
+    /// trade meets the stop price; a plain stop triggers right there. While
+    /// tracking, a sell triggers on a fall of `delta` basis points from the
+    /// highest trade since and a buy on a rise from the lowest; a new
+    /// extreme only moves the reference.
+    fn sees(&mut self, price: Amount) -> bool {
+        let trigger = self.order.trigger.expect("model: a conditional order");
+        let stop_met = trigger.stop_price.is_some_and(|stop| {
+            Trigger::reached(stop, price, self.order.order_type, self.order.side)
+        });
+        let Some(delta) = trigger.trailing_delta else {
+            return stop_met;
+        };
+        if !self.tracking {
+            if stop_met {
+                self.tracking = true;
+                self.best = Some(price);
+            }
+            return false;
+        }
+        let sell = self.order.side == Side::Sell;
+        let best = match self.best {
+            Some(best) if (sell && price <= best) || (!sell && price >= best) => best,
+            _ => {
+                self.best = Some(price);
+                return false;
+            }
+        };
+        let moved = if sell {
+            u128::from(best.units() - price.units())
+        } else {
+            u128::from(price.units() - best.units())
+        };
+        moved * 10_000 >= u128::from(best.units()) * u128::from(delta)
+    }
+}
+
 /// One market's book and id counters.
 #[derive(Debug, Clone)]
 struct Book {
-    /// Resting buys, best first: highest price, then oldest (ids grow with time).
+    /// Conditional orders waiting, oldest first.
+    waiting: Vec<Waiting>,
+    /// The last trade's price.
+    last: Option<Amount>,
+    /// Resting buys, best first: highest price, then first to arrive.
     bids: Vec<Resting>,
-    /// Resting sells, best first: lowest price, then oldest.
+    /// Resting sells, best first: lowest price, then first to arrive.
     asks: Vec<Resting>,
     next_order: u64,
     next_trade: u64,
@@ -134,6 +199,8 @@ struct Book {
 impl Book {
     fn new() -> Self {
         Self {
+            waiting: Vec::new(),
+            last: None,
             bids: Vec::new(),
             asks: Vec::new(),
             next_order: 1,
@@ -149,12 +216,14 @@ impl Book {
     fn rest(&mut self, order: Resting) {
         match order.side {
             Side::Buy => {
+                // Stable: an order joins the back of its price, whatever its
+                // id (a triggered order arrives with an older one).
                 self.bids.push(order);
-                self.bids.sort_by_key(|o| (Reverse(o.price), o.id));
+                self.bids.sort_by_key(|o| Reverse(o.price));
             }
             Side::Sell => {
                 self.asks.push(order);
-                self.asks.sort_by_key(|o| (o.price, o.id));
+                self.asks.sort_by_key(|o| o.price);
             }
         }
     }
@@ -372,6 +441,15 @@ impl Model {
                 let total = reserved.entry((order.account, asset)).or_default();
                 *total = sum(*total, order.lock());
             }
+            for waiting in &book.waiting {
+                let asset = if waiting.order.side == Side::Buy {
+                    quote
+                } else {
+                    base
+                };
+                let total = reserved.entry((waiting.account, asset)).or_default();
+                *total = sum(*total, waiting.lock);
+            }
             if let (Some(bid), Some(ask)) = (book.bids.first(), book.asks.first()) {
                 assert!(bid.price < ask.price, "model: a crossed book");
             }
@@ -441,10 +519,17 @@ impl Model {
                 time_ms,
             } => {
                 let book = self.book(market)?;
-                let order = book
-                    .take(|o| o.id == order_id && o.account == account)
+                if let Some(order) = book.take(|o| o.id == order_id && o.account == account) {
+                    self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
+                    return Ok(());
+                }
+                let at = book
+                    .waiting
+                    .iter()
+                    .position(|w| w.id == order_id && w.account == account)
                     .ok_or(Reject::UnknownOrder)?;
-                self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
+                let waiting = book.waiting.remove(at);
+                self.end_waiting(market, waiting, OrderStatus::Canceled, time_ms, outcome);
                 Ok(())
             }
             Command::CancelAll {
@@ -455,13 +540,23 @@ impl Model {
                 let book = self.book(market)?;
                 let mut mine = Vec::new();
                 while let Some(order) = book.take(|o| o.account == account) {
-                    mine.push(order);
+                    mine.push((order.id, Some(order), None));
+                }
+                while let Some(at) = book.waiting.iter().position(|w| w.account == account) {
+                    let waiting = book.waiting.remove(at);
+                    mine.push((waiting.id, None, Some(waiting)));
                 }
                 if mine.is_empty() {
                     return Err(Reject::UnknownOrder);
                 }
-                for order in mine {
-                    self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
+                mine.sort_by_key(|(id, _, _)| *id);
+                for (_, resting, waiting) in mine {
+                    if let Some(order) = resting {
+                        self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
+                    }
+                    if let Some(waiting) = waiting {
+                        self.end_waiting(market, waiting, OrderStatus::Canceled, time_ms, outcome);
+                    }
                 }
                 Ok(())
             }
@@ -527,11 +622,245 @@ impl Model {
             .insert((market, order.id), order.state(market, status, time_ms));
     }
 
+    /// Takes a waiting order, already out of its list, out with `status`.
+    fn end_waiting(
+        &mut self,
+        market: MarketId,
+        waiting: Waiting,
+        status: OrderStatus,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) {
+        let (base, quote) = self.catalog.pair(market).expect("a known market");
+        let asset = if waiting.order.side == Side::Buy {
+            quote
+        } else {
+            base
+        };
+        self.shift(waiting.account, asset, waiting.lock, false);
+        outcome.orders.insert(
+            (market, waiting.id),
+            OrderState {
+                market,
+                order_id: waiting.id,
+                account: waiting.account,
+                status,
+                executed: Amount::ZERO,
+                cumulative_quote: Amount::ZERO,
+                time_ms,
+            },
+        );
+    }
+
+    /// A new order: a conditional one waits; any other works, and then
+    /// every trade it made is shown to the waiting orders.
     fn place(
         &mut self,
         account: AccountId,
         order: &NewOrder,
         time_ms: u64,
+        outcome: &mut Outcome,
+    ) -> Step<()> {
+        if order.order_type.is_conditional() {
+            return self.wait(account, order, time_ms, outcome);
+        }
+        if order.trigger.is_some() {
+            return Err(Reject::BadTrigger);
+        }
+        let seen = outcome.trades.len();
+        self.work(account, order, time_ms, None, outcome)?;
+        self.show_trades(order.market, seen, time_ms, outcome);
+        Ok(())
+    }
+
+    /// A conditional order: refused as any order would be, or because the
+    /// last price already meets its stop; otherwise its funds are locked
+    /// (a market buy by quantity locks nothing: its cost is unknown) and it
+    /// waits.
+    fn wait(
+        &mut self,
+        account: AccountId,
+        order: &NewOrder,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) -> Step<()> {
+        let trigger = order.trigger.ok_or(Reject::BadTrigger)?;
+        if trigger.stop_price.is_none() && trigger.trailing_delta.is_none() {
+            return Err(Reject::BadTrigger);
+        }
+        let is_limit = matches!(
+            order.order_type,
+            OrderType::StopLossLimit | OrderType::TakeProfitLimit
+        );
+        let quantity = match (order.quantity, order.quote_quantity) {
+            (Some(quantity), None) if is_limit == order.price.is_some() => quantity,
+            _ => return Err(Reject::BadTrigger),
+        };
+        let market = self
+            .catalog
+            .market(order.market)
+            .ok_or(Reject::UnknownSymbol)?
+            .clone();
+        let (base, quote) = self.catalog.pair(order.market).expect("a known market");
+        let off_grid = |value: Option<Amount>, grid: Amount| {
+            value.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
+        };
+        if off_grid(order.price, market.tick_size)
+            || off_grid(trigger.stop_price, market.tick_size)
+            || off_grid(Some(quantity), market.step_size)
+        {
+            return Err(Reject::OffGrid);
+        }
+        let book = self.book(order.market)?;
+        let resting: Vec<&Resting> = book.all().filter(|o| o.account == account).collect();
+        let waiting: Vec<&Waiting> = book
+            .waiting
+            .iter()
+            .filter(|w| w.account == account)
+            .collect();
+        let mut named = resting
+            .iter()
+            .map(|o| &o.client_id)
+            .chain(waiting.iter().map(|w| &w.order.client_order_id));
+        if order.client_order_id.is_some() && named.any(|id| *id == order.client_order_id) {
+            return Err(Reject::DuplicateClientOrderId);
+        }
+        if resting.len() + waiting.len() >= market.max_num_orders as usize {
+            return Err(Reject::TooManyOrders);
+        }
+        if waiting.len() >= market.max_num_algo_orders as usize {
+            return Err(Reject::TooManyAlgoOrders);
+        }
+        if let (Some(stop), Some(last)) = (trigger.stop_price, book.last)
+            && Trigger::reached(stop, last, order.order_type, order.side)
+        {
+            return Err(Reject::WouldTrigger);
+        }
+        let lock = match (order.side, order.price) {
+            (Side::Buy, None) => Amount::ZERO,
+            (Side::Buy, Some(price)) => price.checked_mul(quantity).ok_or(Reject::Overflow)?,
+            (Side::Sell, price) => {
+                if let Some(price) = price {
+                    price.checked_mul(quantity).ok_or(Reject::Overflow)?;
+                }
+                quantity
+            }
+        };
+        let asset = if order.side == Side::Buy { quote } else { base };
+        if self.balance(account, asset).0 < lock {
+            return Err(Reject::InsufficientBalance);
+        }
+        self.shift(account, asset, lock, true);
+        let book = &mut self.books[usize::from(order.market.0)];
+        let id = book.take_order_id();
+        let tracking = trigger.stop_price.is_none();
+        if tracking {
+            outcome.tracking.insert((order.market, id));
+        }
+        book.waiting.push(Waiting {
+            id,
+            account,
+            order: order.clone(),
+            lock,
+            tracking,
+            best: if tracking { book.last } else { None },
+        });
+        outcome.orders.insert(
+            (order.market, id),
+            OrderState {
+                market: order.market,
+                order_id: id,
+                account,
+                status: OrderStatus::New,
+                executed: Amount::ZERO,
+                cumulative_quote: Amount::ZERO,
+                time_ms,
+            },
+        );
+        Ok(())
+    }
+
+    /// Shows the trades from `outcome.trades[seen..]`, one price at a time,
+    /// to every waiting order of `market`; those they trigger work in
+    /// the order they triggered, and their trades are shown in turn.
+    fn show_trades(
+        &mut self,
+        market: MarketId,
+        mut seen: usize,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) {
+        loop {
+            let prices: Vec<Amount> = outcome.trades[seen..].iter().map(|t| t.price).collect();
+            seen = outcome.trades.len();
+            let book = &mut self.books[usize::from(market.0)];
+            let mut fired = Vec::new();
+            for price in prices {
+                book.last = Some(price);
+                let mut index = 0;
+                while index < book.waiting.len() {
+                    let waiting = &mut book.waiting[index];
+                    let was_tracking = waiting.tracking;
+                    let fires = waiting.sees(price);
+                    if waiting.tracking && !was_tracking {
+                        outcome.tracking.insert((market, waiting.id));
+                    }
+                    if fires {
+                        fired.push(book.waiting.remove(index));
+                    } else {
+                        index += 1;
+                    }
+                }
+            }
+            if fired.is_empty() {
+                return;
+            }
+            for waiting in fired {
+                outcome.triggered.push((market, waiting.id));
+                let (base, quote) = self.catalog.pair(market).expect("a known market");
+                let asset = if waiting.order.side == Side::Buy {
+                    quote
+                } else {
+                    base
+                };
+                self.shift(waiting.account, asset, waiting.lock, false);
+                let working = NewOrder {
+                    order_type: if waiting.order.price.is_some() {
+                        OrderType::Limit
+                    } else {
+                        OrderType::Market
+                    },
+                    trigger: None,
+                    ..waiting.order.clone()
+                };
+                if self
+                    .work(
+                        waiting.account,
+                        &working,
+                        time_ms,
+                        Some(waiting.id),
+                        outcome,
+                    )
+                    .is_err()
+                {
+                    let expired = Waiting {
+                        lock: Amount::ZERO,
+                        ..waiting
+                    };
+                    self.end_waiting(market, expired, OrderStatus::Expired, time_ms, outcome);
+                }
+            }
+        }
+    }
+
+    /// Puts a market, limit or post-only order to work under the next id,
+    /// or under `triggered`, its own.
+    fn work(
+        &mut self,
+        account: AccountId,
+        order: &NewOrder,
+        time_ms: u64,
+        triggered: Option<u64>,
         outcome: &mut Outcome,
     ) -> Step<()> {
         let market = self
@@ -548,12 +877,22 @@ impl Model {
         }
         let book = self.book(order.market)?;
         let open: Vec<&Resting> = book.all().filter(|o| o.account == account).collect();
+        let waiting: Vec<&Waiting> = book
+            .waiting
+            .iter()
+            .filter(|w| w.account == account)
+            .collect();
         if order.client_order_id.is_some()
-            && open.iter().any(|o| o.client_id == order.client_order_id)
+            && (open.iter().any(|o| o.client_id == order.client_order_id)
+                || waiting
+                    .iter()
+                    .any(|w| w.order.client_order_id == order.client_order_id))
         {
             return Err(Reject::DuplicateClientOrderId);
         }
-        if order.order_type != OrderType::Market && open.len() >= market.max_num_orders as usize {
+        if order.order_type != OrderType::Market
+            && open.len() + waiting.len() >= market.max_num_orders as usize
+        {
             return Err(Reject::TooManyOrders);
         }
         // Whatever self-trade prevention would do: crossing is taking.
@@ -587,7 +926,7 @@ impl Model {
             && Some(could_base) != order.quantity.map(|q| u128::from(q.units()))
         {
             // It still takes an id, as Binance reports the order it expired.
-            let id = book.take_order_id();
+            let id = triggered.unwrap_or_else(|| book.take_order_id());
             let state = OrderState {
                 market: order.market,
                 order_id: id,
@@ -628,7 +967,7 @@ impl Model {
         }
         self.shift(account, lock_asset, lock, true);
         let book = &mut self.books[usize::from(order.market.0)];
-        taker.id = book.take_order_id();
+        taker.id = triggered.unwrap_or_else(|| book.take_order_id());
         let (met, expired_in_match) = sweep(book, &mut taker, market.step_size);
         let mut reserved = lock;
         for meeting in met {
@@ -803,7 +1142,11 @@ mod tests {
             max_num_orders: 3,
             ..eth_btc()
         };
-        Arc::new(Catalog::new(vec![eth_usdt(), eth_btc]))
+        let eth_usdt = Market {
+            max_num_algo_orders: 3,
+            ..eth_usdt()
+        };
+        Arc::new(Catalog::new(vec![eth_usdt, eth_btc]))
     }
 
     fn a(text: &str) -> Amount {
@@ -838,6 +1181,7 @@ mod tests {
             client_order_id: None,
             response_type: ResponseType::Ack,
             stp: StpMode::None,
+            trigger: None,
         }
     }
 
@@ -1052,6 +1396,7 @@ mod tests {
             let buy = NewOrder {
                 time_in_force: TimeInForce::Ioc,
                 stp: mode,
+                trigger: None,
                 ..limit(Side::Buy, "2", "3001")
             };
             let outcome = place(&mut model, 1, buy);
@@ -1223,6 +1568,7 @@ mod tests {
                                 order.quantity = Some(Amount::from_units(10_000_000_000_000_000));
                             }
                             5 => *account = FEES,
+                            6..=13 => make_conditional(order, twist, tick),
                             _ => {}
                         }
                     }
@@ -1231,6 +1577,48 @@ mod tests {
                 command
             },
         )
+    }
+
+    /// Turns `order` into a conditional one: each of the four types, with a
+    /// stop price near the traded prices (so some would trigger at once), a
+    /// trailing delta of 0.1–2 %, or both; or gives a limit order a trigger
+    /// it may not have.
+    fn make_conditional(order: &mut NewOrder, twist: u8, tick: u64) {
+        let stop = if order.market == ETHBTC {
+            Amount::from_units(5_000_000 + ((tick * 7) % 20) * 1_000)
+        } else {
+            Amount::from_units((2990 + (tick * 7) % 20) * 100_000_000)
+        };
+        let delta = 10 + 10 * u32::try_from(tick).expect("small") * 10;
+        let (stop_price, trailing_delta) = match twist % 3 {
+            0 => (Some(stop), None),
+            1 => (None, Some(delta)),
+            _ => (Some(stop), Some(delta)),
+        };
+        order.trigger = Some(Trigger {
+            stop_price,
+            trailing_delta,
+        });
+        if twist == 13 {
+            order.order_type = OrderType::Limit;
+            return;
+        }
+        order.order_type = [
+            OrderType::StopLoss,
+            OrderType::StopLossLimit,
+            OrderType::TakeProfit,
+            OrderType::TakeProfitLimit,
+        ][usize::from(twist % 4)];
+        if order.quantity.is_none() {
+            order.quantity = Some(Amount::from_units(1_000_000));
+            order.quote_quantity = None;
+        }
+        if order.order_type.has_price() {
+            order.price.get_or_insert(stop);
+        } else {
+            order.price = None;
+        }
+        order.time_in_force = TimeInForce::Gtc;
     }
 
     /// Random command sequences after deposits for accounts 1 and 2 and some
@@ -1265,6 +1653,10 @@ mod tests {
         let mut kinds = vec![format!("{shape}: {taker:?}")];
         if !outcome.trades.is_empty() {
             kinds.push(format!("{shape}: {taker:?} after trading"));
+            kinds.push(format!(
+                "{:?} {:?} either side: {taker:?} after trading",
+                order.order_type, order.time_in_force
+            ));
             kinds.push(format!("trades on {:?}", order.market));
         }
         kinds
@@ -1284,7 +1676,10 @@ mod tests {
             | Reject::DuplicateClientOrderId
             | Reject::TooManyOrders
             | Reject::Overflow
-            | Reject::OffGrid => format!("{reject:?}"),
+            | Reject::OffGrid
+            | Reject::WouldTrigger
+            | Reject::TooManyAlgoOrders
+            | Reject::BadTrigger => format!("{reject:?}"),
         };
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         let mut runner = TestRunner::deterministic();
@@ -1303,6 +1698,25 @@ mod tests {
                 let mut kinds: Vec<String> = outcome.rejected.map(refusal).into_iter().collect();
                 for state in outcome.orders.values() {
                     kinds.push(format!("{:?}", state.status));
+                }
+                if !outcome.tracking.is_empty() {
+                    kinds.push("a trailing order tracks".into());
+                }
+                if outcome.triggered.len() > 1 {
+                    kinds.push("a trigger sets off another".into());
+                }
+                for key in &outcome.triggered {
+                    kinds.push("a stop triggers".into());
+                    kinds.push(
+                        match outcome.orders[key].status {
+                            OrderStatus::Filled => "a triggered order fills",
+                            OrderStatus::New | OrderStatus::PartiallyFilled => {
+                                "a triggered order rests"
+                            }
+                            _ => "a triggered order expires",
+                        }
+                        .into(),
+                    );
                 }
                 if let Command::Place { account, order, .. } = &command
                     && outcome.rejected.is_none()
@@ -1327,6 +1741,15 @@ mod tests {
             "TooManyOrders",
             "Overflow",
             "OffGrid",
+            "WouldTrigger",
+            "TooManyAlgoOrders",
+            "BadTrigger",
+            "a stop triggers",
+            "a trailing order tracks",
+            "a triggered order fills",
+            "a triggered order rests",
+            "a triggered order expires",
+            "a trigger sets off another",
             "New",
             "PartiallyFilled",
             "Filled",
@@ -1337,7 +1760,7 @@ mod tests {
             "Limit Sell Fok by quote false: Some(Expired)",
             "Limit Buy Ioc by quote false: Some(Expired) after trading",
             "Limit Sell Gtc by quote false: Some(PartiallyFilled) after trading",
-            "Limit Buy Gtc by quote false: Some(ExpiredInMatch) after trading",
+            "Limit Gtc either side: Some(ExpiredInMatch) after trading",
             "Market Buy Gtc by quote false: Some(Filled) after trading",
             "Market Sell Gtc by quote false: Some(Expired) after trading",
             "Market Buy Gtc by quote true: Some(Filled) after trading",

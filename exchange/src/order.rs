@@ -24,6 +24,38 @@ pub enum OrderType {
     Market,
     /// Post-only limit order.
     LimitMaker,
+    /// A market order once the stop condition is met.
+    StopLoss,
+    /// A limit order once the stop condition is met.
+    StopLossLimit,
+    /// A market order once the take-profit condition is met.
+    TakeProfit,
+    /// A limit order once the take-profit condition is met.
+    TakeProfitLimit,
+}
+
+impl OrderType {
+    /// Whether it waits for a trigger before it works.
+    pub fn is_conditional(self) -> bool {
+        matches!(
+            self,
+            Self::StopLoss | Self::StopLossLimit | Self::TakeProfit | Self::TakeProfitLimit
+        )
+    }
+
+    /// What it works as once triggered (itself if not conditional).
+    pub fn working(self) -> Self {
+        match self {
+            Self::StopLoss | Self::TakeProfit => Self::Market,
+            Self::StopLossLimit | Self::TakeProfitLimit => Self::Limit,
+            other => other,
+        }
+    }
+
+    /// Whether it carries a limit price (limit orders, post-only, *_LIMIT).
+    pub fn has_price(self) -> bool {
+        self.working() != Self::Market
+    }
 }
 
 /// Time in force.
@@ -46,6 +78,36 @@ pub enum ResponseType {
     Result,
     /// Plus fills.
     Full,
+}
+
+/// When a conditional order starts working: a fixed stop price, a trailing
+/// delta, or both (the delta then tracks from the stop price on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trigger {
+    /// Last-trade price that triggers (or, with a delta, starts tracking).
+    pub stop_price: Option<Amount>,
+    /// Trailing delta in basis points (1 = 0.01 %).
+    pub trailing_delta: Option<u32>,
+}
+
+impl Trigger {
+    /// Whether the stop condition is met at `price` for an order of
+    /// `order_type` and `side`: STOP_LOSS BUY and TAKE_PROFIT SELL wait for
+    /// the price to rise to the stop, the other two for it to fall to it.
+    pub fn reached(stop: Amount, price: Amount, order_type: OrderType, side: Side) -> bool {
+        if Self::above(order_type, side) {
+            price >= stop
+        } else {
+            price <= stop
+        }
+    }
+
+    /// Whether the stop price lies above the market (STOP_LOSS BUY,
+    /// TAKE_PROFIT SELL and their limit forms).
+    pub fn above(order_type: OrderType, side: Side) -> bool {
+        let stop_loss = matches!(order_type, OrderType::StopLoss | OrderType::StopLossLimit);
+        stop_loss == (side == Side::Buy)
+    }
 }
 
 /// A validated new order.
@@ -71,4 +133,6 @@ pub struct NewOrder {
     pub response_type: ResponseType,
     /// Self-trade prevention.
     pub stp: StpMode,
+    /// Conditional orders only: what triggers them.
+    pub trigger: Option<Trigger>,
 }

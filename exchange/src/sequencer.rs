@@ -16,7 +16,7 @@ use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
 use crate::history::{Changes, RESPONSES, Recorder, SIDES, STPS, TIFS, TYPES, tag, untag};
 use crate::now_ms;
-use crate::order::NewOrder;
+use crate::order::{NewOrder, Trigger};
 use crate::view::{BookSnapshot, MarketView, View};
 
 /// Most commands written in one group commit.
@@ -166,6 +166,8 @@ fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
                 client_order_id: order.client_order_id.clone(),
                 response_type: tag(order.response_type, &RESPONSES),
                 stp: tag(order.stp, &STPS),
+                stop_price: order.trigger.and_then(|t| t.stop_price).map(Amount::units),
+                trailing_delta: order.trigger.and_then(|t| t.trailing_delta).map(u64::from),
             },
         },
         Command::Cancel {
@@ -245,6 +247,19 @@ fn from_record(
                 client_order_id: order.client_order_id,
                 response_type: untag_logged(order.response_type, &RESPONSES, sequence)?,
                 stp: untag_logged(order.stp, &STPS, sequence)?,
+                trigger: match (order.stop_price, order.trailing_delta) {
+                    (None, None) => None,
+                    (stop_price, trailing_delta) => Some(Trigger {
+                        stop_price: stop_price.map(Amount::from_units),
+                        trailing_delta: match trailing_delta {
+                            Some(delta) => Some(
+                                u32::try_from(delta)
+                                    .map_err(|_| corrupt("a trailing delta out of range"))?,
+                            ),
+                            None => None,
+                        },
+                    }),
+                },
             },
         },
         CommandRecord::Cancel {
@@ -522,6 +537,7 @@ mod tests {
                 client_order_id: None,
                 response_type: ResponseType::Full,
                 stp: StpMode::None,
+                trigger: None,
             },
         }
     }

@@ -292,7 +292,10 @@ mod tests {
                 let bids: Vec<_> = market.bids.iter().rev().map(|(p, q)| (*p, *q)).collect();
                 let asks: Vec<_> = market.asks.iter().map(|(p, q)| (*p, *q)).collect();
                 proptest::prop_assert_eq!((bids, asks), engine.depth(id));
-                proptest::prop_assert_eq!(market.open.len(), engine.resting_orders(id));
+                proptest::prop_assert_eq!(
+                    market.open.len(),
+                    engine.resting_orders(id) + engine.waiting_orders(id)
+                );
             }
             for (account, held) in &view.accounts {
                 for (asset, _) in catalog.assets() {

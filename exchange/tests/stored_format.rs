@@ -59,6 +59,7 @@ fn order(
         client_order_id: Some(format!("fixture-{side:?}-{quantity}")),
         response_type: ResponseType::Full,
         stp: StpMode::ExpireMaker,
+        trigger: None,
     }
 }
 

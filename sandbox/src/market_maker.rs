@@ -240,6 +240,7 @@ impl MarketMaker {
                         client_order_id: None,
                         response_type: ResponseType::Ack,
                         stp: StpMode::ExpireBoth,
+                        trigger: None,
                     },
                     time_ms,
                 });
@@ -334,6 +335,7 @@ impl TakerFlow {
                 client_order_id: None,
                 response_type: ResponseType::Ack,
                 stp: StpMode::ExpireBoth,
+                trigger: None,
             },
             time_ms,
         })

@@ -27,6 +27,10 @@ pub struct OrderRecord {
     pub response_type: u8,
     /// Self-trade prevention tag.
     pub stp: u8,
+    /// Conditional orders: stop price in 10^-8 units.
+    pub stop_price: Option<u64>,
+    /// Conditional orders: trailing delta in basis points.
+    pub trailing_delta: Option<u64>,
 }
 
 /// One logged engine command.
@@ -133,6 +137,12 @@ impl CommandRecord {
                     }
                     None => w.u8(0),
                 }
+                // Appended, so that records from before conditional orders
+                // read as orders without a trigger.
+                if order.stop_price.is_some() || order.trailing_delta.is_some() {
+                    w.opt_u64(order.stop_price);
+                    w.opt_u64(order.trailing_delta);
+                }
             }
             Self::Cancel {
                 account,
@@ -191,6 +201,11 @@ impl CommandRecord {
                     0 => None,
                     _ => Some(r.string()?),
                 };
+                let (stop_price, trailing_delta) = if r.at_end() {
+                    (None, None)
+                } else {
+                    (r.opt_u64()?, r.opt_u64()?)
+                };
                 let order = OrderRecord {
                     symbol,
                     side,
@@ -202,6 +217,8 @@ impl CommandRecord {
                     client_order_id,
                     response_type,
                     stp,
+                    stop_price,
+                    trailing_delta,
                 };
                 Self::Place {
                     account,
@@ -244,6 +261,14 @@ mod tests {
             client_order_id: Some("abc".into()),
             response_type: 2,
             stp: 3,
+            stop_price: None,
+            trailing_delta: None,
+        };
+        let conditional = OrderRecord {
+            order_type: 5,
+            stop_price: Some(290_000_000_000),
+            trailing_delta: Some(250),
+            ..order.clone()
         };
         let records = [
             CommandRecord::Credit {
@@ -267,8 +292,13 @@ mod tests {
                 order: OrderRecord {
                     client_order_id: None,
                     quantity: None,
-                    ..order
+                    ..order.clone()
                 },
+            },
+            CommandRecord::Place {
+                account: 3,
+                time_ms: 7,
+                order: conditional.clone(),
             },
             CommandRecord::Cancel {
                 account: 4,
@@ -282,11 +312,22 @@ mod tests {
                 symbol: "ETHBTC".into(),
             },
         ];
+        // A record of a conditional order cut just before its trigger is a
+        // record of the same order from before triggers existed.
+        let without_trigger = CommandRecord::Place {
+            account: 3,
+            time_ms: 7,
+            order,
+        }
+        .encode()
+        .len();
         for record in records {
             let bytes = record.encode();
             assert_eq!(CommandRecord::decode(&bytes).unwrap(), record);
             for cut in 0..bytes.len() {
-                assert!(CommandRecord::decode(&bytes[..cut]).is_err());
+                let older = cut == without_trigger
+                    && matches!(&record, CommandRecord::Place { order, .. } if order.stop_price.is_some());
+                assert_eq!(CommandRecord::decode(&bytes[..cut]).is_err(), !older);
             }
         }
     }

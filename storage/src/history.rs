@@ -42,7 +42,25 @@ pub struct OrderRow {
     pub time_ms: u64,
     /// Last change, ms.
     pub update_ms: u64,
+    /// Conditional orders only: their trigger and when it worked.
+    pub conditional: Option<ConditionalRow>,
 }
+
+/// What a conditional order adds to its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConditionalRow {
+    /// Stop price in 10^-8 units.
+    pub stop_price: Option<u64>,
+    /// Trailing delta in basis points.
+    pub trailing_delta: Option<u64>,
+    /// When it was triggered and began working, ms.
+    pub working_ms: Option<u64>,
+    /// When a trailing order began tracking the price, ms.
+    pub trailing_ms: Option<u64>,
+}
+
+/// Tag of the conditional part appended to an order row.
+const CONDITIONAL_PART: u8 = 1;
 
 /// One trade between a maker and a taker order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +184,14 @@ impl OrderRow {
             ],
         );
         w.bytes(self.client_order_id.as_bytes());
+        // Optional parts follow as (tag, fields); rows written before a part
+        // existed simply end earlier.
+        if let Some(c) = &self.conditional {
+            w.u8(CONDITIONAL_PART);
+            for value in [c.stop_price, c.trailing_delta, c.working_ms, c.trailing_ms] {
+                w.opt_u64(value);
+            }
+        }
         w.0
     }
 
@@ -186,6 +212,20 @@ impl OrderRow {
             update_ms,
         ] = take_u64s(&mut r)?;
         let client_order_id = r.string()?;
+        let mut conditional = None;
+        while !r.at_end() {
+            match r.u8()? {
+                CONDITIONAL_PART => {
+                    conditional = Some(ConditionalRow {
+                        stop_price: r.opt_u64()?,
+                        trailing_delta: r.opt_u64()?,
+                        working_ms: r.opt_u64()?,
+                        trailing_ms: r.opt_u64()?,
+                    });
+                }
+                _ => return Err(r.corrupt()),
+            }
+        }
         r.finish()?;
         Ok(Self {
             order_id,
@@ -203,6 +243,7 @@ impl OrderRow {
             cumulative_quote,
             time_ms,
             update_ms,
+            conditional,
         })
     }
 }
@@ -781,6 +822,12 @@ mod tests {
             cumulative_quote: 9,
             time_ms: 10 + id,
             update_ms: 11 + id,
+            conditional: id.is_multiple_of(3).then_some(ConditionalRow {
+                stop_price: Some(12),
+                trailing_delta: None,
+                working_ms: Some(13 + id),
+                trailing_ms: None,
+            }),
         }
     }
 
@@ -824,13 +871,21 @@ mod tests {
             buyer_is_maker: true,
             taker_order: 7,
         };
+        // Order 3 is conditional; its row ends in the appended part, so a
+        // prefix without it is a valid older row.
+        let conditional = order(3, 4, "cid");
+        assert!(conditional.conditional.is_some());
+        assert_eq!(
+            OrderRow::decode(&conditional.encode()).unwrap(),
+            conditional
+        );
         let encoded = [
-            order(3, 4, "cid").encode(),
+            order(4, 4, "cid").encode(),
             trade(5, 6, 7).encode(),
             agg.encode(),
             candle.encode(),
         ];
-        assert_eq!(OrderRow::decode(&encoded[0]).unwrap(), order(3, 4, "cid"));
+        assert_eq!(OrderRow::decode(&encoded[0]).unwrap(), order(4, 4, "cid"));
         assert_eq!(TradeRow::decode(&encoded[1]).unwrap(), trade(5, 6, 7));
         assert_eq!(AggTradeRow::decode(&encoded[2]).unwrap(), agg);
         assert_eq!(CandleRow::decode(&encoded[3]).unwrap(), candle);

@@ -13,7 +13,8 @@ pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use exchange::{CommandRecord, OrderRecord};
 pub use history::{
-    AggTradeRow, CandleRow, CandleSpan, ExchangeBatch, OrderRow, ScanDirection, TradeRow,
+    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ExchangeBatch, OrderRow, ScanDirection,
+    TradeRow,
 };
 pub use store::{IndexBatch, Store, StoreOptions};
 

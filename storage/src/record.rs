@@ -86,6 +86,11 @@ impl<'a> Reader<'a> {
             _ => Some(self.u64()?),
         })
     }
+    /// Whether every field has been read (older records end before the
+    /// fields newer ones append).
+    pub(crate) fn at_end(&self) -> bool {
+        self.rest.is_empty()
+    }
     pub(crate) fn finish(self) -> Result<(), StorageError> {
         if self.rest.is_empty() {
             Ok(())

@@ -13,7 +13,7 @@ use weiport_exchange::order::{OrderType, Side};
 use weiport_exchange::sequencer::Outcome;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
-use crate::wire::{side_name, status_name, stp_name, tif_name, type_name};
+use crate::wire::{side_name, status_name, stp_name, tif_name, type_name, working_time};
 
 /// What the hub remembers between commands to describe the next one.
 #[derive(Default)]
@@ -110,41 +110,68 @@ pub(super) fn user_events(
             .map_or((order.executed, order.cumulative_quote), |(_, z, zq)| {
                 (*z, *zq)
             });
-        let on_book = order.order_type != OrderType::Market
+        // A conditional order is on the book only once triggered, and only
+        // as a limit order.
+        let on_book = order.working_ms.is_some()
+            && order.order_type.working() != OrderType::Market
             && matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled);
         let original = if execution == "CANCELED" {
             order.client_order_id.as_str()
         } else {
             ""
         };
-        let event = json!({
+        let mut event = json!({
             "e": "executionReport", "E": now, "s": symbol,
             "c": order.client_order_id, "S": side_name(order.side),
             "o": type_name(order.order_type), "f": tif_name(order.time_in_force),
             "q": order.orig_qty.to_string(), "p": order.price.to_string(),
-            "P": "0.00000000", "F": "0.00000000", "g": -1, "C": original,
+            "P": order.stop_price.unwrap_or_default().to_string(), "F": "0.00000000", "g": -1, "C": original,
             "x": execution, "X": status_name(status), "r": "NONE", "i": order.order_id,
             "l": last_qty.to_string(), "z": executed.to_string(), "L": last_price.to_string(),
             "n": fee.to_string(), "N": fee_asset, "T": time, "t": trade_id,
             "I": state.next_execution, "w": on_book, "m": maker, "M": false,
             "O": order.time_ms, "Z": cumulative_quote.to_string(), "Y": last_quote.to_string(),
-            "Q": order.orig_quote_qty.to_string(), "W": order.time_ms,
+            "Q": order.orig_quote_qty.to_string(),
+            "W": working_time(order),
             "V": stp_name(order.stp),
         });
+        if let Some(delta) = order.trailing_delta {
+            event["d"] = json!(delta);
+            event["D"] = json!(order.trailing_ms.map_or(-1, |ms| ms as i64));
+        }
         out.push((order.account, event));
     };
+    let triggered: Vec<(MarketId, u64)> = outcome
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Triggered { market, order_id } => Some((*market, *order_id)),
+            _ => None,
+        })
+        .collect();
     for (order, placed) in &outcome.changes.orders {
         if !wanted(order.account) {
             continue;
         }
         let key = (order.market, order.order_id);
         let own = fills.get(&key).map_or(&[][..], Vec::as_slice);
-        if *placed {
+        let fresh = || {
             let mut fresh = (*order).clone();
             fresh.executed = Amount::ZERO;
             fresh.cumulative_quote = Amount::ZERO;
-            fresh.update_ms = fresh.time_ms;
-            report(&fresh, "NEW", OrderStatus::New, None);
+            fresh
+        };
+        if *placed {
+            let mut placed = fresh();
+            placed.update_ms = placed.time_ms;
+            if placed.order_type.is_conditional() {
+                placed.working_ms = None;
+            }
+            report(&placed, "NEW", OrderStatus::New, None);
+        }
+        if triggered.contains(&key) {
+            // Triggered: it is announced again, now working.
+            report(&fresh(), "NEW", OrderStatus::New, None);
         }
         // Running totals from what the order had before this command.
         let (done, done_quote) = own.iter().fold((Amount::ZERO, Amount::ZERO), |(q, v), f| {

@@ -55,6 +55,74 @@ impl Order {
     }
 }
 
+/// A conditional order waiting for its trigger. Its funds are locked as the
+/// order it becomes would lock them (nothing for a market buy by quantity,
+/// whose cost is known only when it works).
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) order_id: u64,
+    pub(crate) account: AccountId,
+    /// As placed: a conditional type with its trigger.
+    pub(crate) order: NewOrder,
+    pub(crate) locked: Amount,
+    /// A trailing order tracks the price once its stop price is reached (at
+    /// once without one).
+    pub(crate) tracking: bool,
+    /// While tracking: the best price since, the highest for a sell and the
+    /// lowest for a buy (none before the first trade).
+    pub(crate) extremum: Option<Amount>,
+}
+
+impl Pending {
+    /// Follows one trade at `price`; returns whether the order triggers.
+    /// Trailing: a sell triggers once the price has fallen `delta` basis
+    /// points from its highest since tracking began, a buy once it has risen
+    /// that much from its lowest; the trade that starts tracking only sets
+    /// the extreme.
+    pub(crate) fn follow(&mut self, price: Amount) -> bool {
+        let Some(trigger) = self.order.trigger else {
+            return false;
+        };
+        let (order_type, side) = (self.order.order_type, self.order.side);
+        let Some(delta) = trigger.trailing_delta else {
+            return trigger
+                .stop_price
+                .is_some_and(|stop| Trigger::reached(stop, price, order_type, side));
+        };
+        if !self.tracking {
+            if trigger
+                .stop_price
+                .is_some_and(|stop| Trigger::reached(stop, price, order_type, side))
+            {
+                self.tracking = true;
+                self.extremum = Some(price);
+            }
+            return false;
+        }
+        let Some(extremum) = self.extremum else {
+            self.extremum = Some(price);
+            return false;
+        };
+        let (now, best, delta) = (
+            u128::from(price.units()) * 10_000,
+            u128::from(extremum.units()),
+            u128::from(delta),
+        );
+        match side {
+            Side::Sell if price > extremum => {
+                self.extremum = Some(price);
+                false
+            }
+            Side::Sell => now <= best * 10_000u128.saturating_sub(delta),
+            Side::Buy if price < extremum => {
+                self.extremum = Some(price);
+                false
+            }
+            Side::Buy => now >= best * (10_000 + delta),
+        }
+    }
+}
+
 /// One price level: a list of order slots in time order.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Level {
@@ -103,6 +171,11 @@ impl OrderIndex {
     pub(crate) fn insert(&mut self, order_id: u64, slot: u32) {
         if self.slots.is_empty() {
             self.first_id = order_id;
+        } else if order_id < self.first_id {
+            // A triggered order rests under its own, older id.
+            self.stragglers.insert(order_id, slot);
+            self.open += 1;
+            return;
         }
         let offset = (order_id - self.first_id) as usize;
         if offset >= self.slots.len() {
@@ -189,6 +262,12 @@ pub(crate) struct Book {
     pub(crate) client_ids: FxHashMap<AccountId, FxHashMap<String, u64>>,
     pub(crate) next_order_id: u64,
     pub(crate) next_trade_id: u64,
+    /// Conditional orders waiting for their trigger, oldest first.
+    pub(crate) pending: Vec<Pending>,
+    /// Waiting conditional orders per account.
+    pub(crate) pending_per_account: FxHashMap<AccountId, u32>,
+    /// The last trade's price, what triggers conditional orders.
+    pub(crate) last_price: Option<Amount>,
 }
 
 impl Book {
@@ -207,6 +286,9 @@ impl Book {
             client_ids: FxHashMap::default(),
             next_order_id: 1,
             next_trade_id: 1,
+            pending: Vec::new(),
+            pending_per_account: FxHashMap::default(),
+            last_price: None,
         }
     }
 
@@ -224,6 +306,19 @@ impl Book {
     pub(crate) fn take_order_id(&mut self) -> u64 {
         self.next_order_id += 1;
         self.next_order_id - 1
+    }
+
+    /// The id of an order put to work: its own if it was `triggered`, else
+    /// the next one, announced with [`Event::Placed`].
+    pub(crate) fn order_id_for(&mut self, triggered: Option<u64>, events: &mut Vec<Event>) -> u64 {
+        triggered.unwrap_or_else(|| {
+            let order_id = self.take_order_id();
+            events.push(Event::Placed {
+                market: self.id,
+                order_id,
+            });
+            order_id
+        })
     }
 
     /// The asset an order of `side` locks.
@@ -380,15 +475,57 @@ impl Book {
             }
         }
 
-        if let Some(id) = &order.client_order_id
-            && let Some(ids) = self.client_ids.get_mut(&order.account)
-        {
-            ids.remove(&**id);
-            if ids.is_empty() {
-                self.client_ids.remove(&order.account);
-            }
+        if let Some(id) = &order.client_order_id {
+            self.forget_client_id(order.account, id);
         }
         (order, level_quantity)
+    }
+
+    pub(crate) fn forget_client_id(&mut self, account: AccountId, id: &str) {
+        if let Some(ids) = self.client_ids.get_mut(&account) {
+            ids.remove(id);
+            if ids.is_empty() {
+                self.client_ids.remove(&account);
+            }
+        }
+    }
+
+    /// Adds a conditional order to the waiting ones (ids only grow, so the
+    /// list stays oldest first).
+    pub(crate) fn wait(&mut self, pending: Pending) {
+        if let Some(id) = &pending.order.client_order_id {
+            self.client_ids
+                .entry(pending.account)
+                .or_default()
+                .insert(id.clone(), pending.order_id);
+        }
+        *self.pending_per_account.entry(pending.account).or_default() += 1;
+        self.pending.push(pending);
+    }
+
+    /// Takes the waiting order at `index` out of the list and its indexes.
+    pub(crate) fn stop_waiting(&mut self, index: usize) -> Pending {
+        let pending = self.pending.remove(index);
+        self.unindex_pending(&pending);
+        pending
+    }
+
+    /// Drops a waiting order, already out of the list, from the indexes.
+    pub(crate) fn unindex_pending(&mut self, pending: &Pending) {
+        if let Some(id) = &pending.order.client_order_id {
+            self.forget_client_id(pending.account, id);
+        }
+        if let Some(count) = self.pending_per_account.get_mut(&pending.account) {
+            *count -= 1;
+            if *count == 0 {
+                self.pending_per_account.remove(&pending.account);
+            }
+        }
+    }
+
+    /// Conditional orders of `account` waiting on this market.
+    pub(crate) fn waiting(&self, account: AccountId) -> u32 {
+        self.pending_per_account.get(&account).copied().unwrap_or(0)
     }
 
     pub(crate) fn is_client_id_open(&self, account: AccountId, id: &str) -> bool {
@@ -397,8 +534,9 @@ impl Book {
             .is_some_and(|ids| ids.contains_key(id))
     }
 
+    /// Open orders of `account`: resting and waiting for a trigger.
     pub(crate) fn open_orders(&self, account: AccountId) -> u32 {
-        self.own.get(&account).map_or(0, |own| own.count)
+        self.own.get(&account).map_or(0, |own| own.count) + self.waiting(account)
     }
 }
 

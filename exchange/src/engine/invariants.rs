@@ -24,6 +24,15 @@ impl Engine {
                 "book {} next order {} next trade {}",
                 book.market.symbol, book.next_order_id, book.next_trade_id
             ));
+            if let Some(last) = book.last_price {
+                lines.push(format!("last price {last}"));
+            }
+            for p in &book.pending {
+                lines.push(format!(
+                    "waiting #{} account {} locked {} tracking {} extremum {:?} {:?}",
+                    p.order_id, p.account, p.locked, p.tracking, p.extremum, p.order
+                ));
+            }
             for (side, levels) in [("bid", &book.bids), ("ask", &book.asks)] {
                 for (price, level) in levels {
                     for slot in book.level_slots(level) {
@@ -115,11 +124,43 @@ impl Engine {
                     "{symbol}: open-order counts disagree with the book"
                 ));
             }
+            let mut waiting: FxHashMap<AccountId, u32> = FxHashMap::default();
+            for (i, pending) in book.pending.iter().enumerate() {
+                if i > 0 && book.pending[i - 1].order_id >= pending.order_id {
+                    return Err(format!("{symbol}: waiting orders out of order"));
+                }
+                if !pending.order.order_type.is_conditional() || pending.order.trigger.is_none() {
+                    return Err(format!(
+                        "{symbol}: order #{} waits without a trigger",
+                        pending.order_id
+                    ));
+                }
+                *waiting.entry(pending.account).or_default() += 1;
+                let owner = *self
+                    .ledger
+                    .slots
+                    .get(&pending.account)
+                    .ok_or("a waiting order's owner has no ledger row")?
+                    as usize;
+                let asset = book.locked_asset(pending.order.side);
+                let cell = &mut reserved[owner * assets + usize::from(asset.0)];
+                *cell = cell
+                    .checked_add(pending.locked)
+                    .ok_or("reservation overflow")?;
+            }
+            if waiting != book.pending_per_account {
+                return Err(format!("{symbol}: waiting-order counts disagree"));
+            }
             let named = book
                 .slots
                 .iter()
                 .filter(|s| book.slab[*s as usize].client_order_id.is_some())
-                .count();
+                .count()
+                + book
+                    .pending
+                    .iter()
+                    .filter(|p| p.order.client_order_id.is_some())
+                    .count();
             if named != book.client_ids.values().map(FxHashMap::len).sum::<usize>() {
                 return Err(format!("{symbol}: client order ids disagree with the book"));
             }

@@ -54,10 +54,34 @@ impl Engine {
         (base, quote)
     }
 
+    /// Places `order`: a conditional one waits for its trigger; any other
+    /// works at once, and the trades it makes may trigger waiting ones.
     pub(crate) fn place(
         &mut self,
         account: AccountId,
         order: NewOrder,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        if order.order_type.is_conditional() {
+            return self.place_conditional(account, order, events);
+        }
+        if order.trigger.is_some() {
+            return Err(Reject::BadTrigger);
+        }
+        let (start, market) = (events.len(), usize::from(order.market.0));
+        self.work(account, order, None, events)?;
+        self.follow_trades(market, start, events);
+        Ok(())
+    }
+
+    /// Puts a market, limit or post-only order to work: matches it and rests
+    /// what is left. A new order takes the next id; a triggered one keeps its
+    /// own (`triggered`). Refuses before changing anything, or not at all.
+    pub(crate) fn work(
+        &mut self,
+        account: AccountId,
+        order: NewOrder,
+        triggered: Option<u64>,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         let now_ms = self.now_ms;
@@ -107,11 +131,7 @@ impl Engine {
             };
         if fok && Some(reach_base) != order.quantity.map(|q| u128::from(q.units())) {
             // Fill-or-kill that cannot fill completely: expires untouched.
-            let order_id = book.take_order_id();
-            events.push(Event::Placed {
-                market: book.id,
-                order_id,
-            });
+            let order_id = book.order_id_for(triggered, events);
             events.push(Event::Order(OrderState {
                 market: book.id,
                 order_id,
@@ -155,11 +175,7 @@ impl Engine {
         }
         let slot = self.ledger.slot(account);
         self.ledger.shift(slot, lock_asset, lock, true);
-        let order_id = book.take_order_id();
-        events.push(Event::Placed {
-            market: book.id,
-            order_id,
-        });
+        let order_id = book.order_id_for(triggered, events);
         let mut taker = Order {
             order_id,
             account,

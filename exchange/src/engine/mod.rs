@@ -18,14 +18,15 @@ use std::sync::Arc;
 use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
 use crate::market::{Market, StpMode};
-use crate::order::{NewOrder, OrderType, Side, TimeInForce};
+use crate::order::{NewOrder, OrderType, Side, TimeInForce, Trigger};
 
 mod book;
+mod conditional;
 mod invariants;
 mod ledger;
 mod matching;
 
-use book::{Book, Level, Order};
+use book::{Book, Level, Order, Pending};
 use ledger::Ledger;
 
 /// An account number.
@@ -74,6 +75,13 @@ pub enum Reject {
     Overflow,
     /// A price off the market's tick or a quantity off its step (or zero).
     OffGrid,
+    /// A conditional order whose stop condition the last price already meets.
+    WouldTrigger,
+    /// Too many conditional orders waiting on the market for this account.
+    TooManyAlgoOrders,
+    /// A trigger missing from a conditional order, or given to another kind
+    /// (or a quote amount on a conditional order).
+    BadTrigger,
 }
 
 /// What the engine is asked to do.
@@ -224,6 +232,22 @@ pub enum Event {
         /// Its resting quantity after the change.
         quantity: Amount,
     },
+    /// A conditional order's trigger fired: from here on it works as a
+    /// market or limit order (its next state follows).
+    Triggered {
+        /// Market.
+        market: MarketId,
+        /// Order id.
+        order_id: u64,
+    },
+    /// A trailing order began tracking the price (its stop price was
+    /// reached, or it was placed without one).
+    Tracking {
+        /// Market.
+        market: MarketId,
+        /// Order id.
+        order_id: u64,
+    },
     /// A balance changed.
     Balance {
         /// Account.
@@ -321,6 +345,13 @@ impl Engine {
         self.books
             .get(usize::from(market.0))
             .map_or(0, |book| book.slots.len())
+    }
+
+    /// How many conditional orders wait for their trigger on market `market`.
+    pub fn waiting_orders(&self, market: MarketId) -> usize {
+        self.books
+            .get(usize::from(market.0))
+            .map_or(0, |book| book.pending.len())
     }
 
     /// The book of `market` as (price, resting quantity) levels, bids best
@@ -437,11 +468,19 @@ impl Engine {
     ) -> Result<(), Reject> {
         let index = usize::from(market.0);
         let book = self.books.get(index).ok_or(Reject::UnknownSymbol)?;
-        let slot = book.slots.get(order_id).ok_or(Reject::UnknownOrder)?;
-        if book.slab[slot as usize].account != account {
-            return Err(Reject::UnknownOrder);
+        if let Some(slot) = book.slots.get(order_id) {
+            if book.slab[slot as usize].account != account {
+                return Err(Reject::UnknownOrder);
+            }
+            self.remove_resting(index, slot, OrderStatus::Canceled, events);
+            return Ok(());
         }
-        self.remove_resting(index, slot, OrderStatus::Canceled, events);
+        let at = book
+            .pending
+            .iter()
+            .position(|p| p.order_id == order_id && p.account == account)
+            .ok_or(Reject::UnknownOrder)?;
+        self.remove_pending(index, at, OrderStatus::Canceled, events);
         Ok(())
     }
 
@@ -453,12 +492,33 @@ impl Engine {
     ) -> Result<(), Reject> {
         let index = usize::from(market.0);
         let book = self.books.get(index).ok_or(Reject::UnknownSymbol)?;
-        let slots: Vec<u32> = book.own_slots(account).collect();
-        if slots.is_empty() {
+        // Resting and waiting orders together, oldest first.
+        let mut mine: Vec<(u64, Option<u32>)> = book
+            .own_slots(account)
+            .map(|slot| (book.slab[slot as usize].order_id, Some(slot)))
+            .collect();
+        mine.extend(
+            book.pending
+                .iter()
+                .filter(|p| p.account == account)
+                .map(|p| (p.order_id, None)),
+        );
+        if mine.is_empty() {
             return Err(Reject::UnknownOrder);
         }
-        for slot in slots {
-            self.remove_resting(index, slot, OrderStatus::Canceled, events);
+        mine.sort_unstable();
+        for (order_id, slot) in mine {
+            match slot {
+                Some(slot) => self.remove_resting(index, slot, OrderStatus::Canceled, events),
+                None => {
+                    let at = self.books[index]
+                        .pending
+                        .iter()
+                        .position(|p| p.order_id == order_id)
+                        .expect(BROKEN);
+                    self.remove_pending(index, at, OrderStatus::Canceled, events);
+                }
+            }
         }
         Ok(())
     }
@@ -470,23 +530,23 @@ pub(crate) mod tests {
     use crate::market::tests_support::{eth_btc, eth_usdt};
     use crate::order::ResponseType;
 
-    const FEES: AccountId = 999;
-    const ETHUSDT: MarketId = MarketId(0);
-    const ETHBTC: MarketId = MarketId(1);
-    const ETH: AssetId = AssetId(0);
-    const USDT: AssetId = AssetId(1);
-    const BTC: AssetId = AssetId(2);
+    pub(crate) const FEES: AccountId = 999;
+    pub(crate) const ETHUSDT: MarketId = MarketId(0);
+    pub(crate) const ETHBTC: MarketId = MarketId(1);
+    pub(crate) const ETH: AssetId = AssetId(0);
+    pub(crate) const USDT: AssetId = AssetId(1);
+    pub(crate) const BTC: AssetId = AssetId(2);
 
     /// ETHUSDT and ETHBTC: assets ETH, USDT, BTC.
     pub(crate) fn two_markets() -> Arc<Catalog> {
         Arc::new(Catalog::new(vec![eth_usdt(), eth_btc()]))
     }
 
-    fn a(text: &str) -> Amount {
+    pub(crate) fn a(text: &str) -> Amount {
         text.parse().unwrap()
     }
 
-    fn engine() -> Engine {
+    pub(crate) fn engine() -> Engine {
         let mut engine = Engine::new(two_markets(), FEES);
         for account in [1, 2] {
             engine.apply(Command::Credit {
@@ -503,7 +563,7 @@ pub(crate) mod tests {
         engine
     }
 
-    fn order(
+    pub(crate) fn order(
         side: Side,
         order_type: OrderType,
         tif: TimeInForce,
@@ -521,10 +581,11 @@ pub(crate) mod tests {
             client_order_id: None,
             response_type: ResponseType::Full,
             stp: StpMode::None,
+            trigger: None,
         }
     }
 
-    fn place(engine: &mut Engine, account: AccountId, order: NewOrder) -> Vec<Event> {
+    pub(crate) fn place(engine: &mut Engine, account: AccountId, order: NewOrder) -> Vec<Event> {
         engine.apply(Command::Place {
             account,
             order,
@@ -532,7 +593,7 @@ pub(crate) mod tests {
         })
     }
 
-    fn limit(side: Side, quantity: &str, price: &str) -> NewOrder {
+    pub(crate) fn limit(side: Side, quantity: &str, price: &str) -> NewOrder {
         order(
             side,
             OrderType::Limit,
@@ -542,7 +603,7 @@ pub(crate) mod tests {
         )
     }
 
-    fn status(events: &[Event], order_id: u64) -> OrderStatus {
+    pub(crate) fn status(events: &[Event], order_id: u64) -> OrderStatus {
         events
             .iter()
             .rev()
@@ -553,7 +614,7 @@ pub(crate) mod tests {
             .unwrap_or_else(|| panic!("no state for order {order_id} in {events:?}"))
     }
 
-    fn trades(events: &[Event]) -> Vec<&Trade> {
+    pub(crate) fn trades(events: &[Event]) -> Vec<&Trade> {
         events
             .iter()
             .filter_map(|e| {
@@ -1076,7 +1137,7 @@ pub(crate) mod tests {
     pub(crate) fn command_strategy() -> impl proptest::strategy::Strategy<Value = Command> {
         use proptest::prelude::*;
         (
-            0u8..8,
+            0u8..9,
             1u64..4,
             any::<bool>(),
             1u64..40,
@@ -1158,6 +1219,34 @@ pub(crate) mod tests {
                             order_id: quantity.units() / 1_000_000,
                             time_ms: 0,
                         },
+                        8 => {
+                            // Conditional: the four types, stop prices on
+                            // either side of the traded range, and trailing.
+                            new.order_type = [
+                                OrderType::StopLoss,
+                                OrderType::StopLossLimit,
+                                OrderType::TakeProfit,
+                                OrderType::TakeProfitLimit,
+                            ][extra as usize];
+                            if !new.order_type.has_price() {
+                                new.price = None;
+                            }
+                            let stop = Amount::from_units(
+                                price.units() - price.units() / 400 * u64::from(buy)
+                                    + price.units() / 400 * u64::from(!buy),
+                            );
+                            let tick = if second_market { 1_000 } else { 1_000_000 };
+                            let stop = Amount::from_units(stop.units() - stop.units() % tick);
+                            new.trigger = Some(Trigger {
+                                stop_price: (tick % 3 != 1).then_some(stop),
+                                trailing_delta: (tick % 3 != 0).then_some(10 + tick as u32 * 20),
+                            });
+                            Command::Place {
+                                account,
+                                order: new,
+                                time_ms: 0,
+                            }
+                        }
                         _ => {
                             new.order_type = OrderType::Market;
                             new.price = None;
