@@ -362,3 +362,75 @@ async fn the_websocket_api_logs_on_with_ed25519_and_ends_streams_with_event_stre
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], -1194, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_order_is_reported_waiting_then_working_when_its_trigger_trades() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    let key = created["listenKey"].as_str().unwrap().to_owned();
+    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    // A trade at `price`: the taker bids 0.1, the maker sells into it.
+    let trade_at = |price: &'static str| {
+        let (weiport, maker, taker) = (&weiport, &maker, &taker);
+        async move {
+            order(
+                weiport,
+                taker,
+                &format!(
+                    "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.1&price={price}"
+                ),
+            )
+            .await;
+            order(
+                weiport,
+                maker,
+                "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=0.1",
+            )
+            .await;
+        }
+    };
+    trade_at("3000").await;
+    // A stop-loss limit sell: at 2950 or below it offers 0.5 ETH at 2900.
+    let stop = order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=STOP_LOSS_LIMIT&timeInForce=GTC&quantity=0.5&price=2900&stopPrice=2950",
+    )
+    .await;
+    trade_at("2960").await;
+    trade_at("2950").await;
+    let reports: Vec<Value> = drain(&mut stream)
+        .await
+        .into_iter()
+        .filter(|e| e["e"] == "executionReport" && e["i"] == stop["orderId"])
+        .collect();
+    let summary: Vec<Value> = reports
+        .iter()
+        .map(|e| {
+            json!([
+                e["x"],
+                e["X"],
+                e["o"],
+                e["w"],
+                e["P"],
+                e["W"].as_i64() > Some(0)
+            ])
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            json!([
+                "NEW",
+                "NEW",
+                "STOP_LOSS_LIMIT",
+                false,
+                "2950.00000000",
+                false
+            ]),
+            json!(["NEW", "NEW", "STOP_LOSS_LIMIT", true, "2950.00000000", true]),
+        ],
+        "{reports:#?}"
+    );
+    assert_eq!(reports[0]["W"], -1);
+}

@@ -15,36 +15,13 @@ from binance_sdk_spot.rest_api.models import (
     NewOrderTypeEnum,
 )
 
+from clientkit import ccxt_binance, check
+
 base, key_a, secret_a, key_b, secret_b = sys.argv[1:6]
-PRODUCTION_HOSTS = [
-    "https://api.binance.com",
-    "https://fapi.binance.com",
-    "https://dapi.binance.com",
-    "https://eapi.binance.com",
-    "https://papi.binance.com",
-]
-
-
-def check(label, actual, expected):
-    if actual != expected:
-        sys.exit(f"{label}: expected {expected!r}, got {actual!r}")
-    print(f"ok {label}", file=sys.stderr)
-
-
-def local_urls(urls):
-    """The client's own URL table with every production host replaced."""
-    if isinstance(urls, dict):
-        return {k: local_urls(v) for k, v in urls.items()}
-    if isinstance(urls, str):
-        for host in PRODUCTION_HOSTS:
-            if urls.startswith(host):
-                return base + urls[len(host):]
-    return urls
 
 
 def ccxt_client(key, secret):
-    api = local_urls(ccxt.binance().urls["api"])
-    return ccxt.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
+    return ccxt_binance(base, key, secret)
 
 
 def run_ccxt():

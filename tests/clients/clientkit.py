@@ -1,0 +1,38 @@
+"""What the client scripts share: the check that ends a run on the first
+mismatch, and unchanged Binance clients with only their URLs pointed at a
+local weiport."""
+
+import sys
+
+import ccxt
+
+PRODUCTION_HOSTS = [
+    "https://api.binance.com",
+    "https://fapi.binance.com",
+    "https://dapi.binance.com",
+    "https://eapi.binance.com",
+    "https://papi.binance.com",
+]
+
+
+def check(label, actual, expected):
+    if actual != expected:
+        sys.exit(f"{label}: expected {expected!r}, got {actual!r}")
+    print(f"ok {label}", file=sys.stderr)
+
+
+def local_urls(urls, base):
+    """The client's own URL table with every production host replaced by `base`."""
+    if isinstance(urls, dict):
+        return {k: local_urls(v, base) for k, v in urls.items()}
+    if isinstance(urls, str):
+        for host in PRODUCTION_HOSTS:
+            if urls.startswith(host):
+                return base + urls[len(host):]
+    return urls
+
+
+def ccxt_binance(base, key, secret):
+    """ccxt's binance with default options, only its URLs changed."""
+    api = local_urls(ccxt.binance().urls["api"], base)
+    return ccxt.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
