@@ -185,6 +185,7 @@ pub(crate) fn engine_refusal(reject: Reject) -> BinanceError {
         Reject::OffGrid => (-1013, "Filter failure: LOT_SIZE"),
         Reject::WouldTrigger => (-2010, "Order would trigger immediately."),
         Reject::TooManyAlgoOrders => (-2010, "Filter failure: MAX_NUM_ALGO_ORDERS"),
+        Reject::BadList => (-1014, "Unsupported order combination."),
         Reject::BadTrigger => (
             -1102,
             "Mandatory parameter 'stopPrice' was not sent, was empty/null, or malformed.",

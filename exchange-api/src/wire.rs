@@ -21,6 +21,7 @@ pub(crate) fn status_name(status: OrderStatus) -> &'static str {
         OrderStatus::Rejected => "REJECTED",
         OrderStatus::Expired => "EXPIRED",
         OrderStatus::ExpiredInMatch => "EXPIRED_IN_MATCH",
+        OrderStatus::PendingNew => "PENDING_NEW",
     }
 }
 

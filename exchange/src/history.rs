@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use weiport_storage::{
-    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, OrderRow, ScanDirection, StorageError,
-    Store, TradeRow,
+    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ListRow, OrderRow, ScanDirection,
+    StorageError, Store, TradeRow,
 };
 
 use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
 use crate::engine::{AccountId, Command, Event, OrderStatus, Trade};
 use crate::market::StpMode;
-use crate::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use crate::order::{Contingency, NewOrder, OrderType, ResponseType, Side, TimeInForce};
 
 /// An order as the API reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +60,55 @@ pub struct OrderView {
     pub working_ms: Option<u64>,
     /// Trailing orders: when tracking the price began.
     pub trailing_ms: Option<u64>,
+    /// Orders of an order list: its id.
+    pub order_list_id: Option<u64>,
+}
+
+/// An order list as the API reports it (its state is its orders').
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListView {
+    /// List id.
+    pub list_id: u64,
+    /// Owner.
+    pub account: AccountId,
+    /// Market of its orders.
+    pub market: MarketId,
+    /// How its orders depend on each other.
+    pub contingency: Contingency,
+    /// The list's client id.
+    pub list_client_id: String,
+    /// Its orders' ids, working order first.
+    pub order_ids: Vec<u64>,
+    /// Placement time, ms.
+    pub time_ms: u64,
+}
+
+impl ListView {
+    fn to_row(&self, catalog: &Catalog) -> ListRow {
+        ListRow {
+            list_id: self.list_id,
+            account: self.account,
+            symbol: catalog.symbol(self.market).to_owned(),
+            contingency: tag(self.contingency, &CONTINGENCIES),
+            list_client_id: self.list_client_id.clone(),
+            order_ids: self.order_ids.clone(),
+            time_ms: self.time_ms,
+        }
+    }
+
+    fn from_row(catalog: &Catalog, row: ListRow) -> Result<Self, HistoryError> {
+        Ok(Self {
+            list_id: row.list_id,
+            account: row.account,
+            market: catalog
+                .market_id(&row.symbol)
+                .ok_or(HistoryError::UnknownTag)?,
+            contingency: untag(row.contingency, &CONTINGENCIES).ok_or(HistoryError::UnknownTag)?,
+            list_client_id: row.list_client_id,
+            order_ids: row.order_ids,
+            time_ms: row.time_ms,
+        })
+    }
 }
 
 impl OrderView {
@@ -95,6 +144,7 @@ impl OrderView {
             trailing_delta: order.trigger.and_then(|t| t.trailing_delta),
             working_ms: (!order.order_type.is_conditional()).then_some(time_ms),
             trailing_ms: None,
+            order_list_id: None,
         }
     }
 
@@ -103,9 +153,10 @@ impl OrderView {
         self.is_open() && self.working_ms.is_none()
     }
 
-    /// Whether it rests on the book.
+    /// Whether it is open: resting, waiting for a trigger, or (in an
+    /// order list) pending its working order.
     pub fn is_open(&self) -> bool {
-        matches!(self.status, OrderStatus::New | OrderStatus::PartiallyFilled)
+        !self.status.is_final()
     }
 
     /// Quantity still resting (zero once closed).
@@ -147,7 +198,12 @@ pub(crate) const STPS: [(StpMode, u8); 4] = [
     (StpMode::ExpireMaker, 2),
     (StpMode::ExpireBoth, 3),
 ];
-const STATUSES: [(OrderStatus, u8); 7] = [
+pub(crate) const CONTINGENCIES: [(Contingency, u8); 3] = [
+    (Contingency::Oco, 0),
+    (Contingency::Oto, 1),
+    (Contingency::Otoco, 2),
+];
+const STATUSES: [(OrderStatus, u8); 8] = [
     (OrderStatus::New, 0),
     (OrderStatus::PartiallyFilled, 1),
     (OrderStatus::Filled, 2),
@@ -155,6 +211,7 @@ const STATUSES: [(OrderStatus, u8); 7] = [
     (OrderStatus::Rejected, 4),
     (OrderStatus::Expired, 5),
     (OrderStatus::ExpiredInMatch, 6),
+    (OrderStatus::PendingNew, 7),
 ];
 
 /// The stored tag of `value`.
@@ -194,6 +251,7 @@ impl OrderView {
                 working_ms: self.working_ms,
                 trailing_ms: self.trailing_ms,
             }),
+            order_list_id: self.order_list_id,
         }
     }
 
@@ -227,6 +285,7 @@ impl OrderView {
                 None => Some(row.time_ms),
             },
             trailing_ms: conditional.trailing_ms,
+            order_list_id: row.order_list_id,
         })
     }
 }
@@ -324,6 +383,8 @@ fn add_volumes(candle: &mut CandleRow, other: &CandleRow) {
 pub struct Changes {
     /// Orders in their state after the command, with whether it placed them.
     pub orders: Vec<(OrderView, bool)>,
+    /// The order list it placed.
+    pub list: Option<ListView>,
     /// New trades.
     pub trades: Vec<Trade>,
     /// Aggregate trades, new or grown.
@@ -345,6 +406,9 @@ impl Changes {
 
     /// Writes the rows into `batch`.
     pub fn write(&self, catalog: &Catalog, batch: &mut weiport_storage::ExchangeBatch) {
+        if let Some(list) = &self.list {
+            batch.put_order_list(&list.to_row(catalog));
+        }
         for (order, placed) in &self.orders {
             batch.put_order(catalog.symbol(order.market), &order.to_row(), *placed);
         }
@@ -446,15 +510,57 @@ impl Recorder {
                     order.update_ms = state.time_ms;
                 }
                 Event::Placed { market, order_id } => {
-                    if let Command::Place {
+                    let placed = match command {
+                        Command::Place {
+                            account,
+                            order,
+                            time_ms,
+                        } => OrderView::placed(*market, *order_id, *account, order, *time_ms),
+                        // A list's orders are announced in its order.
+                        Command::PlaceList {
+                            account,
+                            list,
+                            time_ms,
+                        } => {
+                            let at = changes.orders.iter().filter(|(_, placed)| *placed).count();
+                            let Some(order) = list.orders().nth(at) else {
+                                continue;
+                            };
+                            let mut placed =
+                                OrderView::placed(*market, *order_id, *account, order, *time_ms);
+                            placed.order_list_id = changes.list.as_ref().map(|l| l.list_id);
+                            if list.working.is_some() && at > 0 {
+                                // Pending until the working order fills.
+                                placed.working_ms = None;
+                            }
+                            if let Some(list) = &mut changes.list {
+                                list.order_ids.push(*order_id);
+                            }
+                            placed
+                        }
+                        _ => continue,
+                    };
+                    changes.orders.push((placed, true));
+                }
+                Event::ListPlaced { market, list_id } => {
+                    if let Command::PlaceList {
                         account,
-                        order,
+                        list,
                         time_ms,
                     } = command
                     {
-                        let placed =
-                            OrderView::placed(*market, *order_id, *account, order, *time_ms);
-                        changes.orders.push((placed, true));
+                        changes.list = Some(ListView {
+                            list_id: *list_id,
+                            account: *account,
+                            market: *market,
+                            contingency: list.contingency,
+                            list_client_id: list
+                                .list_client_id
+                                .clone()
+                                .unwrap_or_else(|| format!("weiportlist{list_id}")),
+                            order_ids: Vec::new(),
+                            time_ms: *time_ms,
+                        });
                     }
                 }
                 Event::Triggered { market, order_id } | Event::Tracking { market, order_id } => {
@@ -601,6 +707,36 @@ impl History {
         Ok(self.order(market, order_id)?.filter(|o| {
             o.account == account && client_order_id.is_none_or(|c| c == o.client_order_id)
         }))
+    }
+
+    /// Order list `list_id` of `account`, by id or else by client id.
+    pub fn find_order_list(
+        &self,
+        account: AccountId,
+        list_id: Option<u64>,
+        client_id: Option<&str>,
+    ) -> Result<Option<ListView>, HistoryError> {
+        let row = match (list_id, client_id) {
+            (Some(id), _) => self.store.order_list(id)?,
+            (None, Some(client)) => self.store.order_list_by_client_id(account, client)?,
+            (None, None) => None,
+        };
+        Ok(row
+            .map(|row| ListView::from_row(&self.catalog, row))
+            .transpose()?
+            .filter(|l| l.account == account))
+    }
+
+    /// Order lists of `account` from `list_id` on, in `direction`.
+    pub fn account_order_lists(
+        &self,
+        account: AccountId,
+        list_id: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<ListView, HistoryError>> + '_ {
+        self.store
+            .account_order_lists(account, list_id, direction)
+            .map(move |row| ListView::from_row(&self.catalog, row?))
     }
 
     /// Orders of `account` on `market` from `order_id` on, in `direction`.
@@ -808,10 +944,16 @@ mod stored_tag_tests {
             OrderStatus::Rejected => 4,
             OrderStatus::Expired => 5,
             OrderStatus::ExpiredInMatch => 6,
+            OrderStatus::PendingNew => 7,
         });
         // Every variant is listed: the matches above are exhaustive, and
         // each list holds as many entries as its enum has variants.
         assert_eq!((SIDES.len(), TYPES.len(), TIFS.len()), (2, 7, 3));
-        assert_eq!((RESPONSES.len(), STPS.len(), STATUSES.len()), (3, 4, 7));
+        assert_eq!((RESPONSES.len(), STPS.len(), STATUSES.len()), (3, 4, 8));
+        check(&CONTINGENCIES, |v| match v {
+            Contingency::Oco => 0,
+            Contingency::Oto => 1,
+            Contingency::Otoco => 2,
+        });
     }
 }

@@ -15,7 +15,7 @@ use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
 use crate::engine::{AccountId, Command, Event, Levels, OrderState, OrderStatus, Reject, Trade};
 use crate::market::{Market, StpMode};
-use crate::order::{NewOrder, OrderType, Side, TimeInForce, Trigger};
+use crate::order::{Contingency, NewOrder, NewOrderList, OrderType, Side, TimeInForce, Trigger};
 
 /// What a command did, in a form both the model and the engine's events
 /// reduce to: the order of events within a command is the engine's
@@ -53,7 +53,10 @@ impl Outcome {
                 Event::Tracking { market, order_id } => {
                     outcome.tracking.insert((*market, *order_id));
                 }
-                Event::Balance { .. } | Event::Placed { .. } | Event::Level { .. } => {}
+                Event::Balance { .. }
+                | Event::Placed { .. }
+                | Event::Level { .. }
+                | Event::ListPlaced { .. } => {}
             }
         }
         outcome
@@ -181,6 +184,21 @@ impl Waiting {
     }
 }
 
+/// An order list while any of its orders is open.
+#[derive(Debug, Clone)]
+struct ModelList {
+    id: u64,
+    account: AccountId,
+    /// OTO / OTOCO: the working order, while it is open.
+    working: Option<u64>,
+    /// Orders to place once the working order fills.
+    deferred: Vec<(u64, NewOrder)>,
+    /// An OCO pair while both of its orders are open.
+    pair: Option<(u64, u64)>,
+    /// Every order of the list.
+    orders: Vec<u64>,
+}
+
 /// One market's book and id counters.
 #[derive(Debug, Clone)]
 struct Book {
@@ -188,6 +206,8 @@ struct Book {
     waiting: Vec<Waiting>,
     /// The last trade's price.
     last: Option<Amount>,
+    /// Order lists with open orders.
+    lists: Vec<ModelList>,
     /// Resting buys, best first: highest price, then first to arrive.
     bids: Vec<Resting>,
     /// Resting sells, best first: lowest price, then first to arrive.
@@ -201,6 +221,7 @@ impl Book {
         Self {
             waiting: Vec::new(),
             last: None,
+            lists: Vec::new(),
             bids: Vec::new(),
             asks: Vec::new(),
             next_order: 1,
@@ -238,6 +259,30 @@ impl Book {
 
     fn all(&self) -> impl Iterator<Item = &Resting> {
         self.bids.iter().chain(&self.asks)
+    }
+
+    /// Whether `account` has an open order named `name`: resting, waiting,
+    /// or pending in a list.
+    fn names(&self, account: AccountId, name: &Option<String>) -> bool {
+        name.is_some()
+            && (self
+                .all()
+                .any(|o| o.account == account && o.client_id == *name)
+                || self
+                    .waiting
+                    .iter()
+                    .any(|w| w.account == account && w.order.client_order_id == *name)
+                || self
+                    .lists
+                    .iter()
+                    .filter(|l| l.account == account)
+                    .flat_map(|l| &l.deferred)
+                    .any(|(_, o)| o.client_order_id == *name))
+    }
+
+    /// Whether order `id` is open on the book or waiting.
+    fn holds(&self, id: u64) -> bool {
+        self.all().any(|o| o.id == id) || self.waiting.iter().any(|w| w.id == id)
     }
 
     /// Takes the first order `pick` chooses off the book.
@@ -380,6 +425,8 @@ pub(crate) struct Model {
     /// amount type that holds it holds every balance.
     supply: BTreeMap<AssetId, Amount>,
     books: Vec<Book>,
+    /// Order list ids run over every market.
+    next_list: u64,
 }
 
 type Step<T> = Result<T, Reject>;
@@ -394,6 +441,7 @@ impl Model {
             balances: BTreeMap::new(),
             supply: BTreeMap::new(),
             books,
+            next_list: 1,
         }
     }
 
@@ -518,6 +566,9 @@ impl Model {
                 order_id,
                 time_ms,
             } => {
+                if let Some(list_id) = self.list_holding(market, order_id) {
+                    return self.cancel_list(account, market, list_id, time_ms, outcome);
+                }
                 let book = self.book(market)?;
                 if let Some(order) = book.take(|o| o.id == order_id && o.account == account) {
                     self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
@@ -538,28 +589,47 @@ impl Model {
                 time_ms,
             } => {
                 let book = self.book(market)?;
-                let mut mine = Vec::new();
-                while let Some(order) = book.take(|o| o.account == account) {
-                    mine.push((order.id, Some(order), None));
-                }
-                while let Some(at) = book.waiting.iter().position(|w| w.account == account) {
-                    let waiting = book.waiting.remove(at);
-                    mine.push((waiting.id, None, Some(waiting)));
-                }
+                let mut mine: Vec<u64> = book
+                    .all()
+                    .filter(|o| o.account == account)
+                    .map(|o| o.id)
+                    .chain(
+                        book.waiting
+                            .iter()
+                            .filter(|w| w.account == account)
+                            .map(|w| w.id),
+                    )
+                    .chain(
+                        book.lists
+                            .iter()
+                            .filter(|l| l.account == account)
+                            .flat_map(|l| l.deferred.iter().map(|(id, _)| *id)),
+                    )
+                    .collect();
                 if mine.is_empty() {
                     return Err(Reject::UnknownOrder);
                 }
-                mine.sort_by_key(|(id, _, _)| *id);
-                for (_, resting, waiting) in mine {
-                    if let Some(order) = resting {
-                        self.end(market, order, OrderStatus::Canceled, time_ms, outcome);
-                    }
-                    if let Some(waiting) = waiting {
-                        self.end_waiting(market, waiting, OrderStatus::Canceled, time_ms, outcome);
+                mine.sort_unstable();
+                for id in mine {
+                    if let Some(list_id) = self.list_holding(market, id) {
+                        self.cancel_list(account, market, list_id, time_ms, outcome)?;
+                    } else if self.open(market, id) {
+                        self.end_open(market, id, OrderStatus::Canceled, time_ms, outcome);
                     }
                 }
                 Ok(())
             }
+            Command::PlaceList {
+                account,
+                ref list,
+                time_ms,
+            } => self.place_list(account, list, time_ms, outcome),
+            Command::CancelList {
+                account,
+                market,
+                list_id,
+                time_ms,
+            } => self.cancel_list(account, market, list_id, time_ms, outcome),
         }
     }
 
@@ -662,14 +732,14 @@ impl Model {
         outcome: &mut Outcome,
     ) -> Step<()> {
         if order.order_type.is_conditional() {
-            return self.wait(account, order, time_ms, outcome);
+            return self.wait(account, order, time_ms, (None, Amount::ZERO), outcome);
         }
         if order.trigger.is_some() {
             return Err(Reject::BadTrigger);
         }
         let seen = outcome.trades.len();
         self.work(account, order, time_ms, None, outcome)?;
-        self.show_trades(order.market, seen, time_ms, outcome);
+        self.aftermath(order.market, seen, time_ms, outcome);
         Ok(())
     }
 
@@ -682,6 +752,7 @@ impl Model {
         account: AccountId,
         order: &NewOrder,
         time_ms: u64,
+        (announced, covered): (Option<u64>, Amount),
         outcome: &mut Outcome,
     ) -> Step<()> {
         let trigger = order.trigger.ok_or(Reject::BadTrigger)?;
@@ -718,11 +789,7 @@ impl Model {
             .iter()
             .filter(|w| w.account == account)
             .collect();
-        let mut named = resting
-            .iter()
-            .map(|o| &o.client_id)
-            .chain(waiting.iter().map(|w| &w.order.client_order_id));
-        if order.client_order_id.is_some() && named.any(|id| *id == order.client_order_id) {
+        if book.names(account, &order.client_order_id) {
             return Err(Reject::DuplicateClientOrderId);
         }
         if resting.len() + waiting.len() >= market.max_num_orders as usize {
@@ -736,7 +803,7 @@ impl Model {
         {
             return Err(Reject::WouldTrigger);
         }
-        let lock = match (order.side, order.price) {
+        let need = match (order.side, order.price) {
             (Side::Buy, None) => Amount::ZERO,
             (Side::Buy, Some(price)) => price.checked_mul(quantity).ok_or(Reject::Overflow)?,
             (Side::Sell, price) => {
@@ -746,25 +813,32 @@ impl Model {
                 quantity
             }
         };
+        // In an OCO pair, what the other order locks already counts.
+        let lock = need.checked_sub(covered).unwrap_or(Amount::ZERO);
         let asset = if order.side == Side::Buy { quote } else { base };
         if self.balance(account, asset).0 < lock {
             return Err(Reject::InsufficientBalance);
         }
         self.shift(account, asset, lock, true);
         let book = &mut self.books[usize::from(order.market.0)];
-        let id = book.take_order_id();
+        let id = announced.unwrap_or_else(|| book.take_order_id());
         let tracking = trigger.stop_price.is_none();
         if tracking {
             outcome.tracking.insert((order.market, id));
         }
-        book.waiting.push(Waiting {
-            id,
-            account,
-            order: order.clone(),
-            lock,
-            tracking,
-            best: if tracking { book.last } else { None },
-        });
+        let at = book.waiting.partition_point(|w| w.id < id);
+        let best = if tracking { book.last } else { None };
+        book.waiting.insert(
+            at,
+            Waiting {
+                id,
+                account,
+                order: order.clone(),
+                lock,
+                tracking,
+                best,
+            },
+        );
         outcome.orders.insert(
             (order.market, id),
             OrderState {
@@ -783,16 +857,9 @@ impl Model {
     /// Shows the trades from `outcome.trades[seen..]`, one price at a time,
     /// to every waiting order of `market`; those they trigger work in
     /// the order they triggered, and their trades are shown in turn.
-    fn show_trades(
-        &mut self,
-        market: MarketId,
-        mut seen: usize,
-        time_ms: u64,
-        outcome: &mut Outcome,
-    ) {
-        loop {
+    fn show_trades(&mut self, market: MarketId, seen: usize, time_ms: u64, outcome: &mut Outcome) {
+        {
             let prices: Vec<Amount> = outcome.trades[seen..].iter().map(|t| t.price).collect();
-            seen = outcome.trades.len();
             let book = &mut self.books[usize::from(market.0)];
             let mut fired = Vec::new();
             for price in prices {
@@ -817,6 +884,8 @@ impl Model {
             }
             for waiting in fired {
                 outcome.triggered.push((market, waiting.id));
+                // Its OCO partner goes first.
+                self.expire_partner(market, waiting.id, time_ms, outcome);
                 let (base, quote) = self.catalog.pair(market).expect("a known market");
                 let asset = if waiting.order.side == Side::Buy {
                     quote
@@ -853,6 +922,387 @@ impl Model {
         }
     }
 
+    /// What an order working set off, from trade `seen` on: list
+    /// contingencies until none is left, then the unseen trades shown to
+    /// the waiting orders, and again, until nothing more happens.
+    fn aftermath(
+        &mut self,
+        market: MarketId,
+        mut seen: usize,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) {
+        loop {
+            if self.follow_lists(market, time_ms, outcome) {
+                continue;
+            }
+            if seen == outcome.trades.len() {
+                return;
+            }
+            let from = seen;
+            seen = outcome.trades.len();
+            self.show_trades(market, from, time_ms, outcome);
+        }
+    }
+
+    /// Whether order `id` is open.
+    fn open(&self, market: MarketId, id: u64) -> bool {
+        self.books[usize::from(market.0)].holds(id)
+    }
+
+    /// Ends open order `id` (on the book or waiting) with `status`.
+    fn end_open(
+        &mut self,
+        market: MarketId,
+        id: u64,
+        status: OrderStatus,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) {
+        let book = &mut self.books[usize::from(market.0)];
+        if let Some(order) = book.take(|o| o.id == id) {
+            self.end(market, order, status, time_ms, outcome);
+        } else if let Some(at) = book.waiting.iter().position(|w| w.id == id) {
+            let waiting = book.waiting.remove(at);
+            self.end_waiting(market, waiting, status, time_ms, outcome);
+        }
+    }
+
+    /// If `id` is one of an OCO pair whose both orders are open, the other
+    /// expires.
+    fn expire_partner(&mut self, market: MarketId, id: u64, time_ms: u64, outcome: &mut Outcome) {
+        let book = &mut self.books[usize::from(market.0)];
+        let Some(list) = book
+            .lists
+            .iter_mut()
+            .find(|l| l.pair.is_some_and(|(x, y)| x == id || y == id))
+        else {
+            return;
+        };
+        let (x, y) = list.pair.take().expect("found by it");
+        let partner = if x == id { y } else { x };
+        self.end_open(market, partner, OrderStatus::Expired, time_ms, outcome);
+    }
+
+    /// A state for an order of a list that was never placed.
+    fn unplaced(
+        &self,
+        market: MarketId,
+        id: u64,
+        account: AccountId,
+        status: OrderStatus,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) {
+        outcome.orders.insert(
+            (market, id),
+            OrderState {
+                market,
+                order_id: id,
+                account,
+                status,
+                executed: Amount::ZERO,
+                cumulative_quote: Amount::ZERO,
+                time_ms,
+            },
+        );
+    }
+
+    /// Applies the rules of the market's lists to what has happened so
+    /// far; whether anything changed. A pair's order that traded or ended
+    /// expires its partner; a working order that ended places its list's
+    /// pending orders if it filled, expires them otherwise — lists whose
+    /// working orders ended in the order their last fills happened.
+    fn follow_lists(&mut self, market: MarketId, time_ms: u64, outcome: &mut Outcome) -> bool {
+        let book = &self.books[usize::from(market.0)];
+        let traded = |id: u64| {
+            outcome
+                .trades
+                .iter()
+                .any(|t| t.maker.0 == id || t.taker.0 == id)
+        };
+        let mut partners = Vec::new();
+        let mut ended = Vec::new();
+        for list in &book.lists {
+            if let Some((x, y)) = list.pair
+                && let Some(touched) = [x, y]
+                    .into_iter()
+                    .find(|id| traded(*id) || !book.holds(*id))
+            {
+                partners.push(touched);
+            }
+            if let Some(working) = list.working
+                && !book.holds(working)
+            {
+                let filled = outcome
+                    .orders
+                    .get(&(market, working))
+                    .is_some_and(|o| o.status == OrderStatus::Filled);
+                // When it ended: its last trade, a taker's after any maker's there.
+                let last = outcome
+                    .trades
+                    .iter()
+                    .rposition(|t| t.maker.0 == working || t.taker.0 == working);
+                let as_taker = last.is_some_and(|at| outcome.trades[at].taker.0 == working);
+                ended.push(((last, as_taker), list.id, filled));
+            }
+        }
+        let changed = !partners.is_empty() || !ended.is_empty();
+        for id in partners {
+            self.expire_partner(market, id, time_ms, outcome);
+        }
+        ended.sort_by_key(|(when, id, _)| (*when, *id));
+        for (_, list_id, filled) in ended {
+            let book = &mut self.books[usize::from(market.0)];
+            let list = book
+                .lists
+                .iter_mut()
+                .find(|l| l.id == list_id)
+                .expect("model: a listed list");
+            list.working = None;
+            let deferred = std::mem::take(&mut list.deferred);
+            let account = list.account;
+            if filled {
+                self.deploy(market, list_id, account, deferred, time_ms, outcome);
+            } else {
+                for (id, _) in deferred {
+                    self.unplaced(market, id, account, OrderStatus::Expired, time_ms, outcome);
+                }
+            }
+        }
+        let book = &mut self.books[usize::from(market.0)];
+        let lists = std::mem::take(&mut book.lists);
+        book.lists = lists
+            .into_iter()
+            .filter(|l| !l.deferred.is_empty() || l.orders.iter().any(|id| book.holds(*id)))
+            .collect();
+        changed
+    }
+
+    /// Places a list's pending orders once its working order filled.
+    fn deploy(
+        &mut self,
+        market: MarketId,
+        list_id: u64,
+        account: AccountId,
+        deferred: Vec<(u64, NewOrder)>,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) {
+        let ids: Vec<u64> = deferred.iter().map(|(id, _)| *id).collect();
+        let orders: Vec<NewOrder> = deferred.into_iter().map(|(_, o)| o).collect();
+        outcome.triggered.extend(ids.iter().map(|id| (market, *id)));
+        let placed = if orders.len() == 2 {
+            let placed = self.place_pair(account, &orders, &ids, time_ms, outcome);
+            if placed.is_ok() {
+                let book = &mut self.books[usize::from(market.0)];
+                if let Some(list) = book.lists.iter_mut().find(|l| l.id == list_id) {
+                    list.pair = Some((ids[0], ids[1]));
+                }
+            }
+            placed
+        } else if orders[0].order_type.is_conditional() {
+            self.wait(
+                account,
+                &orders[0],
+                time_ms,
+                (Some(ids[0]), Amount::ZERO),
+                outcome,
+            )
+        } else {
+            self.work(account, &orders[0], time_ms, Some(ids[0]), outcome)
+        };
+        if placed.is_err() {
+            for id in ids {
+                self.unplaced(market, id, account, OrderStatus::Expired, time_ms, outcome);
+            }
+        }
+    }
+
+    /// An OCO pair under `ids`, all or nothing: the post-only order locks in
+    /// full, the other what that does not cover.
+    fn place_pair(
+        &mut self,
+        account: AccountId,
+        pair: &[NewOrder],
+        ids: &[u64],
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) -> Step<()> {
+        let before = (self.clone(), outcome.clone());
+        let mut order = [0, 1];
+        order.sort_by_key(|i| pair[*i].order_type != OrderType::LimitMaker);
+        let mut covered = Amount::ZERO;
+        for i in order {
+            let leg = &pair[i];
+            let placed = if leg.order_type == OrderType::LimitMaker {
+                self.work(account, leg, time_ms, Some(ids[i]), outcome)
+            } else {
+                self.wait(account, leg, time_ms, (Some(ids[i]), covered), outcome)
+            };
+            if let Err(reject) = placed {
+                (*self, *outcome) = before;
+                return Err(reject);
+            }
+            let book = &self.books[usize::from(leg.market.0)];
+            let lock = book
+                .all()
+                .find(|o| o.id == ids[i])
+                .map(Resting::lock)
+                .or_else(|| book.waiting.iter().find(|w| w.id == ids[i]).map(|w| w.lock))
+                .unwrap_or(Amount::ZERO);
+            covered = covered.max(lock);
+        }
+        Ok(())
+    }
+
+    /// A new order list: its orders fit its contingency, an OCO pair rests
+    /// or waits, an OTO's working order works at once.
+    fn place_list(
+        &mut self,
+        account: AccountId,
+        list: &NewOrderList,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) -> Step<()> {
+        let market = self
+            .catalog
+            .market(list.market)
+            .ok_or(Reject::UnknownSymbol)?
+            .clone();
+        let pair_ok = |pair: &[NewOrder]| {
+            pair.len() == 2
+                && pair[0].side == pair[1].side
+                && pair
+                    .iter()
+                    .all(|o| o.order_type == OrderType::LimitMaker || o.order_type.is_conditional())
+                && pair
+                    .iter()
+                    .filter(|o| o.order_type == OrderType::LimitMaker)
+                    .count()
+                    <= 1
+        };
+        let working_ok = list
+            .working
+            .as_ref()
+            .is_some_and(|w| matches!(w.order_type, OrderType::Limit | OrderType::LimitMaker));
+        let shape = match list.contingency {
+            Contingency::Oco => list.working.is_none() && pair_ok(&list.pending),
+            Contingency::Oto => working_ok && list.pending.len() == 1,
+            Contingency::Otoco => working_ok && pair_ok(&list.pending),
+        };
+        if !shape || list.orders().any(|o| o.market != list.market) {
+            return Err(Reject::BadList);
+        }
+        let names: Vec<&String> = list
+            .orders()
+            .filter_map(|o| o.client_order_id.as_ref())
+            .collect();
+        if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+            return Err(Reject::DuplicateClientOrderId);
+        }
+        if list.working.is_some() {
+            for order in &list.pending {
+                let conditional = order.order_type.is_conditional();
+                let trigger_ok = match order.trigger {
+                    Some(t) => {
+                        conditional && (t.stop_price.is_some() || t.trailing_delta.is_some())
+                    }
+                    None => !conditional,
+                };
+                if !trigger_ok || (conditional && order.quote_quantity.is_some()) {
+                    return Err(Reject::BadTrigger);
+                }
+                let off = |v: Option<Amount>, grid: Amount| {
+                    v.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
+                };
+                if off(order.price, market.tick_size)
+                    || off(order.trigger.and_then(|t| t.stop_price), market.tick_size)
+                    || off(order.quantity, market.step_size)
+                {
+                    return Err(Reject::OffGrid);
+                }
+                if self.books[usize::from(list.market.0)].names(account, &order.client_order_id) {
+                    return Err(Reject::DuplicateClientOrderId);
+                }
+            }
+        }
+        let book = &mut self.books[usize::from(list.market.0)];
+        let ids: Vec<u64> = list.orders().map(|_| book.take_order_id()).collect();
+        let seen = outcome.trades.len();
+        match &list.working {
+            None => self.place_pair(account, &list.pending, &ids, time_ms, outcome)?,
+            Some(working) => self.work(account, working, time_ms, Some(ids[0]), outcome)?,
+        }
+        let pending_ids = &ids[ids.len() - list.pending.len()..];
+        let mut entry = ModelList {
+            id: self.next_list,
+            account,
+            working: list.working.as_ref().map(|_| ids[0]),
+            deferred: Vec::new(),
+            pair: None,
+            orders: ids.clone(),
+        };
+        self.next_list += 1;
+        if list.working.is_some() {
+            for (id, order) in pending_ids.iter().zip(&list.pending) {
+                self.unplaced(
+                    list.market,
+                    *id,
+                    account,
+                    OrderStatus::PendingNew,
+                    time_ms,
+                    outcome,
+                );
+                entry.deferred.push((*id, order.clone()));
+            }
+        } else {
+            entry.pair = Some((ids[0], ids[1]));
+        }
+        self.books[usize::from(list.market.0)].lists.push(entry);
+        self.aftermath(list.market, seen, time_ms, outcome);
+        Ok(())
+    }
+
+    /// Cancels every open order of list `list_id` of `account`.
+    fn cancel_list(
+        &mut self,
+        account: AccountId,
+        market: MarketId,
+        list_id: u64,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) -> Step<()> {
+        let book = self.book(market)?;
+        let at = book
+            .lists
+            .iter()
+            .position(|l| l.id == list_id && l.account == account)
+            .ok_or(Reject::UnknownOrder)?;
+        let list = book.lists.remove(at);
+        for id in list.orders {
+            if list.deferred.iter().any(|(d, _)| *d == id) {
+                self.unplaced(market, id, account, OrderStatus::Canceled, time_ms, outcome);
+            } else if self.open(market, id) {
+                self.end_open(market, id, OrderStatus::Canceled, time_ms, outcome);
+            }
+        }
+        Ok(())
+    }
+
+    /// The list of `market` that order `id` belongs to, while it is open.
+    fn list_holding(&self, market: MarketId, id: u64) -> Option<u64> {
+        self.books
+            .get(usize::from(market.0))?
+            .lists
+            .iter()
+            .find(|l| {
+                l.orders.contains(&id)
+                    && (l.deferred.iter().any(|(d, _)| *d == id) || self.open(market, id))
+            })
+            .map(|l| l.id)
+    }
+
     /// Puts a market, limit or post-only order to work under the next id,
     /// or under `triggered`, its own.
     fn work(
@@ -882,12 +1332,7 @@ impl Model {
             .iter()
             .filter(|w| w.account == account)
             .collect();
-        if order.client_order_id.is_some()
-            && (open.iter().any(|o| o.client_id == order.client_order_id)
-                || waiting
-                    .iter()
-                    .any(|w| w.order.client_order_id == order.client_order_id))
-        {
+        if book.names(account, &order.client_order_id) {
             return Err(Reject::DuplicateClientOrderId);
         }
         if order.order_type != OrderType::Market
@@ -1574,6 +2019,19 @@ mod tests {
                     }
                     _ => {}
                 }
+                if let Command::Place {
+                    account,
+                    order,
+                    time_ms,
+                } = &command
+                    && (14..=20).contains(&twist)
+                {
+                    return Command::PlaceList {
+                        account: *account,
+                        list: make_list(order, twist, tick),
+                        time_ms: *time_ms,
+                    };
+                }
                 command
             },
         )
@@ -1619,6 +2077,108 @@ mod tests {
             order.price = None;
         }
         order.time_in_force = TimeInForce::Gtc;
+    }
+
+    /// An order list around `order`'s market, side and quantity: an OCO
+    /// pair (post-only on the far side of the market, a stop on the near
+    /// side, or two stops), an OTO or an OTOCO whose working order is a
+    /// limit order at the traded prices; twist 20 mixes the pair's sides.
+    fn make_list(order: &NewOrder, twist: u8, tick: u64) -> NewOrderList {
+        let (unit, base) = if order.market == ETHBTC {
+            (1_000, 5_000_000)
+        } else {
+            (100_000_000, 2990 * 100_000_000)
+        };
+        let at = |ticks: u64| Amount::from_units(base + ticks * unit);
+        let quantity = order.quantity.unwrap_or(Amount::from_units(1_000_000));
+        let leg = |side: Side,
+                   order_type: OrderType,
+                   price: Option<Amount>,
+                   stop: Option<Amount>| NewOrder {
+            side,
+            order_type,
+            quantity: Some(quantity),
+            quote_quantity: None,
+            price,
+            time_in_force: TimeInForce::Gtc,
+            trigger: stop.map(|stop| Trigger {
+                stop_price: Some(stop),
+                trailing_delta: (tick % 4 == 3).then_some(50),
+            }),
+            client_order_id: None,
+            ..order.clone()
+        };
+        let side = order.side;
+        // The pair's post-only order is where this side does not trade at
+        // once (asks high, bids low); its stop on the other side.
+        let (far, near) = if side == Side::Sell {
+            (at(10 + tick % 10), at(tick % 10))
+        } else {
+            (at(tick % 10), at(10 + tick % 10))
+        };
+        let stop_type = if tick.is_multiple_of(2) {
+            OrderType::StopLoss
+        } else {
+            OrderType::StopLossLimit
+        };
+        let stop_price = (stop_type == OrderType::StopLossLimit).then_some(near);
+        let mut pair = vec![
+            leg(side, OrderType::LimitMaker, Some(far), None),
+            leg(side, stop_type, stop_price, Some(near)),
+        ];
+        if tick % 5 == 4 {
+            // Two conditional orders: a take-profit where the post-only one was.
+            pair[0] = leg(side, OrderType::TakeProfit, None, Some(far));
+        }
+        if twist == 20 {
+            pair[1].side = if side == Side::Buy {
+                Side::Sell
+            } else {
+                Side::Buy
+            };
+        }
+        let working = NewOrder {
+            order_type: OrderType::Limit,
+            price: Some(order.price.unwrap_or(at(10))),
+            quote_quantity: None,
+            quantity: Some(quantity),
+            trigger: None,
+            ..order.clone()
+        };
+        let opposite = if side == Side::Buy {
+            Side::Sell
+        } else {
+            Side::Buy
+        };
+        let flip = |mut o: NewOrder| {
+            o.side = opposite;
+            o
+        };
+        let (contingency, working, pending) = match twist {
+            14 | 15 | 20 => (Contingency::Oco, None, pair),
+            16 | 17 => (
+                Contingency::Oto,
+                Some(working),
+                vec![leg(
+                    opposite,
+                    OrderType::LimitMaker,
+                    Some(at(5 + tick % 15)),
+                    None,
+                )],
+            ),
+            _ => (
+                Contingency::Otoco,
+                Some(working),
+                pair.into_iter().map(flip).collect(),
+            ),
+        };
+        NewOrderList {
+            market: order.market,
+            contingency,
+            working,
+            pending,
+            list_client_id: None,
+        }
     }
 
     /// Random command sequences after deposits for accounts 1 and 2 and some
@@ -1679,7 +2239,8 @@ mod tests {
             | Reject::OffGrid
             | Reject::WouldTrigger
             | Reject::TooManyAlgoOrders
-            | Reject::BadTrigger => format!("{reject:?}"),
+            | Reject::BadTrigger
+            | Reject::BadList => format!("{reject:?}"),
         };
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         let mut runner = TestRunner::deterministic();
@@ -1698,6 +2259,33 @@ mod tests {
                 let mut kinds: Vec<String> = outcome.rejected.map(refusal).into_iter().collect();
                 for state in outcome.orders.values() {
                     kinds.push(format!("{:?}", state.status));
+                }
+                let states: Vec<OrderStatus> = outcome.orders.values().map(|o| o.status).collect();
+                if let Command::PlaceList { .. } | Command::Place { .. } = &command
+                    && states.contains(&OrderStatus::Filled)
+                    && states.contains(&OrderStatus::Expired)
+                    && outcome.trades.len() < 4
+                {
+                    kinds.push("an OCO order fills and its partner expires".into());
+                }
+                let pending_placed = model.books.iter().any(|b| {
+                    b.lists.iter().any(|l| {
+                        l.working.is_none()
+                            && l.deferred.is_empty()
+                            && l.pair.is_none()
+                            && l.orders.len() == 2
+                    })
+                });
+                if pending_placed {
+                    kinds.push("an OTO places its pending orders".into());
+                }
+                if outcome
+                    .orders
+                    .values()
+                    .any(|o| o.status == OrderStatus::Expired && o.executed.is_zero())
+                    && matches!(&command, Command::PlaceList { list, .. } if list.contingency != Contingency::Oco)
+                {
+                    kinds.push("an OTO's pending orders expire".into());
                 }
                 if !outcome.tracking.is_empty() {
                     kinds.push("a trailing order tracks".into());
@@ -1750,6 +2338,10 @@ mod tests {
             "a triggered order rests",
             "a triggered order expires",
             "a trigger sets off another",
+            "BadList",
+            "an OCO order fills and its partner expires",
+            "an OTO places its pending orders",
+            "an OTO's pending orders expire",
             "New",
             "PartiallyFilled",
             "Filled",

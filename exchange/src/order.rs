@@ -136,3 +136,38 @@ pub struct NewOrder {
     /// Conditional orders only: what triggers them.
     pub trigger: Option<Trigger>,
 }
+
+/// How the orders of a list depend on each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contingency {
+    /// One-cancels-the-other: two orders; once either fills or triggers,
+    /// the other expires.
+    Oco,
+    /// One-triggers-the-other: a working order, and one placed once it fills.
+    Oto,
+    /// A working order, and an OCO pair placed once it fills.
+    Otoco,
+}
+
+/// A validated new order list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewOrderList {
+    /// Market of every order in it.
+    pub market: MarketId,
+    /// How its orders depend on each other.
+    pub contingency: Contingency,
+    /// OTO and OTOCO: the order that works first (LIMIT or LIMIT_MAKER).
+    pub working: Option<NewOrder>,
+    /// OCO: its two orders, the one above the market first; OTO: the order
+    /// placed once the working one fills; OTOCO: the OCO pair placed then.
+    pub pending: Vec<NewOrder>,
+    /// The list's client id, if given.
+    pub list_client_id: Option<String>,
+}
+
+impl NewOrderList {
+    /// Its orders in id order: the working one, then the pending ones.
+    pub fn orders(&self) -> impl Iterator<Item = &NewOrder> {
+        self.working.iter().chain(&self.pending)
+    }
+}

@@ -14,9 +14,11 @@ use weiport_storage::{CommandRecord, OrderRecord, StorageError, Store};
 use crate::amount::Amount;
 use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
-use crate::history::{Changes, RESPONSES, Recorder, SIDES, STPS, TIFS, TYPES, tag, untag};
+use crate::history::{
+    CONTINGENCIES, Changes, RESPONSES, Recorder, SIDES, STPS, TIFS, TYPES, tag, untag,
+};
 use crate::now_ms;
-use crate::order::{NewOrder, Trigger};
+use crate::order::{NewOrder, NewOrderList, Trigger};
 use crate::view::{BookSnapshot, MarketView, View};
 
 /// Most commands written in one group commit.
@@ -126,6 +128,60 @@ fn untag_logged<T: Copy>(tag: u8, all: &[(T, u8)], sequence: u64) -> Result<T, S
     })
 }
 
+/// The log's form of an order.
+fn order_record(catalog: &Catalog, order: &NewOrder) -> OrderRecord {
+    OrderRecord {
+        symbol: catalog.symbol(order.market).to_owned(),
+        side: tag(order.side, &SIDES),
+        order_type: tag(order.order_type, &TYPES),
+        time_in_force: tag(order.time_in_force, &TIFS),
+        quantity: order.quantity.map(Amount::units),
+        quote_quantity: order.quote_quantity.map(Amount::units),
+        price: order.price.map(Amount::units),
+        client_order_id: order.client_order_id.clone(),
+        response_type: tag(order.response_type, &RESPONSES),
+        stp: tag(order.stp, &STPS),
+        stop_price: order.trigger.and_then(|t| t.stop_price).map(Amount::units),
+        trailing_delta: order.trigger.and_then(|t| t.trailing_delta).map(u64::from),
+    }
+}
+
+/// The engine's form of a logged order (command `sequence`).
+fn logged_order(
+    catalog: &Catalog,
+    sequence: u64,
+    order: OrderRecord,
+) -> Result<NewOrder, SequencerError> {
+    let corrupt = |reason| SequencerError::Corrupt { sequence, reason };
+    Ok(NewOrder {
+        market: catalog
+            .market_id(&order.symbol)
+            .ok_or_else(|| corrupt("a market no longer configured"))?,
+        side: untag_logged(order.side, &SIDES, sequence)?,
+        order_type: untag_logged(order.order_type, &TYPES, sequence)?,
+        time_in_force: untag_logged(order.time_in_force, &TIFS, sequence)?,
+        quantity: order.quantity.map(Amount::from_units),
+        quote_quantity: order.quote_quantity.map(Amount::from_units),
+        price: order.price.map(Amount::from_units),
+        client_order_id: order.client_order_id,
+        response_type: untag_logged(order.response_type, &RESPONSES, sequence)?,
+        stp: untag_logged(order.stp, &STPS, sequence)?,
+        trigger: match (order.stop_price, order.trailing_delta) {
+            (None, None) => None,
+            (stop_price, trailing_delta) => Some(Trigger {
+                stop_price: stop_price.map(Amount::from_units),
+                trailing_delta: match trailing_delta {
+                    Some(delta) => Some(
+                        u32::try_from(delta)
+                            .map_err(|_| corrupt("a trailing delta out of range"))?,
+                    ),
+                    None => None,
+                },
+            }),
+        },
+    })
+}
+
 /// The log's form of a command: markets and assets by name, so a log
 /// survives markets being added to the configuration.
 fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
@@ -155,20 +211,34 @@ fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
         } => CommandRecord::Place {
             account: *account,
             time_ms: *time_ms,
-            order: OrderRecord {
-                symbol: catalog.symbol(order.market).to_owned(),
-                side: tag(order.side, &SIDES),
-                order_type: tag(order.order_type, &TYPES),
-                time_in_force: tag(order.time_in_force, &TIFS),
-                quantity: order.quantity.map(Amount::units),
-                quote_quantity: order.quote_quantity.map(Amount::units),
-                price: order.price.map(Amount::units),
-                client_order_id: order.client_order_id.clone(),
-                response_type: tag(order.response_type, &RESPONSES),
-                stp: tag(order.stp, &STPS),
-                stop_price: order.trigger.and_then(|t| t.stop_price).map(Amount::units),
-                trailing_delta: order.trigger.and_then(|t| t.trailing_delta).map(u64::from),
-            },
+            order: order_record(catalog, order),
+        },
+        Command::PlaceList {
+            account,
+            list,
+            time_ms,
+        } => CommandRecord::PlaceList {
+            account: *account,
+            time_ms: *time_ms,
+            contingency: tag(list.contingency, &CONTINGENCIES),
+            list_client_id: list.list_client_id.clone(),
+            working: list.working.as_ref().map(|o| order_record(catalog, o)),
+            pending: list
+                .pending
+                .iter()
+                .map(|o| order_record(catalog, o))
+                .collect(),
+        },
+        Command::CancelList {
+            account,
+            market,
+            list_id,
+            time_ms,
+        } => CommandRecord::CancelList {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
+            list_id: *list_id,
         },
         Command::Cancel {
             account,
@@ -236,31 +306,49 @@ fn from_record(
         } => Command::Place {
             account,
             time_ms,
-            order: NewOrder {
-                market: market(&order.symbol)?,
-                side: untag_logged(order.side, &SIDES, sequence)?,
-                order_type: untag_logged(order.order_type, &TYPES, sequence)?,
-                time_in_force: untag_logged(order.time_in_force, &TIFS, sequence)?,
-                quantity: order.quantity.map(Amount::from_units),
-                quote_quantity: order.quote_quantity.map(Amount::from_units),
-                price: order.price.map(Amount::from_units),
-                client_order_id: order.client_order_id,
-                response_type: untag_logged(order.response_type, &RESPONSES, sequence)?,
-                stp: untag_logged(order.stp, &STPS, sequence)?,
-                trigger: match (order.stop_price, order.trailing_delta) {
-                    (None, None) => None,
-                    (stop_price, trailing_delta) => Some(Trigger {
-                        stop_price: stop_price.map(Amount::from_units),
-                        trailing_delta: match trailing_delta {
-                            Some(delta) => Some(
-                                u32::try_from(delta)
-                                    .map_err(|_| corrupt("a trailing delta out of range"))?,
-                            ),
-                            None => None,
-                        },
-                    }),
+            order: logged_order(catalog, sequence, order)?,
+        },
+        CommandRecord::PlaceList {
+            account,
+            time_ms,
+            contingency,
+            list_client_id,
+            working,
+            pending,
+        } => {
+            let working = working
+                .map(|o| logged_order(catalog, sequence, o))
+                .transpose()?;
+            let pending = pending
+                .into_iter()
+                .map(|o| logged_order(catalog, sequence, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let market = match working.iter().chain(&pending).next() {
+                Some(order) => order.market,
+                None => return Err(corrupt("an order list without orders")),
+            };
+            Command::PlaceList {
+                account,
+                time_ms,
+                list: NewOrderList {
+                    market,
+                    contingency: untag_logged(contingency, &CONTINGENCIES, sequence)?,
+                    working,
+                    pending,
+                    list_client_id,
                 },
-            },
+            }
+        }
+        CommandRecord::CancelList {
+            account,
+            time_ms,
+            symbol,
+            list_id,
+        } => Command::CancelList {
+            account,
+            market: market(&symbol)?,
+            list_id,
+            time_ms,
         },
         CommandRecord::Cancel {
             account,

@@ -74,6 +74,32 @@ pub enum CommandRecord {
         /// Order id.
         order_id: u64,
     },
+    /// An order list placed.
+    PlaceList {
+        /// Account.
+        account: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+        /// Contingency tag.
+        contingency: u8,
+        /// The list's client id.
+        list_client_id: Option<String>,
+        /// OTO and OTOCO: the working order.
+        working: Option<OrderRecord>,
+        /// The other orders.
+        pending: Vec<OrderRecord>,
+    },
+    /// An order list canceled.
+    CancelList {
+        /// Account.
+        account: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+        /// Market.
+        symbol: String,
+        /// List id.
+        list_id: u64,
+    },
     /// Every open order of an account on one market canceled.
     CancelAll {
         /// Account.
@@ -83,6 +109,73 @@ pub enum CommandRecord {
         /// Market.
         symbol: String,
     },
+}
+
+fn write_opt_string(w: &mut Writer, text: Option<&str>) {
+    match text {
+        Some(text) => {
+            w.u8(1);
+            w.bytes(text.as_bytes());
+        }
+        None => w.u8(0),
+    }
+}
+
+fn read_opt_string(r: &mut Reader<'_>) -> Result<Option<String>, StorageError> {
+    Ok(match r.u8()? {
+        0 => None,
+        _ => Some(r.string()?),
+    })
+}
+
+/// An order without its trigger, which goes last in a single order's record.
+fn write_order(w: &mut Writer, order: &OrderRecord) {
+    w.bytes(order.symbol.as_bytes());
+    for tag in [
+        order.side,
+        order.order_type,
+        order.time_in_force,
+        order.response_type,
+        order.stp,
+    ] {
+        w.u8(tag);
+    }
+    w.opt_u64(order.quantity);
+    w.opt_u64(order.quote_quantity);
+    w.opt_u64(order.price);
+    write_opt_string(w, order.client_order_id.as_deref());
+}
+
+fn write_trigger(w: &mut Writer, order: &OrderRecord) {
+    w.opt_u64(order.stop_price);
+    w.opt_u64(order.trailing_delta);
+}
+
+fn read_order(r: &mut Reader<'_>) -> Result<OrderRecord, StorageError> {
+    let symbol = r.string()?;
+    let (side, order_type, time_in_force, response_type, stp) =
+        (r.u8()?, r.u8()?, r.u8()?, r.u8()?, r.u8()?);
+    let (quantity, quote_quantity, price) = (r.opt_u64()?, r.opt_u64()?, r.opt_u64()?);
+    Ok(OrderRecord {
+        symbol,
+        side,
+        order_type,
+        time_in_force,
+        quantity,
+        quote_quantity,
+        price,
+        client_order_id: read_opt_string(r)?,
+        response_type,
+        stp,
+        stop_price: None,
+        trailing_delta: None,
+    })
+}
+
+fn read_trigger(r: &mut Reader<'_>, order: &mut OrderRecord) -> Result<(), StorageError> {
+    order.stop_price = r.opt_u64()?;
+    order.trailing_delta = r.opt_u64()?;
+    Ok(())
 }
 
 impl CommandRecord {
@@ -117,32 +210,44 @@ impl CommandRecord {
                 w.u8(2);
                 w.u64(*account);
                 w.u64(*time_ms);
-                w.bytes(order.symbol.as_bytes());
-                for tag in [
-                    order.side,
-                    order.order_type,
-                    order.time_in_force,
-                    order.response_type,
-                    order.stp,
-                ] {
-                    w.u8(tag);
-                }
-                w.opt_u64(order.quantity);
-                w.opt_u64(order.quote_quantity);
-                w.opt_u64(order.price);
-                match &order.client_order_id {
-                    Some(id) => {
-                        w.u8(1);
-                        w.bytes(id.as_bytes());
-                    }
-                    None => w.u8(0),
-                }
+                write_order(&mut w, order);
                 // Appended, so that records from before conditional orders
                 // read as orders without a trigger.
                 if order.stop_price.is_some() || order.trailing_delta.is_some() {
-                    w.opt_u64(order.stop_price);
-                    w.opt_u64(order.trailing_delta);
+                    write_trigger(&mut w, order);
                 }
+            }
+            Self::PlaceList {
+                account,
+                time_ms,
+                contingency,
+                list_client_id,
+                working,
+                pending,
+            } => {
+                w.u8(5);
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.u8(*contingency);
+                write_opt_string(&mut w, list_client_id.as_deref());
+                w.u8(u8::from(working.is_some()));
+                w.u8(pending.len() as u8);
+                for order in working.iter().chain(pending) {
+                    write_order(&mut w, order);
+                    write_trigger(&mut w, order);
+                }
+            }
+            Self::CancelList {
+                account,
+                time_ms,
+                symbol,
+                list_id,
+            } => {
+                w.u8(6);
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.bytes(symbol.as_bytes());
+                w.u64(*list_id);
             }
             Self::Cancel {
                 account,
@@ -193,39 +298,47 @@ impl CommandRecord {
             2 => {
                 let account = r.u64()?;
                 let time_ms = r.u64()?;
-                let symbol = r.string()?;
-                let (side, order_type, time_in_force, response_type, stp) =
-                    (r.u8()?, r.u8()?, r.u8()?, r.u8()?, r.u8()?);
-                let (quantity, quote_quantity, price) = (r.opt_u64()?, r.opt_u64()?, r.opt_u64()?);
-                let client_order_id = match r.u8()? {
-                    0 => None,
-                    _ => Some(r.string()?),
-                };
-                let (stop_price, trailing_delta) = if r.at_end() {
-                    (None, None)
-                } else {
-                    (r.opt_u64()?, r.opt_u64()?)
-                };
-                let order = OrderRecord {
-                    symbol,
-                    side,
-                    order_type,
-                    time_in_force,
-                    quantity,
-                    quote_quantity,
-                    price,
-                    client_order_id,
-                    response_type,
-                    stp,
-                    stop_price,
-                    trailing_delta,
-                };
+                let mut order = read_order(&mut r)?;
+                if !r.at_end() {
+                    read_trigger(&mut r, &mut order)?;
+                }
                 Self::Place {
                     account,
                     time_ms,
                     order,
                 }
             }
+            5 => {
+                let (account, time_ms, contingency) = (r.u64()?, r.u64()?, r.u8()?);
+                let list_client_id = read_opt_string(&mut r)?;
+                let (has_working, pending_count) = (r.u8()?, r.u8()?);
+                let read_leg = |r: &mut Reader<'_>| -> Result<OrderRecord, StorageError> {
+                    let mut order = read_order(r)?;
+                    read_trigger(r, &mut order)?;
+                    Ok(order)
+                };
+                let working = match has_working {
+                    0 => None,
+                    _ => Some(read_leg(&mut r)?),
+                };
+                let pending = (0..pending_count)
+                    .map(|_| read_leg(&mut r))
+                    .collect::<Result<_, _>>()?;
+                Self::PlaceList {
+                    account,
+                    time_ms,
+                    contingency,
+                    list_client_id,
+                    working,
+                    pending,
+                }
+            }
+            6 => Self::CancelList {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
+                list_id: r.u64()?,
+            },
             3 => Self::Cancel {
                 account: r.u64()?,
                 time_ms: r.u64()?,
@@ -299,6 +412,28 @@ mod tests {
                 account: 3,
                 time_ms: 7,
                 order: conditional.clone(),
+            },
+            CommandRecord::PlaceList {
+                account: 3,
+                time_ms: 9,
+                contingency: 2,
+                list_client_id: Some("list".into()),
+                working: Some(order.clone()),
+                pending: vec![conditional.clone(), order.clone()],
+            },
+            CommandRecord::PlaceList {
+                account: 3,
+                time_ms: 9,
+                contingency: 0,
+                list_client_id: None,
+                working: None,
+                pending: vec![conditional.clone(), conditional.clone()],
+            },
+            CommandRecord::CancelList {
+                account: 4,
+                time_ms: 8,
+                symbol: "ETHUSDT".into(),
+                list_id: 2,
             },
             CommandRecord::Cancel {
                 account: 4,

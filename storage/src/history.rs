@@ -44,6 +44,61 @@ pub struct OrderRow {
     pub update_ms: u64,
     /// Conditional orders only: their trigger and when it worked.
     pub conditional: Option<ConditionalRow>,
+    /// Orders of an order list: its id.
+    pub order_list_id: Option<u64>,
+}
+
+/// An order list as the history keeps it; its state is its orders'.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListRow {
+    /// List id (one sequence over every market).
+    pub list_id: u64,
+    /// Owner.
+    pub account: u64,
+    /// Market of its orders.
+    pub symbol: String,
+    /// Contingency tag.
+    pub contingency: u8,
+    /// The list's client id.
+    pub list_client_id: String,
+    /// Its orders' ids, working order first.
+    pub order_ids: Vec<u64>,
+    /// Placement time, ms.
+    pub time_ms: u64,
+}
+
+impl ListRow {
+    /// Version byte, then the fields.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        put_u64s(&mut w, &[self.list_id, self.account, self.time_ms]);
+        w.u8(self.contingency);
+        w.bytes(self.symbol.as_bytes());
+        w.bytes(self.list_client_id.as_bytes());
+        w.u8(self.order_ids.len() as u8);
+        put_u64s(&mut w, &self.order_ids);
+        w.0
+    }
+
+    /// Inverse of [`ListRow::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "order list row")?;
+        let [list_id, account, time_ms] = take_u64s(&mut r)?;
+        let contingency = r.u8()?;
+        let symbol = r.string()?;
+        let list_client_id = r.string()?;
+        let order_ids = (0..r.u8()?).map(|_| r.u64()).collect::<Result<_, _>>()?;
+        r.finish()?;
+        Ok(Self {
+            list_id,
+            account,
+            symbol,
+            contingency,
+            list_client_id,
+            order_ids,
+            time_ms,
+        })
+    }
 }
 
 /// What a conditional order adds to its row.
@@ -61,6 +116,8 @@ pub struct ConditionalRow {
 
 /// Tag of the conditional part appended to an order row.
 const CONDITIONAL_PART: u8 = 1;
+/// Tag of the order-list part appended to an order row.
+const LIST_PART: u8 = 2;
 
 /// One trade between a maker and a taker order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +249,10 @@ impl OrderRow {
                 w.opt_u64(value);
             }
         }
+        if let Some(list_id) = self.order_list_id {
+            w.u8(LIST_PART);
+            w.u64(list_id);
+        }
         w.0
     }
 
@@ -212,9 +273,10 @@ impl OrderRow {
             update_ms,
         ] = take_u64s(&mut r)?;
         let client_order_id = r.string()?;
-        let mut conditional = None;
+        let (mut conditional, mut order_list_id) = (None, None);
         while !r.at_end() {
             match r.u8()? {
+                LIST_PART => order_list_id = Some(r.u64()?),
                 CONDITIONAL_PART => {
                     conditional = Some(ConditionalRow {
                         stop_price: r.opt_u64()?,
@@ -244,6 +306,7 @@ impl OrderRow {
             time_ms,
             update_ms,
             conditional,
+            order_list_id,
         })
     }
 }
@@ -546,6 +609,50 @@ impl Store {
         )
     }
 
+    /// Order list `list_id`.
+    pub fn order_list(&self, list_id: u64) -> Result<Option<ListRow>, StorageError> {
+        self.read(
+            self.cf(cf::EX_ORDER_LIST),
+            list_id.to_be_bytes(),
+            ListRow::decode,
+        )
+    }
+
+    /// The latest order list of `account` with client id `client_id`.
+    pub fn order_list_by_client_id(
+        &self,
+        account: u64,
+        client_id: &str,
+    ) -> Result<Option<ListRow>, StorageError> {
+        let mut key = account.to_be_bytes().to_vec();
+        key.extend_from_slice(client_id.as_bytes());
+        match self.db.get_cf(self.cf(cf::EX_CLIENT_LIST), key)? {
+            Some(id) => self.order_list(codec::decode_block_number(&id)?),
+            None => Ok(None),
+        }
+    }
+
+    /// Order lists of `account` from `list_id` on, in `direction`.
+    pub fn account_order_lists(
+        &self,
+        account: u64,
+        list_id: u64,
+        direction: ScanDirection,
+    ) -> impl Iterator<Item = Result<ListRow, StorageError>> + '_ {
+        self.scan(
+            cf::EX_ACCOUNT_LIST,
+            account.to_be_bytes().to_vec(),
+            list_id,
+            direction,
+        )
+        .map(move |id| {
+            self.order_list(id?)?.ok_or(StorageError::Corrupt {
+                what: "account order list index",
+                len: 0,
+            })
+        })
+    }
+
     /// Orders of `account` on `symbol` from `order_id` on, in `direction`.
     pub fn account_orders<'a>(
         &'a self,
@@ -745,6 +852,28 @@ impl ExchangeBatch {
         }
     }
 
+    /// Stores a new order list under its id, its account and its client id.
+    pub fn put_order_list(&mut self, list: &ListRow) {
+        self.batch.put_cf(
+            self.store.cf(cf::EX_ORDER_LIST),
+            list.list_id.to_be_bytes(),
+            list.encode(),
+        );
+        let account = list.account.to_be_bytes().to_vec();
+        self.batch.put_cf(
+            self.store.cf(cf::EX_ACCOUNT_LIST),
+            with_id(account.clone(), list.list_id),
+            [],
+        );
+        let mut client = account;
+        client.extend_from_slice(list.list_client_id.as_bytes());
+        self.batch.put_cf(
+            self.store.cf(cf::EX_CLIENT_LIST),
+            client,
+            codec::encode_block_number(list.list_id),
+        );
+    }
+
     /// Stores a trade and lists it under both accounts (once for a self-trade).
     pub fn put_trade(&mut self, symbol: &str, trade: &TradeRow) {
         self.batch.put_cf(
@@ -828,6 +957,7 @@ mod tests {
                 working_ms: Some(13 + id),
                 trailing_ms: None,
             }),
+            order_list_id: id.is_multiple_of(2).then_some(id / 2),
         }
     }
 
@@ -879,13 +1009,26 @@ mod tests {
             OrderRow::decode(&conditional.encode()).unwrap(),
             conditional
         );
+        let listed = order(6, 4, "cid");
+        assert!(listed.order_list_id.is_some() && listed.conditional.is_some());
+        assert_eq!(OrderRow::decode(&listed.encode()).unwrap(), listed);
+        let list = ListRow {
+            list_id: 3,
+            account: 4,
+            symbol: "ETHUSDT".into(),
+            contingency: 2,
+            list_client_id: "list-1".into(),
+            order_ids: vec![7, 8, 9],
+            time_ms: 10,
+        };
+        assert_eq!(ListRow::decode(&list.encode()).unwrap(), list);
         let encoded = [
-            order(4, 4, "cid").encode(),
+            order(5, 4, "cid").encode(),
             trade(5, 6, 7).encode(),
             agg.encode(),
             candle.encode(),
         ];
-        assert_eq!(OrderRow::decode(&encoded[0]).unwrap(), order(4, 4, "cid"));
+        assert_eq!(OrderRow::decode(&encoded[0]).unwrap(), order(5, 4, "cid"));
         assert_eq!(TradeRow::decode(&encoded[1]).unwrap(), trade(5, 6, 7));
         assert_eq!(AggTradeRow::decode(&encoded[2]).unwrap(), agg);
         assert_eq!(CandleRow::decode(&encoded[3]).unwrap(), candle);

@@ -13,8 +13,8 @@ pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use exchange::{CommandRecord, OrderRecord};
 pub use history::{
-    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ExchangeBatch, OrderRow, ScanDirection,
-    TradeRow,
+    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ExchangeBatch, ListRow, OrderRow,
+    ScanDirection, TradeRow,
 };
 pub use store::{IndexBatch, Store, StoreOptions};
 
@@ -52,6 +52,12 @@ pub mod cf {
     pub const EX_CANDLE_HOUR: &str = "ex_candle_hour";
     /// `symbol ‖ day open time` → one-day candle (UTC days).
     pub const EX_CANDLE_DAY: &str = "ex_candle_day";
+    /// `list id` → order list row (list ids span every market).
+    pub const EX_ORDER_LIST: &str = "ex_order_list";
+    /// `account ‖ list id` → nothing: an account's order lists.
+    pub const EX_ACCOUNT_LIST: &str = "ex_account_list";
+    /// `account ‖ list client id` → the latest list id using it.
+    pub const EX_CLIENT_LIST: &str = "ex_client_list";
 
     /// Every column family of the current schema.
     pub const ALL: &[&str] = &[
@@ -71,6 +77,9 @@ pub mod cf {
         EX_CANDLE,
         EX_CANDLE_HOUR,
         EX_CANDLE_DAY,
+        EX_ORDER_LIST,
+        EX_ACCOUNT_LIST,
+        EX_CLIENT_LIST,
     ];
 }
 

@@ -164,10 +164,21 @@ pub(super) fn user_events(
         if *placed {
             let mut placed = fresh();
             placed.update_ms = placed.time_ms;
-            if placed.order_type.is_conditional() {
+            // As it was placed: a list's pending order PENDING_NEW, and
+            // anything that began working later in this command not yet.
+            let pending_new = outcome.events.iter().any(|e| {
+                matches!(e, Event::Order(s) if (s.market, s.order_id) == key
+                    && s.status == OrderStatus::PendingNew)
+            });
+            if triggered.contains(&key) {
                 placed.working_ms = None;
             }
-            report(&placed, "NEW", OrderStatus::New, None);
+            let status = if pending_new {
+                OrderStatus::PendingNew
+            } else {
+                OrderStatus::New
+            };
+            report(&placed, "NEW", status, None);
         }
         if triggered.contains(&key) {
             // Triggered: it is announced again, now working.
@@ -207,7 +218,10 @@ pub(super) fn user_events(
             OrderStatus::Expired => Some("EXPIRED"),
             OrderStatus::ExpiredInMatch => Some("TRADE_PREVENTION"),
             OrderStatus::Rejected => Some("REJECTED"),
-            OrderStatus::New | OrderStatus::PartiallyFilled | OrderStatus::Filled => None,
+            OrderStatus::New
+            | OrderStatus::PartiallyFilled
+            | OrderStatus::Filled
+            | OrderStatus::PendingNew => None,
         };
         if let Some(execution) = ended {
             report(order, execution, order.status, None);

@@ -123,6 +123,21 @@ impl Pending {
     }
 }
 
+/// An order list while any of its orders is open.
+#[derive(Debug, Clone)]
+pub(crate) struct List {
+    pub(crate) account: AccountId,
+    pub(crate) contingency: Contingency,
+    /// OTO and OTOCO: the working order until it ends.
+    pub(crate) working: Option<u64>,
+    /// Orders placed only once the working order fills, with their ids.
+    pub(crate) deferred: Vec<(u64, NewOrder)>,
+    /// The placed orders that cancel each other (while two are open).
+    pub(crate) pair: Vec<u64>,
+    /// Its orders not yet ended (deferred ones included).
+    pub(crate) open: Vec<u64>,
+}
+
 /// One price level: a list of order slots in time order.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Level {
@@ -164,8 +179,13 @@ impl OrderIndex {
         let Some(offset) = order_id.checked_sub(self.first_id) else {
             return self.stragglers.get(&order_id).copied();
         };
-        let offset = usize::try_from(offset).ok()?;
-        self.slots.get(offset).copied().filter(|slot| *slot != NIL)
+        let in_array = usize::try_from(offset)
+            .ok()
+            .and_then(|offset| self.slots.get(offset).copied())
+            .filter(|slot| *slot != NIL);
+        // A straggler may sit above the array's first id: an order that
+        // rests under an older id (a triggered one) after the array emptied.
+        in_array.or_else(|| self.stragglers.get(&order_id).copied())
     }
 
     pub(crate) fn insert(&mut self, order_id: u64, slot: u32) {
@@ -209,16 +229,20 @@ impl OrderIndex {
             }
             return;
         }
-        let Some(offset) = order_id
+        let offset = order_id
             .checked_sub(self.first_id)
             .and_then(|o| usize::try_from(o).ok())
-            .filter(|o| *o < self.slots.len())
-        else {
-            return;
-        };
-        if self.slots[offset] != NIL {
-            self.slots[offset] = NIL;
-            self.open -= 1;
+            .filter(|o| *o < self.slots.len() && self.slots[*o] != NIL);
+        match offset {
+            Some(offset) => {
+                self.slots[offset] = NIL;
+                self.open -= 1;
+            }
+            None => {
+                if self.stragglers.remove(&order_id).is_some() {
+                    self.open -= 1;
+                }
+            }
         }
         self.trim_front();
     }
@@ -268,6 +292,10 @@ pub(crate) struct Book {
     pub(crate) pending_per_account: FxHashMap<AccountId, u32>,
     /// The last trade's price, what triggers conditional orders.
     pub(crate) last_price: Option<Amount>,
+    /// Order lists with open orders, by id.
+    pub(crate) lists: FxHashMap<u64, List>,
+    /// The list of each open order that belongs to one.
+    pub(crate) list_of: FxHashMap<u64, u64>,
 }
 
 impl Book {
@@ -289,6 +317,8 @@ impl Book {
             pending: Vec::new(),
             pending_per_account: FxHashMap::default(),
             last_price: None,
+            lists: FxHashMap::default(),
+            list_of: FxHashMap::default(),
         }
     }
 
@@ -490,8 +520,7 @@ impl Book {
         }
     }
 
-    /// Adds a conditional order to the waiting ones (ids only grow, so the
-    /// list stays oldest first).
+    /// Adds a conditional order to the waiting ones, kept in id order.
     pub(crate) fn wait(&mut self, pending: Pending) {
         if let Some(id) = &pending.order.client_order_id {
             self.client_ids
@@ -500,7 +529,11 @@ impl Book {
                 .insert(id.clone(), pending.order_id);
         }
         *self.pending_per_account.entry(pending.account).or_default() += 1;
-        self.pending.push(pending);
+        // By id: a list's pending order placed late keeps its older id.
+        let at = self
+            .pending
+            .partition_point(|p| p.order_id < pending.order_id);
+        self.pending.insert(at, pending);
     }
 
     /// Takes the waiting order at `index` out of the list and its indexes.

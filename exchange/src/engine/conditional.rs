@@ -9,10 +9,14 @@ use super::*;
 impl Engine {
     /// Accepts a conditional order: checked like any order, refused if its
     /// stop condition already holds at the last price, then waiting.
+    /// In an order list its id is `announced` already, and `covered` of
+    /// its lock is held by the other order of its pair.
     pub(crate) fn place_conditional(
         &mut self,
         account: AccountId,
         order: NewOrder,
+        announced: Option<u64>,
+        covered: Amount,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         let now_ms = self.now_ms;
@@ -56,7 +60,7 @@ impl Engine {
         }
         // What the working order will lock, locked now; a market buy by
         // quantity locks what the book asks when it triggers.
-        let lock = match (order.side, order.price) {
+        let need = match (order.side, order.price) {
             (Side::Sell, price) => {
                 if let Some(price) = price {
                     mul(price, quantity).ok_or(Reject::Overflow)?;
@@ -66,6 +70,7 @@ impl Engine {
             (Side::Buy, Some(price)) => mul(price, quantity).ok_or(Reject::Overflow)?,
             (Side::Buy, None) => Amount::ZERO,
         };
+        let lock = need.saturating_sub(covered);
         let lock_asset = book.locked_asset(order.side);
         if self.ledger.get(account, lock_asset).free < lock {
             return Err(Reject::InsufficientBalance);
@@ -73,7 +78,7 @@ impl Engine {
         let slot = self.ledger.slot(account);
         self.ledger.shift(slot, lock_asset, lock, true);
         let book = &mut self.books[usize::from(order.market.0)];
-        let order_id = book.order_id_for(None, events);
+        let order_id = book.order_id_for(announced, events);
         events.push(Event::Order(OrderState {
             market: book.id,
             order_id,
@@ -133,15 +138,34 @@ impl Engine {
         }
     }
 
-    /// After an order worked on market `book_index`: the trades among
-    /// `events[start..]` set the last price, and every waiting order follows
-    /// them in turn. Those triggered work in the order they triggered
-    /// (oldest first at the same trade), and their own trades are followed
-    /// the same way, until a round triggers nothing.
-    pub(crate) fn follow_trades(
+    /// What an order working on market `book_index` set off, from
+    /// `events[start..]` on, until nothing more follows: the contingencies
+    /// of order lists whose orders it touched, and the waiting orders its
+    /// trades trigger (whose own trades are followed the same way).
+    pub(crate) fn set_off(&mut self, book_index: usize, start: usize, events: &mut Vec<Event>) {
+        let (mut listed, mut shown) = (start, start);
+        loop {
+            let end = events.len();
+            if listed < end {
+                self.follow_lists(book_index, listed, end, events);
+                listed = end;
+            } else if shown < end {
+                self.follow_trades(book_index, shown, end, events);
+                shown = end;
+            } else {
+                return;
+            }
+        }
+    }
+
+    /// The trades among `events[from..to]` set the last price, and every
+    /// waiting order follows them in turn; those triggered work in the
+    /// order they triggered (oldest first at the same trade).
+    fn follow_trades(
         &mut self,
         book_index: usize,
-        start: usize,
+        from: usize,
+        to: usize,
         events: &mut Vec<Event>,
     ) {
         let market = self.books[book_index].id;
@@ -149,43 +173,36 @@ impl Engine {
             Event::Trade(trade) if trade.market == market => Some(trade.price),
             _ => None,
         };
-        let mut from = start;
-        loop {
-            let book = &mut self.books[book_index];
-            let Some(last) = events[from..].iter().rev().find_map(trade_price) else {
-                return;
-            };
-            book.last_price = Some(last);
-            if book.pending.is_empty() {
-                return;
+        let book = &mut self.books[book_index];
+        let Some(last) = events[from..to].iter().rev().find_map(trade_price) else {
+            return;
+        };
+        book.last_price = Some(last);
+        if book.pending.is_empty() {
+            return;
+        }
+        let prices: Vec<Amount> = events[from..to].iter().filter_map(trade_price).collect();
+        let mut fired = Vec::new();
+        let waiting = std::mem::take(&mut book.pending);
+        for mut pending in waiting {
+            let was_tracking = pending.tracking;
+            let at = prices.iter().position(|price| pending.follow(*price));
+            if pending.tracking && !was_tracking {
+                events.push(Event::Tracking {
+                    market,
+                    order_id: pending.order_id,
+                });
             }
-            let prices: Vec<Amount> = events[from..].iter().filter_map(trade_price).collect();
-            let mut fired = Vec::new();
-            let waiting = std::mem::take(&mut book.pending);
-            for mut pending in waiting {
-                let was_tracking = pending.tracking;
-                let at = prices.iter().position(|price| pending.follow(*price));
-                if pending.tracking && !was_tracking {
-                    events.push(Event::Tracking {
-                        market,
-                        order_id: pending.order_id,
-                    });
-                }
-                match at {
-                    Some(at) => fired.push((at, pending)),
-                    None => book.pending.push(pending),
-                }
+            match at {
+                Some(at) => fired.push((at, pending)),
+                None => book.pending.push(pending),
             }
-            if fired.is_empty() {
-                return;
-            }
-            // Stable: among orders triggered by the same trade, oldest first.
-            fired.sort_by_key(|(at, _)| *at);
-            from = events.len();
-            for (_, pending) in fired {
-                self.books[book_index].unindex_pending(&pending);
-                self.activate(book_index, pending, events);
-            }
+        }
+        // Stable: among orders triggered by the same trade, oldest first.
+        fired.sort_by_key(|(at, _)| *at);
+        for (_, pending) in fired {
+            self.books[book_index].unindex_pending(&pending);
+            self.activate(book_index, pending, events);
         }
     }
 
@@ -199,6 +216,9 @@ impl Engine {
             market,
             order_id: pending.order_id,
         });
+        // One cancels the other: the pair's other order goes first, so that
+        // what it locked is free for this one.
+        self.end_sibling(book_index, pending.order_id, events);
         let slot = self.ledger.slot(pending.account);
         self.ledger.shift(slot, asset, pending.locked, false);
         let mut order = pending.order;

@@ -27,6 +27,14 @@ impl Engine {
             if let Some(last) = book.last_price {
                 lines.push(format!("last price {last}"));
             }
+            let mut lists: Vec<_> = book.lists.iter().collect();
+            lists.sort_by_key(|(id, _)| **id);
+            for (id, l) in lists {
+                lines.push(format!(
+                    "list {id} account {} {:?} working {:?} pair {:?} open {:?} deferred {:?}",
+                    l.account, l.contingency, l.working, l.pair, l.open, l.deferred
+                ));
+            }
             for p in &book.pending {
                 lines.push(format!(
                     "waiting #{} account {} locked {} tracking {} extremum {:?} {:?}",
@@ -45,6 +53,7 @@ impl Engine {
                 }
             }
         }
+        lines.push(format!("next list {}", self.next_list_id));
         for (asset, name) in self.catalog.assets() {
             lines.push(format!(
                 "supply {name} {}",
@@ -151,6 +160,24 @@ impl Engine {
             if waiting != book.pending_per_account {
                 return Err(format!("{symbol}: waiting-order counts disagree"));
             }
+            for (list_id, list) in &book.lists {
+                for id in &list.open {
+                    let deferred = list.deferred.iter().any(|(d, _)| d == id);
+                    let placed = book.slots.get(*id).is_some()
+                        || book.pending.iter().any(|p| p.order_id == *id);
+                    if deferred == placed || book.list_of.get(id) != Some(list_id) {
+                        return Err(format!("{symbol}: list {list_id}'s order #{id} is lost"));
+                    }
+                }
+                if list.open.is_empty() || list.pair.iter().any(|id| !list.open.contains(id)) {
+                    return Err(format!("{symbol}: list {list_id} holds ended orders"));
+                }
+            }
+            if book.list_of.len() != book.lists.values().map(|l| l.open.len()).sum::<usize>() {
+                return Err(format!(
+                    "{symbol}: orders point to lists that do not hold them"
+                ));
+            }
             let named = book
                 .slots
                 .iter()
@@ -160,6 +187,12 @@ impl Engine {
                     .pending
                     .iter()
                     .filter(|p| p.order.client_order_id.is_some())
+                    .count()
+                + book
+                    .lists
+                    .values()
+                    .flat_map(|l| &l.deferred)
+                    .filter(|(_, o)| o.client_order_id.is_some())
                     .count();
             if named != book.client_ids.values().map(FxHashMap::len).sum::<usize>() {
                 return Err(format!("{symbol}: client order ids disagree with the book"));

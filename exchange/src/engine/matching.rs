@@ -63,14 +63,14 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         if order.order_type.is_conditional() {
-            return self.place_conditional(account, order, events);
+            return self.place_conditional(account, order, None, Amount::ZERO, events);
         }
         if order.trigger.is_some() {
             return Err(Reject::BadTrigger);
         }
         let (start, market) = (events.len(), usize::from(order.market.0));
         self.work(account, order, None, events)?;
-        self.follow_trades(market, start, events);
+        self.set_off(market, start, events);
         Ok(())
     }
 

@@ -18,15 +18,16 @@ use std::sync::Arc;
 use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
 use crate::market::{Market, StpMode};
-use crate::order::{NewOrder, OrderType, Side, TimeInForce, Trigger};
+use crate::order::{Contingency, NewOrder, NewOrderList, OrderType, Side, TimeInForce, Trigger};
 
 mod book;
 mod conditional;
 mod invariants;
 mod ledger;
+mod lists;
 mod matching;
 
-use book::{Book, Level, Order, Pending};
+use book::{Book, Level, List, Order, Pending};
 use ledger::Ledger;
 
 /// An account number.
@@ -52,6 +53,16 @@ pub enum OrderStatus {
     Expired,
     /// Ended by self-trade prevention.
     ExpiredInMatch,
+    /// In an order list, waiting for the list's working order to fill
+    /// before it is placed.
+    PendingNew,
+}
+
+impl OrderStatus {
+    /// Whether the order has ended.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::New | Self::PartiallyFilled | Self::PendingNew)
+    }
 }
 
 /// Why a command was refused.
@@ -82,6 +93,9 @@ pub enum Reject {
     /// A trigger missing from a conditional order, or given to another kind
     /// (or a quote amount on a conditional order).
     BadTrigger,
+    /// An order list whose orders do not fit its contingency (their number,
+    /// types, sides or market).
+    BadList,
 }
 
 /// What the engine is asked to do.
@@ -125,7 +139,28 @@ pub enum Command {
         /// Engine time, ms.
         time_ms: u64,
     },
-    /// Cancel every open order of the account on one market, oldest first.
+    /// Place an order list.
+    PlaceList {
+        /// Account.
+        account: AccountId,
+        /// The validated list.
+        list: NewOrderList,
+        /// Engine time, ms.
+        time_ms: u64,
+    },
+    /// Cancel every open order of one order list.
+    CancelList {
+        /// Account.
+        account: AccountId,
+        /// Market.
+        market: MarketId,
+        /// List id.
+        list_id: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+    },
+    /// Cancel every open order of the account on one market (order lists
+    /// whole), oldest first.
     CancelAll {
         /// Account.
         account: AccountId,
@@ -142,7 +177,9 @@ impl Command {
         match self {
             Self::Place { time_ms, .. }
             | Self::Cancel { time_ms, .. }
-            | Self::CancelAll { time_ms, .. } => Some(*time_ms),
+            | Self::CancelAll { time_ms, .. }
+            | Self::PlaceList { time_ms, .. }
+            | Self::CancelList { time_ms, .. } => Some(*time_ms),
             Self::Credit { .. } | Self::Debit { .. } => None,
         }
     }
@@ -152,7 +189,9 @@ impl Command {
         match self {
             Self::Place { time_ms, .. }
             | Self::Cancel { time_ms, .. }
-            | Self::CancelAll { time_ms, .. } => *time_ms = now_ms,
+            | Self::CancelAll { time_ms, .. }
+            | Self::PlaceList { time_ms, .. }
+            | Self::CancelList { time_ms, .. } => *time_ms = now_ms,
             Self::Credit { .. } | Self::Debit { .. } => {}
         }
     }
@@ -232,13 +271,23 @@ pub enum Event {
         /// Its resting quantity after the change.
         quantity: Amount,
     },
-    /// A conditional order's trigger fired: from here on it works as a
-    /// market or limit order (its next state follows).
+    /// An order began working: a conditional order's trigger fired (it
+    /// works as a market or limit order from here on), or an order list's
+    /// pending order is placed because the list's working order filled.
+    /// Its next state follows.
     Triggered {
         /// Market.
         market: MarketId,
         /// Order id.
         order_id: u64,
+    },
+    /// An order list was accepted under this id (first among its events;
+    /// the [`Event::Placed`] of its orders follow, working order first).
+    ListPlaced {
+        /// Market.
+        market: MarketId,
+        /// The new list's per-market id.
+        list_id: u64,
     },
     /// A trailing order began tracking the price (its stop price was
     /// reached, or it was placed without one).
@@ -268,6 +317,8 @@ pub struct Engine {
     ledger: Ledger,
     /// Time of the command being applied, for its events.
     now_ms: u64,
+    /// Order list ids are one sequence over every market, as Binance's.
+    next_list_id: u64,
 }
 
 /// What a failed step after validation means: the engine's own bug, not a
@@ -332,6 +383,7 @@ impl Engine {
             books,
             ledger,
             now_ms: 0,
+            next_list_id: 1,
         }
     }
 
@@ -414,6 +466,13 @@ impl Engine {
             Command::CancelAll {
                 account, market, ..
             } => self.cancel_all(account, market, events),
+            Command::PlaceList { account, list, .. } => self.place_list(account, list, events),
+            Command::CancelList {
+                account,
+                market,
+                list_id,
+                ..
+            } => self.cancel_list(account, market, list_id, events),
         };
         if let Err(reject) = result {
             events.truncate(start);
@@ -468,6 +527,10 @@ impl Engine {
     ) -> Result<(), Reject> {
         let index = usize::from(market.0);
         let book = self.books.get(index).ok_or(Reject::UnknownSymbol)?;
+        if let Some(&list_id) = book.list_of.get(&order_id) {
+            // An order of a list goes with the whole list.
+            return self.cancel_list(account, market, list_id, events);
+        }
         if let Some(slot) = book.slots.get(order_id) {
             if book.slab[slot as usize].account != account {
                 return Err(Reject::UnknownOrder);
@@ -497,6 +560,13 @@ impl Engine {
             .own_slots(account)
             .map(|slot| (book.slab[slot as usize].order_id, Some(slot)))
             .collect();
+        // Lists whose working order already ended hold only pending orders.
+        mine.extend(
+            book.lists
+                .values()
+                .filter(|l| l.account == account)
+                .flat_map(|l| l.deferred.iter().map(|(id, _)| (*id, None))),
+        );
         mine.extend(
             book.pending
                 .iter()
@@ -507,17 +577,13 @@ impl Engine {
             return Err(Reject::UnknownOrder);
         }
         mine.sort_unstable();
-        for (order_id, slot) in mine {
-            match slot {
-                Some(slot) => self.remove_resting(index, slot, OrderStatus::Canceled, events),
-                None => {
-                    let at = self.books[index]
-                        .pending
-                        .iter()
-                        .position(|p| p.order_id == order_id)
-                        .expect(BROKEN);
-                    self.remove_pending(index, at, OrderStatus::Canceled, events);
-                }
+        for (order_id, _) in mine {
+            let book = &self.books[index];
+            if let Some(&list_id) = book.list_of.get(&order_id) {
+                self.cancel_list(account, market, list_id, events)?;
+            } else {
+                // Still open unless its list went before it.
+                self.end_order(index, order_id, OrderStatus::Canceled, events);
             }
         }
         Ok(())
