@@ -132,3 +132,170 @@ async fn a_waiting_stop_survives_a_restart_and_triggers_after_it() {
         serde_json::json!(["3000.00000000", "1.00000000"])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_binance_places_an_oco_and_the_official_sdk_an_oto() {
+    let (weiport, _dir) = common::serve();
+    let (a, b, c) = (
+        funded(&weiport).await,
+        funded(&weiport).await,
+        funded(&weiport).await,
+    );
+    let mut args = vec![weiport.url.clone()];
+    for key in [&a, &b, &c] {
+        args.extend([key.id.clone(), key.secret.clone()]);
+    }
+    let printed = common::run_client("order_lists.py", args).await;
+    assert!(printed.contains("order lists ok"), "{printed}");
+}
+
+async fn call(
+    weiport: &Weiport,
+    method: reqwest::Method,
+    path: &str,
+    key: &Key,
+    params: &str,
+) -> Value {
+    let (status, answer) = weiport.signed(method, path, key, params).await;
+    assert_eq!(status, 200, "{path} {params}: {answer}");
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_lists_are_queried_canceled_and_kept_across_a_restart() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let mut weiport = Weiport::serve(dir.path(), &GENEROUS);
+    let (a, b) = (funded(&weiport).await, funded(&weiport).await);
+    trade_at(&weiport, &b, &a, "3000").await;
+    // An OTOCO: buy 1 at 2990, then sell it at 3100 or stop out at 2900.
+    let otoco = call(
+        &weiport,
+        Method::POST,
+        "/api/v3/orderList/otoco",
+        &a,
+        "symbol=ETHUSDT&listClientOrderId=my-otoco&workingType=LIMIT&workingSide=BUY&workingPrice=2990&workingQuantity=1&workingTimeInForce=GTC\
+         &pendingSide=SELL&pendingQuantity=0.999&pendingAboveType=LIMIT_MAKER&pendingAbovePrice=3100\
+         &pendingBelowType=STOP_LOSS&pendingBelowStopPrice=2900",
+    )
+    .await;
+    assert_eq!(otoco["contingencyType"], "OTOCO");
+    let statuses: Vec<&str> = otoco["orderReports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["NEW", "PENDING_NEW", "PENDING_NEW"], "{otoco}");
+    // A legacy OCO next to it: sell 1 at 3200, stop at 2800 selling down to 2790.
+    let legacy = call(
+        &weiport,
+        Method::POST,
+        "/api/v3/order/oco",
+        &a,
+        "symbol=ETHUSDT&side=SELL&quantity=1&price=3200&stopPrice=2800&stopLimitPrice=2790&stopLimitTimeInForce=GTC",
+    )
+    .await;
+    let types: Vec<&str> = legacy["orderReports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["STOP_LOSS_LIMIT", "LIMIT_MAKER"], "{legacy}");
+    let bad = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/oco",
+            &a,
+            "symbol=ETHUSDT&side=SELL&quantity=1&price=2700&stopPrice=2800",
+        )
+        .await;
+    assert_eq!(
+        (bad.0, bad.1["code"].as_i64()),
+        (400, Some(-2010)),
+        "prices the wrong way round: {}",
+        bad.1
+    );
+
+    // Both are open lists; the OTOCO by its client id.
+    let open = call(&weiport, Method::GET, "/api/v3/openOrderList", &a, "").await;
+    assert_eq!(open.as_array().unwrap().len(), 2, "{open}");
+    let by_client = call(
+        &weiport,
+        Method::GET,
+        "/api/v3/orderList",
+        &a,
+        "origClientOrderId=my-otoco",
+    )
+    .await;
+    assert_eq!(by_client["orderListId"], otoco["orderListId"]);
+
+    weiport.stop("KILL", std::time::Duration::from_secs(10));
+    weiport = Weiport::serve(dir.path(), &GENEROUS);
+    // The working buy fills after the restart: the pair is placed.
+    order(
+        &weiport,
+        &b,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=2990",
+    )
+    .await;
+    let list = call(
+        &weiport,
+        Method::GET,
+        "/api/v3/orderList",
+        &a,
+        &format!("orderListId={}", otoco["orderListId"]),
+    )
+    .await;
+    assert_eq!(list["listStatusType"], "EXEC_STARTED", "{list}");
+    let pair: Vec<Value> = list["orders"].as_array().unwrap()[1..].to_vec();
+    for leg in &pair {
+        let state = query_order(&weiport, &a, &leg["orderId"]).await;
+        assert_eq!(state["status"], "NEW", "{state}");
+        assert_eq!(state["orderListId"], otoco["orderListId"]);
+    }
+    // Cancel the OTOCO's pair as a list: ALL_DONE, both canceled.
+    let canceled = call(
+        &weiport,
+        Method::DELETE,
+        "/api/v3/orderList",
+        &a,
+        "symbol=ETHUSDT&listClientOrderId=my-otoco",
+    )
+    .await;
+    assert_eq!(
+        (
+            canceled["listStatusType"].as_str(),
+            canceled["listOrderStatus"].as_str()
+        ),
+        (Some("ALL_DONE"), Some("ALL_DONE")),
+        "{canceled}"
+    );
+    assert_eq!(canceled["orderReports"].as_array().unwrap().len(), 2);
+    let all = call(
+        &weiport,
+        Method::GET,
+        "/api/v3/allOrderList",
+        &a,
+        "limit=10",
+    )
+    .await;
+    let ids: Vec<&Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| &l["orderListId"])
+        .collect();
+    assert_eq!(ids, [&otoco["orderListId"], &legacy["orderListId"]]);
+    let open = call(&weiport, Method::GET, "/api/v3/openOrderList", &a, "").await;
+    assert_eq!(
+        open.as_array().unwrap().len(),
+        1,
+        "only the legacy OCO: {open}"
+    );
+    let missing = weiport
+        .signed(Method::GET, "/api/v3/orderList", &a, "orderListId=99")
+        .await;
+    assert_eq!((missing.0, missing.1["code"].as_i64()), (400, Some(-2013)));
+}

@@ -15,6 +15,7 @@ pub(crate) use crate::account::*;
 pub(crate) use crate::calendar::*;
 use crate::error::BinanceError;
 pub(crate) use crate::extract::*;
+pub(crate) use crate::lists::*;
 pub(crate) use crate::market_data::*;
 use crate::params::Params;
 pub(crate) use crate::sapi::*;

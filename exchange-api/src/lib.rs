@@ -14,6 +14,7 @@ pub mod api;
 mod calendar;
 pub mod error;
 mod extract;
+mod lists;
 mod market_data;
 mod params;
 mod routes;

@@ -152,33 +152,40 @@ impl Params {
     }
 
     /// Validates a new order against the catalog's markets and filters.
+    #[cfg(test)]
     pub fn new_order(&self, catalog: &Catalog) -> Result<NewOrder, BinanceError> {
+        self.order_named(catalog, &OrderNames::SINGLE, None)
+    }
+
+    /// Validates one order of a request, its fields read under `names`
+    /// (an order list's prefixed ones); `fixed` is its type when the request
+    /// implies it instead of naming it.
+    pub fn order_named(
+        &self,
+        catalog: &Catalog,
+        names: &OrderNames,
+        fixed: Option<OrderType>,
+    ) -> Result<NewOrder, BinanceError> {
         let symbol = self.required("symbol")?;
         let (market_id, market) = catalog
             .market_id(symbol)
             .and_then(|id| Some((id, catalog.market(id)?)))
             .ok_or_else(|| BinanceError::bad(-1121, "Invalid symbol."))?;
-        let side = match self.required("side")? {
+        let side = match self.required(names.side)? {
             "BUY" => Side::Buy,
             "SELL" => Side::Sell,
             _ => return Err(BinanceError::bad(-1117, "Invalid side.")),
         };
-        let order_type = match self.required("type")? {
-            "LIMIT" => OrderType::Limit,
-            "MARKET" => OrderType::Market,
-            "LIMIT_MAKER" => OrderType::LimitMaker,
-            "STOP_LOSS" => OrderType::StopLoss,
-            "STOP_LOSS_LIMIT" => OrderType::StopLossLimit,
-            "TAKE_PROFIT" => OrderType::TakeProfit,
-            "TAKE_PROFIT_LIMIT" => OrderType::TakeProfitLimit,
-            _ => return Err(BinanceError::bad(-1116, "Invalid orderType.")),
+        let order_type = match fixed {
+            Some(order_type) => order_type,
+            None => parse_type(self.required(names.order_type)?)?,
         };
         // Binance reads these on other order types; on these they are refused.
-        self.not_required("icebergQty")?;
-        let trigger = self.trigger(order_type, market)?;
+        self.not_required(names.iceberg)?;
+        let trigger = self.trigger(order_type, market, names)?;
         let working = order_type.working();
-        let time_in_force = match (working, self.get("timeInForce")) {
-            (OrderType::Limit, None) => return Err(BinanceError::mandatory("timeInForce")),
+        let time_in_force = match (working, self.get(names.time_in_force)) {
+            (OrderType::Limit, None) => return Err(BinanceError::mandatory(names.time_in_force)),
             (OrderType::Limit, Some(tif)) => match tif {
                 "GTC" => TimeInForce::Gtc,
                 "IOC" => TimeInForce::Ioc,
@@ -193,9 +200,9 @@ impl Params {
             }
             (_, None) => TimeInForce::Gtc,
         };
-        let quantity = self.amount("quantity")?;
-        let quote_quantity = self.amount("quoteOrderQty")?;
-        let price = self.amount("price")?;
+        let quantity = self.amount(names.quantity)?;
+        let quote_quantity = self.amount(names.quote_quantity)?;
+        let price = self.amount(names.price)?;
         match (order_type, working) {
             (OrderType::Market, _) => {
                 self.not_required("price")?;
@@ -222,9 +229,9 @@ impl Params {
             }
             (_, OrderType::Market) => {
                 // STOP_LOSS / TAKE_PROFIT: a quantity, worth the minimum at its stop.
-                self.not_required("price")?;
-                self.not_required("quoteOrderQty")?;
-                let quantity = quantity.ok_or_else(|| BinanceError::mandatory("quantity"))?;
+                self.not_required(names.price)?;
+                self.not_required(names.quote_quantity)?;
+                let quantity = quantity.ok_or_else(|| BinanceError::mandatory(names.quantity))?;
                 market
                     .check_quantity(quantity, true)
                     .map_err(filter_failure)?;
@@ -235,9 +242,9 @@ impl Params {
                 }
             }
             _ => {
-                self.not_required("quoteOrderQty")?;
-                let quantity = quantity.ok_or_else(|| BinanceError::mandatory("quantity"))?;
-                let price = price.ok_or_else(|| BinanceError::mandatory("price"))?;
+                self.not_required(names.quote_quantity)?;
+                let quantity = quantity.ok_or_else(|| BinanceError::mandatory(names.quantity))?;
+                let price = price.ok_or_else(|| BinanceError::mandatory(names.price))?;
                 market.check_price(price).map_err(filter_failure)?;
                 market
                     .check_quantity(quantity, false)
@@ -264,7 +271,7 @@ impl Params {
             }
         };
         let stp = stp(market, self.get("selfTradePreventionMode"))?;
-        let client_order_id = match self.get("newClientOrderId") {
+        let client_order_id = match self.get(names.client_order_id) {
             Some(id)
                 if id.len() > 36
                     || !id
@@ -273,7 +280,10 @@ impl Params {
             {
                 return Err(BinanceError::bad(
                     -1100,
-                    "Illegal characters found in parameter 'newClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.",
+                    format!(
+                        "Illegal characters found in parameter '{}'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{{1,36}}$'.",
+                        names.client_order_id
+                    ),
                 ));
             }
             id => id.map(str::to_owned),
@@ -300,23 +310,29 @@ impl Params {
         &self,
         order_type: OrderType,
         market: &Market,
+        names: &OrderNames,
     ) -> Result<Option<Trigger>, BinanceError> {
         if !order_type.is_conditional() {
-            self.not_required("stopPrice")?;
-            self.not_required("trailingDelta")?;
+            self.not_required(names.stop_price)?;
+            self.not_required(names.trailing_delta)?;
             return Ok(None);
         }
-        let stop_price = self.amount("stopPrice")?;
+        let stop_price = self.amount(names.stop_price)?;
         if let Some(stop) = stop_price {
             market.check_price(stop).map_err(filter_failure)?;
         }
-        let trailing_delta = match self.get("trailingDelta") {
+        let trailing_delta = match self.get(names.trailing_delta) {
             None => None,
             Some(text) => {
-                let delta: u32 = text.parse().map_err(|_| {
+                // SDKs that hold numbers as floats send "100.0".
+                let whole = text.strip_suffix(".0").unwrap_or(text);
+                let delta: u32 = whole.parse().map_err(|_| {
                     BinanceError::bad(
                         -1100,
-                        "Illegal characters found in parameter 'trailingDelta'; legal range is '^[0-9]{1,20}$'.",
+                        format!(
+                            "Illegal characters found in parameter '{}'; legal range is '^[0-9]{{1,20}}$'.",
+                            names.trailing_delta
+                        ),
                     )
                 })?;
                 market.check_trailing_delta(delta).map_err(filter_failure)?;
@@ -326,7 +342,10 @@ impl Params {
         if stop_price.is_none() && trailing_delta.is_none() {
             return Err(BinanceError::bad(
                 -1102,
-                "Param 'stopPrice' or 'trailingDelta' must be sent, but both were empty/null!",
+                format!(
+                    "Param '{}' or '{}' must be sent, but both were empty/null!",
+                    names.stop_price, names.trailing_delta
+                ),
             ));
         }
         Ok(Some(Trigger {
@@ -334,6 +353,119 @@ impl Params {
             trailing_delta,
         }))
     }
+}
+
+/// Where a request keeps one order's fields: plain names for a single order,
+/// prefixed ones (`aboveType`, `workingPrice`, …) for an order list's. An
+/// empty name is a field the request cannot carry.
+pub struct OrderNames {
+    /// BUY or SELL.
+    pub side: &'static str,
+    /// The order type.
+    pub order_type: &'static str,
+    /// Time in force.
+    pub time_in_force: &'static str,
+    /// Base quantity.
+    pub quantity: &'static str,
+    /// Quote quantity (MARKET only).
+    pub quote_quantity: &'static str,
+    /// Limit price.
+    pub price: &'static str,
+    /// Stop price.
+    pub stop_price: &'static str,
+    /// Trailing delta.
+    pub trailing_delta: &'static str,
+    /// Client order id.
+    pub client_order_id: &'static str,
+    /// Iceberg quantity (refused).
+    pub iceberg: &'static str,
+}
+
+/// An order list leg's names: `prefix` + the capitalized field, e.g.
+/// `names!("above")` → `aboveType`, `abovePrice`; `side` and `quantity` as
+/// given (a pair shares them).
+macro_rules! leg_names {
+    ($prefix:literal, $side:literal, $quantity:literal) => {
+        OrderNames {
+            side: $side,
+            order_type: concat!($prefix, "Type"),
+            time_in_force: concat!($prefix, "TimeInForce"),
+            quantity: $quantity,
+            quote_quantity: "",
+            price: concat!($prefix, "Price"),
+            stop_price: concat!($prefix, "StopPrice"),
+            trailing_delta: concat!($prefix, "TrailingDelta"),
+            client_order_id: concat!($prefix, "ClientOrderId"),
+            iceberg: concat!($prefix, "IcebergQty"),
+        }
+    };
+}
+
+impl OrderNames {
+    /// `POST /api/v3/order`.
+    pub const SINGLE: Self = Self {
+        side: "side",
+        order_type: "type",
+        time_in_force: "timeInForce",
+        quantity: "quantity",
+        quote_quantity: "quoteOrderQty",
+        price: "price",
+        stop_price: "stopPrice",
+        trailing_delta: "trailingDelta",
+        client_order_id: "newClientOrderId",
+        iceberg: "icebergQty",
+    };
+    /// An OCO's order above the market.
+    pub const ABOVE: Self = leg_names!("above", "side", "quantity");
+    /// An OCO's order below the market.
+    pub const BELOW: Self = leg_names!("below", "side", "quantity");
+    /// OTO / OTOCO: the working order.
+    pub const WORKING: Self = leg_names!("working", "workingSide", "workingQuantity");
+    /// OTO: the pending order.
+    pub const PENDING: Self = leg_names!("pending", "pendingSide", "pendingQuantity");
+    /// OTOCO: the pending pair's order above the market.
+    pub const PENDING_ABOVE: Self = leg_names!("pendingAbove", "pendingSide", "pendingQuantity");
+    /// OTOCO: the pending pair's order below the market.
+    pub const PENDING_BELOW: Self = leg_names!("pendingBelow", "pendingSide", "pendingQuantity");
+    /// Legacy `POST /api/v3/order/oco`: the limit (post-only) order.
+    pub const LEGACY_LIMIT: Self = Self {
+        side: "side",
+        order_type: "",
+        time_in_force: "",
+        quantity: "quantity",
+        quote_quantity: "",
+        price: "price",
+        stop_price: "",
+        trailing_delta: "",
+        client_order_id: "limitClientOrderId",
+        iceberg: "limitIcebergQty",
+    };
+    /// Legacy `POST /api/v3/order/oco`: the stop order.
+    pub const LEGACY_STOP: Self = Self {
+        side: "side",
+        order_type: "",
+        time_in_force: "stopLimitTimeInForce",
+        quantity: "quantity",
+        quote_quantity: "",
+        price: "stopLimitPrice",
+        stop_price: "stopPrice",
+        trailing_delta: "trailingDelta",
+        client_order_id: "stopClientOrderId",
+        iceberg: "stopIcebergQty",
+    };
+}
+
+fn parse_type(text: &str) -> Result<OrderType, BinanceError> {
+    Ok(match text {
+        "LIMIT" => OrderType::Limit,
+        "MARKET" => OrderType::Market,
+        "LIMIT_MAKER" => OrderType::LimitMaker,
+        "STOP_LOSS" => OrderType::StopLoss,
+        "STOP_LOSS_LIMIT" => OrderType::StopLossLimit,
+        "TAKE_PROFIT" => OrderType::TakeProfit,
+        "TAKE_PROFIT_LIMIT" => OrderType::TakeProfitLimit,
+        _ => return Err(BinanceError::bad(-1116, "Invalid orderType.")),
+    })
 }
 
 /// -1013 `Filter failure: <FILTER>`, Binance's answer to a failed filter.

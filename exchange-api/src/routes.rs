@@ -53,6 +53,69 @@ mod reads {
         "selfTradePreventionMode",
     ];
     pub(super) const ORDER_REF: &[&str] = &["symbol", "orderId", "origClientOrderId"];
+    /// What every order list request shares.
+    pub(super) const LIST: &[&str] = &[
+        "symbol",
+        "listClientOrderId",
+        "newOrderRespType",
+        "selfTradePreventionMode",
+    ];
+    /// One order of a list, under a prefix (`above…`, `working…`).
+    macro_rules! leg {
+        ($prefix:literal) => {
+            &[
+                concat!($prefix, "Type"),
+                concat!($prefix, "ClientOrderId"),
+                concat!($prefix, "Price"),
+                concat!($prefix, "StopPrice"),
+                concat!($prefix, "TrailingDelta"),
+                concat!($prefix, "TimeInForce"),
+                concat!($prefix, "IcebergQty"),
+            ]
+        };
+    }
+    pub(super) const OCO: &[&[&str]] = &[LIST, &["side", "quantity"], leg!("above"), leg!("below")];
+    pub(super) const WORKING: &[&str] = leg!("working");
+    pub(super) const OTO: &[&[&str]] = &[
+        LIST,
+        WORKING,
+        &[
+            "workingSide",
+            "workingQuantity",
+            "pendingSide",
+            "pendingQuantity",
+        ],
+        leg!("pending"),
+    ];
+    pub(super) const OTOCO: &[&[&str]] = &[
+        LIST,
+        WORKING,
+        &[
+            "workingSide",
+            "workingQuantity",
+            "pendingSide",
+            "pendingQuantity",
+        ],
+        leg!("pendingAbove"),
+        leg!("pendingBelow"),
+    ];
+    pub(super) const LEGACY_OCO: &[&[&str]] = &[
+        LIST,
+        &[
+            "side",
+            "quantity",
+            "limitClientOrderId",
+            "price",
+            "limitIcebergQty",
+            "trailingDelta",
+            "stopClientOrderId",
+            "stopPrice",
+            "stopLimitPrice",
+            "stopIcebergQty",
+            "stopLimitTimeInForce",
+        ],
+    ];
+    pub(super) const LIST_REF: &[&str] = &["orderListId", "origClientOrderId"];
 }
 
 const fn public(weight: u32) -> Endpoint {
@@ -287,6 +350,75 @@ fn routes() -> Vec<Route> {
             TRADE.weight_by(api::test_order_weight),
             &[reads::ORDER, &["computeCommissionRates"]],
             || post(api::test_order),
+        ),
+        route(
+            "POST",
+            "/api/v3/orderList/oco",
+            "Place an OCO pair: one order above the market, one below",
+            TRADE.order(),
+            reads::OCO,
+            || post(api::place_oco),
+        ),
+        route(
+            "POST",
+            "/api/v3/orderList/oto",
+            "Place a working order and one placed once it fills",
+            TRADE.order(),
+            reads::OTO,
+            || post(api::place_oto),
+        ),
+        route(
+            "POST",
+            "/api/v3/orderList/otoco",
+            "Place a working order and an OCO pair placed once it fills",
+            TRADE.order(),
+            reads::OTOCO,
+            || post(api::place_otoco),
+        ),
+        route(
+            "POST",
+            "/api/v3/order/oco",
+            "Place an OCO pair (legacy form: limit and stop)",
+            TRADE.order(),
+            reads::LEGACY_OCO,
+            || post(api::place_legacy_oco),
+        ),
+        route(
+            "GET",
+            "/api/v3/orderList",
+            "Query an order list",
+            read(4),
+            &[reads::LIST_REF],
+            || get(api::query_list),
+        ),
+        route(
+            "DELETE",
+            "/api/v3/orderList",
+            "Cancel an order list",
+            TRADE,
+            &[&[
+                "symbol",
+                "orderListId",
+                "listClientOrderId",
+                "newClientOrderId",
+            ]],
+            || delete(api::cancel_list),
+        ),
+        route(
+            "GET",
+            "/api/v3/allOrderList",
+            "Order list history",
+            read(20),
+            &[reads::WINDOW, &["fromId"]],
+            || get(api::all_lists),
+        ),
+        route(
+            "GET",
+            "/api/v3/openOrderList",
+            "Open order lists",
+            read(6),
+            reads::NONE,
+            || get(api::open_lists),
         ),
         route(
             "GET",

@@ -12,7 +12,7 @@ use weiport_exchange::catalog::MarketId;
 
 use crate::api::*;
 use crate::error::BinanceError;
-use crate::params::Params;
+use crate::params::{OrderNames, Params};
 use weiport_exchange::engine::{AccountId, Command, OrderStatus};
 use weiport_exchange::history::OrderView;
 use weiport_exchange::market::FilterFailure;
@@ -27,7 +27,18 @@ pub(crate) fn validated_order(
     exchange: &Exchange,
     params: &Params,
 ) -> Result<NewOrder, BinanceError> {
-    let order = params.new_order(&exchange.catalog)?;
+    validated_order_named(exchange, params, &OrderNames::SINGLE, None)
+}
+
+/// [`validated_order`] for one order of a request, under `names` (see
+/// [`Params::order_named`]).
+pub(crate) fn validated_order_named(
+    exchange: &Exchange,
+    params: &Params,
+    names: &OrderNames,
+    fixed: Option<OrderType>,
+) -> Result<NewOrder, BinanceError> {
+    let order = params.order_named(&exchange.catalog, names, fixed)?;
     let market = exchange
         .catalog
         .market(order.market)
@@ -75,7 +86,7 @@ pub(crate) async fn new_order(
     let ack = Acknowledgement {
         symbol: exchange.catalog.symbol(market),
         order_id,
-        order_list_id: -1,
+        order_list_id: list_id(order),
         client_order_id: &order.client_order_id,
         transact_time: order.time_ms,
     };

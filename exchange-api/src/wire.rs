@@ -7,10 +7,10 @@ use weiport_exchange::catalog::Catalog;
 use weiport_storage::CandleRow;
 
 use weiport_exchange::engine::{OrderStatus, Trade};
-use weiport_exchange::history::OrderView;
+use weiport_exchange::history::{ListView, OrderView};
 use weiport_exchange::market::StpMode;
 use weiport_exchange::now_ms;
-use weiport_exchange::order::{OrderType, Side, TimeInForce};
+use weiport_exchange::order::{Contingency, OrderType, Side, TimeInForce};
 
 pub(crate) fn status_name(status: OrderStatus) -> &'static str {
     match status {
@@ -66,7 +66,7 @@ pub(crate) fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
     let mut out = json!({
         "symbol": catalog.symbol(order.market),
         "orderId": order.order_id,
-        "orderListId": -1,
+        "orderListId": list_id(order),
         "clientOrderId": order.client_order_id,
         "price": order.price.to_string(),
         "origQty": order.orig_qty.to_string(),
@@ -86,6 +86,49 @@ pub(crate) fn order_json(catalog: &Catalog, order: &OrderView) -> Value {
         "selfTradePreventionMode": stp_name(order.stp),
     });
     add_trailing(&mut out, order);
+    out
+}
+
+/// Its order list's id, -1 for an order on its own.
+pub(crate) fn list_id(order: &OrderView) -> i64 {
+    order.order_list_id.map_or(-1, |id| id as i64)
+}
+
+pub(crate) fn contingency_name(contingency: Contingency) -> &'static str {
+    match contingency {
+        Contingency::Oco => "OCO",
+        Contingency::Oto => "OTO",
+        Contingency::Otoco => "OTOCO",
+    }
+}
+
+/// An order list in Binance's shape, its status from its `orders`: done
+/// once every one has ended. `reports` (placing and canceling answer them)
+/// become `orderReports`.
+pub(crate) fn list_json(
+    catalog: &Catalog,
+    list: &ListView,
+    orders: &[&OrderView],
+    reports: Option<Vec<Value>>,
+) -> Value {
+    let done = !orders.is_empty() && orders.iter().all(|o| !o.is_open());
+    let symbol = catalog.symbol(list.market);
+    let mut out = json!({
+        "orderListId": list.list_id,
+        "contingencyType": contingency_name(list.contingency),
+        "listStatusType": if done { "ALL_DONE" } else { "EXEC_STARTED" },
+        "listOrderStatus": if done { "ALL_DONE" } else { "EXECUTING" },
+        "listClientOrderId": list.list_client_id,
+        "transactionTime": orders.iter().map(|o| o.update_ms).max().unwrap_or(list.time_ms),
+        "symbol": symbol,
+        "orders": orders
+            .iter()
+            .map(|o| json!({"symbol": symbol, "orderId": o.order_id, "clientOrderId": o.client_order_id}))
+            .collect::<Vec<_>>(),
+    });
+    if let Some(reports) = reports {
+        out["orderReports"] = Value::Array(reports);
+    }
     out
 }
 
@@ -109,7 +152,7 @@ pub(crate) fn cancel_json(catalog: &Catalog, order: &OrderView, cancel_id: &str)
         "symbol": catalog.symbol(order.market),
         "origClientOrderId": order.client_order_id,
         "orderId": order.order_id,
-        "orderListId": -1,
+        "orderListId": list_id(order),
         "clientOrderId": cancel_id,
         "transactTime": order.update_ms,
         "price": order.price.to_string(),

@@ -9,11 +9,13 @@ use serde_json::{Value, json};
 use weiport_exchange::catalog::AssetId;
 use weiport_exchange::engine::{AccountId, Event, OrderStatus, Trade};
 use weiport_exchange::history::OrderView;
-use weiport_exchange::order::{OrderType, Side};
+use weiport_exchange::order::{Contingency, OrderType, Side};
 use weiport_exchange::sequencer::Outcome;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
-use crate::wire::{side_name, status_name, stp_name, tif_name, type_name, working_time};
+use crate::wire::{
+    contingency_name, list_id, side_name, status_name, stp_name, tif_name, type_name, working_time,
+};
 
 /// What the hub remembers between commands to describe the next one.
 #[derive(Default)]
@@ -22,6 +24,18 @@ pub(super) struct UserState {
     pub(super) free: HashMap<(AccountId, AssetId), Amount>,
     /// Execution ids (`I`), one per report.
     pub(super) next_execution: u64,
+    /// Order lists placed since the hub started, while any order is open.
+    pub(super) lists: HashMap<u64, ListState>,
+}
+
+/// What `listStatus` reports of a list.
+pub(super) struct ListState {
+    account: AccountId,
+    market: MarketId,
+    contingency: Contingency,
+    client_id: String,
+    /// Its orders: id, client id, whether still open.
+    orders: Vec<(u64, String, bool)>,
 }
 
 /// One fill as one side of it saw it.
@@ -40,6 +54,82 @@ impl Fill<'_> {
             self.trade.taker_fee
         };
         (fee, if buyer { base } else { quote })
+    }
+}
+
+/// `listStatus` for each order list whose orders the command changed:
+/// EXEC_STARTED / EXECUTING while any is open, then ALL_DONE.
+fn list_events(
+    catalog: &Catalog,
+    outcome: &Outcome,
+    state: &mut UserState,
+    now: u64,
+    wanted: &dyn Fn(AccountId) -> bool,
+    out: &mut Vec<(AccountId, Value)>,
+) {
+    let changes = &outcome.changes;
+    if let Some(list) = &changes.list {
+        let orders = list
+            .order_ids
+            .iter()
+            .filter_map(|id| changes.orders.iter().find(|(o, _)| o.order_id == *id))
+            .map(|(o, _)| (o.order_id, o.client_order_id.clone(), true))
+            .collect();
+        state.lists.insert(
+            list.list_id,
+            ListState {
+                account: list.account,
+                market: list.market,
+                contingency: list.contingency,
+                client_id: list.list_client_id.clone(),
+                orders,
+            },
+        );
+    }
+    let mut touched: Vec<u64> = Vec::new();
+    for (order, _) in &changes.orders {
+        let Some(list_id) = order.order_list_id else {
+            continue;
+        };
+        let Some(list) = state.lists.get_mut(&list_id) else {
+            continue;
+        };
+        if let Some(entry) = list
+            .orders
+            .iter_mut()
+            .find(|(id, ..)| *id == order.order_id)
+        {
+            entry.2 = order.is_open();
+        }
+        if !touched.contains(&list_id) {
+            touched.push(list_id);
+        }
+    }
+    for list_id in touched {
+        let Some(list) = state.lists.get(&list_id) else {
+            continue;
+        };
+        let done = list.orders.iter().all(|(_, _, open)| !open);
+        if wanted(list.account) {
+            let symbol = catalog.symbol(list.market);
+            out.push((
+                list.account,
+                json!({
+                    "e": "listStatus", "E": now, "s": symbol, "g": list_id,
+                    "c": contingency_name(list.contingency),
+                    "l": if done { "ALL_DONE" } else { "EXEC_STARTED" },
+                    "L": if done { "ALL_DONE" } else { "EXECUTING" },
+                    "r": "NONE", "C": list.client_id,
+                    "T": outcome.time_ms.unwrap_or(now),
+                    "O": list.orders.iter()
+                        .map(|(id, client, _)| json!({"s": symbol, "i": id, "c": client}))
+                        .collect::<Vec<_>>(),
+                }),
+            ));
+        }
+        if done {
+            state.lists.remove(&list_id);
+        }
     }
 }
 
@@ -125,7 +215,7 @@ pub(super) fn user_events(
             "c": order.client_order_id, "S": side_name(order.side),
             "o": type_name(order.order_type), "f": tif_name(order.time_in_force),
             "q": order.orig_qty.to_string(), "p": order.price.to_string(),
-            "P": order.stop_price.unwrap_or_default().to_string(), "F": "0.00000000", "g": -1, "C": original,
+            "P": order.stop_price.unwrap_or_default().to_string(), "F": "0.00000000", "g": list_id(order), "C": original,
             "x": execution, "X": status_name(status), "r": "NONE", "i": order.order_id,
             "l": last_qty.to_string(), "z": executed.to_string(), "L": last_price.to_string(),
             "n": fee.to_string(), "N": fee_asset, "T": time, "t": trade_id,
@@ -227,6 +317,8 @@ pub(super) fn user_events(
             report(order, execution, order.status, None);
         }
     }
+
+    list_events(catalog, outcome, state, now, wanted, &mut out);
 
     let mut positions: BTreeMap<AccountId, BTreeMap<AssetId, (Amount, Amount)>> = BTreeMap::new();
     for event in &outcome.events {
