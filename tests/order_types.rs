@@ -299,3 +299,144 @@ async fn order_lists_are_queried_canceled_and_kept_across_a_restart() {
         .await;
     assert_eq!((missing.0, missing.1["code"].as_i64()), (400, Some(-2013)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_replace_answers_each_part_and_keeps_what_succeeded() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = GENEROUS.to_vec();
+    env.retain(|(name, _)| *name != "WEIPORT_ACCESS__ORDERS_PER_10S");
+    env.push(("WEIPORT_ACCESS__ORDERS_PER_10S", "4"));
+    let weiport = Weiport::serve(dir.path(), &env);
+    let a = funded(&weiport).await;
+    let bid = "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1";
+    let first = order(&weiport, &a, &format!("{bid}&price=2900")).await;
+    let replace = |mode: &str, target: &Value, price: &str| {
+        format!(
+            "{bid}&price={price}&cancelReplaceMode={mode}&cancelOrderId={target}&newOrderRespType=RESULT"
+        )
+    };
+    // Both succeed: 200 with both answers.
+    let (status, both) = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/cancelReplace",
+            &a,
+            &replace("STOP_ON_FAILURE", &first["orderId"], "2910"),
+        )
+        .await;
+    assert_eq!(status, 200, "{both}");
+    assert_eq!(
+        (
+            both["cancelResult"].as_str(),
+            both["newOrderResult"].as_str(),
+            both["cancelResponse"]["status"].as_str(),
+            both["newOrderResponse"]["status"].as_str()
+        ),
+        (
+            Some("SUCCESS"),
+            Some("SUCCESS"),
+            Some("CANCELED"),
+            Some("NEW")
+        )
+    );
+    let second = &both["newOrderResponse"]["orderId"];
+    // The first order is gone: STOP_ON_FAILURE places nothing (400, -2022).
+    let (status, stopped) = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/cancelReplace",
+            &a,
+            &replace("STOP_ON_FAILURE", &first["orderId"], "2920"),
+        )
+        .await;
+    assert_eq!(
+        (status, stopped["code"].as_i64()),
+        (400, Some(-2022)),
+        "{stopped}"
+    );
+    assert_eq!(
+        (
+            stopped["data"]["cancelResult"].as_str(),
+            stopped["data"]["newOrderResult"].as_str(),
+            stopped["data"]["cancelResponse"]["code"].as_i64()
+        ),
+        (Some("FAILURE"), Some("NOT_ATTEMPTED"), Some(-2011))
+    );
+    // ALLOW_FAILURE places it anyway: 409, -2021.
+    let (status, allowed) = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/cancelReplace",
+            &a,
+            &replace("ALLOW_FAILURE", &first["orderId"], "2930"),
+        )
+        .await;
+    assert_eq!(
+        (status, allowed["code"].as_i64()),
+        (409, Some(-2021)),
+        "{allowed}"
+    );
+    assert_eq!(allowed["data"]["newOrderResponse"]["status"], "NEW");
+    // The cancel succeeds but the new order cannot be paid for: it stays canceled.
+    let (status, partial) = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/cancelReplace",
+            &a,
+            &format!(
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=500&price=2900&cancelReplaceMode=STOP_ON_FAILURE&cancelOrderId={second}"
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, partial["code"].as_i64()),
+        (409, Some(-2021)),
+        "{partial}"
+    );
+    assert_eq!(
+        (
+            partial["data"]["cancelResult"].as_str(),
+            partial["data"]["newOrderResult"].as_str(),
+            partial["data"]["newOrderResponse"]["code"].as_i64()
+        ),
+        (Some("SUCCESS"), Some("FAILURE"), Some(-2010))
+    );
+    let second_now = query_order(&weiport, &a, second).await;
+    assert_eq!(second_now["status"], "CANCELED");
+    // The order limit (4 per 10 s) is used up: DO_NOTHING changes nothing,
+    // CANCEL_ONLY still cancels.
+    let third = &allowed["data"]["newOrderResponse"]["orderId"];
+    let (status, limited) = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/cancelReplace",
+            &a,
+            &replace("STOP_ON_FAILURE", third, "2940"),
+        )
+        .await;
+    assert_eq!(
+        (status, limited["code"].as_i64()),
+        (429, Some(-1015)),
+        "{limited}"
+    );
+    assert_eq!(query_order(&weiport, &a, third).await["status"], "NEW");
+    let (status, cancel_only) = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/order/cancelReplace",
+            &a,
+            &format!(
+                "{}&orderRateLimitExceededMode=CANCEL_ONLY",
+                replace("STOP_ON_FAILURE", third, "2940")
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, cancel_only["code"].as_i64()),
+        (409, Some(-2021)),
+        "{cancel_only}"
+    );
+    assert_eq!(cancel_only["data"]["newOrderResponse"]["code"], -1015);
+    assert_eq!(query_order(&weiport, &a, third).await["status"], "CANCELED");
+}

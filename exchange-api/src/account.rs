@@ -113,6 +113,7 @@ pub(crate) async fn account(
         key,
         account,
         params,
+        ..
     }: Signed,
 ) -> Answer {
     let omit_zero = boolean(&params, "omitZeroBalances");

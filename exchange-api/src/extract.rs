@@ -45,15 +45,17 @@ pub(crate) struct Signed {
     pub(crate) key: Arc<ApiKey>,
     pub(crate) account: AccountId,
     pub(crate) params: Params,
+    /// The client's address, as the access guard saw it.
+    pub(crate) ip: std::net::IpAddr,
 }
 
 impl<S: Send + Sync> FromRequest<S> for Signed {
     type Rejection = Response;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
-        let key = request
-            .extensions()
-            .get::<Caller>()
+        let caller = request.extensions().get::<Caller>();
+        let ip = caller.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.ip);
+        let key = caller
             .and_then(|caller| caller.key.clone())
             .ok_or_else(|| unauthorized().into_response())?;
         let (parts, body) = request.into_parts();
@@ -70,6 +72,7 @@ impl<S: Send + Sync> FromRequest<S> for Signed {
             account: key.account,
             key,
             params,
+            ip,
         })
     }
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use weiport_exchange::engine::{AccountId, Command};
 use weiport_exchange::history::{ListView, OrderView};
-use weiport_exchange::order::{Contingency, NewOrder, NewOrderList, OrderType};
+use weiport_exchange::order::{Contingency, NewOrder, NewOrderList, OrderType, ResponseType};
 use weiport_storage::ScanDirection;
 
 use crate::api::*;
@@ -339,38 +339,5 @@ pub(crate) async fn cancel_list(
 
 /// An order as a list's `orderReports` show it (Binance's RESULT shape).
 fn order_report(catalog: &weiport_exchange::Catalog, order: &OrderView) -> Value {
-    let full = order_json(catalog, order);
-    let mut out = json!({
-        "symbol": full["symbol"],
-        "orderId": full["orderId"],
-        "orderListId": full["orderListId"],
-        "clientOrderId": full["clientOrderId"],
-        "transactTime": order.update_ms,
-    });
-    for field in [
-        "price",
-        "origQty",
-        "executedQty",
-        "origQuoteOrderQty",
-        "cummulativeQuoteQty",
-        "status",
-        "timeInForce",
-        "type",
-        "side",
-        "stopPrice",
-        "workingTime",
-        "selfTradePreventionMode",
-        "trailingDelta",
-        "trailingTime",
-    ] {
-        if let Some(value) = full.get(field) {
-            out[field] = value.clone();
-        }
-    }
-    if order.stop_price.is_none()
-        && let Some(fields) = out.as_object_mut()
-    {
-        fields.remove("stopPrice");
-    }
-    out
+    placed_json(catalog, order, &[], ResponseType::Result)
 }

@@ -353,6 +353,24 @@ fn routes() -> Vec<Route> {
         ),
         route(
             "POST",
+            "/api/v3/order/cancelReplace",
+            "Cancel an order and place another in one step",
+            TRADE,
+            &[
+                reads::ORDER,
+                &[
+                    "cancelReplaceMode",
+                    "cancelOrderId",
+                    "cancelOrigClientOrderId",
+                    "cancelNewClientOrderId",
+                    "cancelRestrictions",
+                    "orderRateLimitExceededMode",
+                ],
+            ],
+            || post(api::cancel_replace),
+        ),
+        route(
+            "POST",
             "/api/v3/orderList/oco",
             "Place an OCO pair: one order above the market, one below",
             TRADE.order(),

@@ -515,6 +515,12 @@ impl Recorder {
                             account,
                             order,
                             time_ms,
+                        }
+                        | Command::Replace {
+                            account,
+                            order,
+                            time_ms,
+                            ..
                         } => OrderView::placed(*market, *order_id, *account, order, *time_ms),
                         // A list's orders are announced in its order.
                         Command::PlaceList {
@@ -576,7 +582,10 @@ impl Recorder {
                     order.update_ms = now;
                 }
                 Event::Trade(trade) => self.record_trade(trade, &mut changes),
-                Event::Rejected(_) | Event::Balance { .. } | Event::Level { .. } => {}
+                Event::Rejected(_)
+                | Event::PartRefused(_)
+                | Event::Balance { .. }
+                | Event::Level { .. } => {}
             }
         }
         for (order, _) in &changes.orders {

@@ -32,6 +32,8 @@ pub(crate) struct Outcome {
     pub(crate) triggered: Vec<(MarketId, u64)>,
     /// Trailing orders that began tracking the price.
     pub(crate) tracking: BTreeSet<(MarketId, u64)>,
+    /// The part of a cancel-replace that failed while the other stands.
+    pub(crate) part_refused: Option<Reject>,
 }
 
 impl Outcome {
@@ -53,6 +55,7 @@ impl Outcome {
                 Event::Tracking { market, order_id } => {
                     outcome.tracking.insert((*market, *order_id));
                 }
+                Event::PartRefused(reject) => outcome.part_refused = Some(*reject),
                 Event::Balance { .. }
                 | Event::Placed { .. }
                 | Event::Level { .. }
@@ -630,6 +633,35 @@ impl Model {
                 list_id,
                 time_ms,
             } => self.cancel_list(account, market, list_id, time_ms, outcome),
+            Command::Replace {
+                account,
+                market,
+                order_id,
+                ref order,
+                allow_failure,
+                time_ms,
+            } => {
+                // The cancel as a command of its own, then the order.
+                let cancel = Command::Cancel {
+                    account,
+                    market,
+                    order_id,
+                    time_ms,
+                };
+                let canceled = self.run(&cancel, outcome);
+                if canceled.is_err() && !allow_failure {
+                    return canceled;
+                }
+                let placed = self.place(account, order, time_ms, outcome);
+                match (canceled, placed) {
+                    (Err(_), Err(reject)) => Err(reject),
+                    (Err(reject), Ok(())) | (Ok(()), Err(reject)) => {
+                        outcome.part_refused = Some(reject);
+                        Ok(())
+                    }
+                    (Ok(()), Ok(())) => Ok(()),
+                }
+            }
         }
     }
 
@@ -2024,8 +2056,18 @@ mod tests {
                     order,
                     time_ms,
                 } = &command
-                    && (14..=20).contains(&twist)
+                    && (14..=23).contains(&twist)
                 {
+                    if twist >= 21 {
+                        return Command::Replace {
+                            account: *account,
+                            market: order.market,
+                            order_id: 1 + tick % 6,
+                            order: order.clone(),
+                            allow_failure: twist == 22,
+                            time_ms: *time_ms,
+                        };
+                    }
                     return Command::PlaceList {
                         account: *account,
                         list: make_list(order, twist, tick),
@@ -2245,11 +2287,11 @@ mod tests {
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         let mut runner = TestRunner::deterministic();
         let sequences = sequences();
-        for _ in 0..256 {
+        for _ in 0..700 {
             let mut model = Model::new(catalog(), FEES);
             for command in sequences.new_tree(&mut runner).unwrap().current() {
                 let next_id = match &command {
-                    Command::Place { order, .. } => model
+                    Command::Place { order, .. } | Command::Replace { order, .. } => model
                         .books
                         .get(usize::from(order.market.0))
                         .map(|b| b.next_order),
@@ -2287,6 +2329,9 @@ mod tests {
                 {
                     kinds.push("an OTO's pending orders expire".into());
                 }
+                if outcome.part_refused.is_some() {
+                    kinds.push("a cancel-replace fails in part".into());
+                }
                 if !outcome.tracking.is_empty() {
                     kinds.push("a trailing order tracks".into());
                 }
@@ -2306,8 +2351,12 @@ mod tests {
                         .into(),
                     );
                 }
-                if let Command::Place { account, order, .. } = &command
+                if let Command::Place { account, order, .. }
+                | Command::Replace { account, order, .. } = &command
                     && outcome.rejected.is_none()
+                    && outcome
+                        .orders
+                        .contains_key(&(order.market, next_id.unwrap_or(0)))
                 {
                     kinds.extend(self::kinds(order, &outcome, next_id));
                     if *account == FEES && !outcome.trades.is_empty() {
@@ -2339,6 +2388,7 @@ mod tests {
             "a triggered order expires",
             "a trigger sets off another",
             "BadList",
+            "a cancel-replace fails in part",
             "an OCO order fills and its partner expires",
             "an OTO places its pending orders",
             "an OTO's pending orders expire",

@@ -229,6 +229,20 @@ fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
                 .map(|o| order_record(catalog, o))
                 .collect(),
         },
+        Command::Replace {
+            account,
+            market: _,
+            order_id,
+            order,
+            allow_failure,
+            time_ms,
+        } => CommandRecord::Replace {
+            account: *account,
+            time_ms: *time_ms,
+            order_id: *order_id,
+            allow_failure: *allow_failure,
+            order: order_record(catalog, order),
+        },
         Command::CancelList {
             account,
             market,
@@ -337,6 +351,23 @@ fn from_record(
                     pending,
                     list_client_id,
                 },
+            }
+        }
+        CommandRecord::Replace {
+            account,
+            time_ms,
+            order_id,
+            allow_failure,
+            order,
+        } => {
+            let order = logged_order(catalog, sequence, order)?;
+            Command::Replace {
+                account,
+                market: order.market,
+                order_id,
+                order,
+                allow_failure,
+                time_ms,
             }
         }
         CommandRecord::CancelList {

@@ -89,6 +89,19 @@ pub enum CommandRecord {
         /// The other orders.
         pending: Vec<OrderRecord>,
     },
+    /// An order canceled and another placed in one step.
+    Replace {
+        /// Account.
+        account: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+        /// The order canceled.
+        order_id: u64,
+        /// Whether the new order goes in even if the cancel fails.
+        allow_failure: bool,
+        /// The order placed.
+        order: OrderRecord,
+    },
     /// An order list canceled.
     CancelList {
         /// Account.
@@ -237,6 +250,21 @@ impl CommandRecord {
                     write_trigger(&mut w, order);
                 }
             }
+            Self::Replace {
+                account,
+                time_ms,
+                order_id,
+                allow_failure,
+                order,
+            } => {
+                w.u8(7);
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.u64(*order_id);
+                w.u8(u8::from(*allow_failure));
+                write_order(&mut w, order);
+                write_trigger(&mut w, order);
+            }
             Self::CancelList {
                 account,
                 time_ms,
@@ -331,6 +359,19 @@ impl CommandRecord {
                     list_client_id,
                     working,
                     pending,
+                }
+            }
+            7 => {
+                let (account, time_ms, order_id) = (r.u64()?, r.u64()?, r.u64()?);
+                let allow_failure = r.u8()? != 0;
+                let mut order = read_order(&mut r)?;
+                read_trigger(&mut r, &mut order)?;
+                Self::Replace {
+                    account,
+                    time_ms,
+                    order_id,
+                    allow_failure,
+                    order,
                 }
             }
             6 => Self::CancelList {
@@ -434,6 +475,13 @@ mod tests {
                 time_ms: 8,
                 symbol: "ETHUSDT".into(),
                 list_id: 2,
+            },
+            CommandRecord::Replace {
+                account: 4,
+                time_ms: 8,
+                order_id: 12,
+                allow_failure: true,
+                order: conditional.clone(),
             },
             CommandRecord::Cancel {
                 account: 4,

@@ -90,4 +90,16 @@ waiting = a.create_order(SYMBOL, "limit", "sell", 2, 2500, {"stopLossPrice": 260
 check("locked again", balances(a)["ETH"], (6.9995, 2.0))
 check("cancel a waiting order", a.cancel_order(waiting["id"], SYMBOL)["status"], "canceled")
 check("released", balances(a)["ETH"], (8.9995, 0.0))
+# edit_order is Binance's cancel-replace: the old order goes, the new rests.
+bid = a.create_order(SYMBOL, "limit", "buy", 0.2, 2500)
+edited = a.edit_order(bid["id"], SYMBOL, "limit", "buy", 0.3, 2550)
+check("edit order", (edited["status"], edited["amount"], edited["price"]), ("open", 0.3, 2550.0))
+check("the edited order went", a.fetch_order(bid["id"], SYMBOL)["status"], "canceled")
+check("the new one locks", balances(a)["USDT"], (102913.18 - 765.0, 765.0))
+a.cancel_order(edited["id"], SYMBOL)
+try:
+    a.edit_order(bid["id"], SYMBOL, "limit", "buy", 0.3, 2560)
+    sys.exit("a cancel-replace of an ended order was accepted")
+except Exception as error:
+    check("edit an ended order", "-2022" in str(error), True)
 print("order types ok")

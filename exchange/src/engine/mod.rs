@@ -159,6 +159,22 @@ pub enum Command {
         /// Engine time, ms.
         time_ms: u64,
     },
+    /// Cancel an order and place another in the same step (Binance's
+    /// cancel-replace). With `allow_failure`, either part may fail alone.
+    Replace {
+        /// Account.
+        account: AccountId,
+        /// Market of both orders.
+        market: MarketId,
+        /// The order to cancel.
+        order_id: u64,
+        /// The order to place.
+        order: NewOrder,
+        /// Place the new order even if the cancel fails (ALLOW_FAILURE).
+        allow_failure: bool,
+        /// Engine time, ms.
+        time_ms: u64,
+    },
     /// Cancel every open order of the account on one market (order lists
     /// whole), oldest first.
     CancelAll {
@@ -179,7 +195,8 @@ impl Command {
             | Self::Cancel { time_ms, .. }
             | Self::CancelAll { time_ms, .. }
             | Self::PlaceList { time_ms, .. }
-            | Self::CancelList { time_ms, .. } => Some(*time_ms),
+            | Self::CancelList { time_ms, .. }
+            | Self::Replace { time_ms, .. } => Some(*time_ms),
             Self::Credit { .. } | Self::Debit { .. } => None,
         }
     }
@@ -191,7 +208,8 @@ impl Command {
             | Self::Cancel { time_ms, .. }
             | Self::CancelAll { time_ms, .. }
             | Self::PlaceList { time_ms, .. }
-            | Self::CancelList { time_ms, .. } => *time_ms = now_ms,
+            | Self::CancelList { time_ms, .. }
+            | Self::Replace { time_ms, .. } => *time_ms = now_ms,
             Self::Credit { .. } | Self::Debit { .. } => {}
         }
     }
@@ -297,6 +315,9 @@ pub enum Event {
         /// Order id.
         order_id: u64,
     },
+    /// One part of a cancel-replace failed while the other stands: the
+    /// cancel if it comes before the new order's events, else the new order.
+    PartRefused(Reject),
     /// A balance changed.
     Balance {
         /// Account.
@@ -467,6 +488,14 @@ impl Engine {
                 account, market, ..
             } => self.cancel_all(account, market, events),
             Command::PlaceList { account, list, .. } => self.place_list(account, list, events),
+            Command::Replace {
+                account,
+                market,
+                order_id,
+                order,
+                allow_failure,
+                ..
+            } => self.replace(account, market, order_id, order, allow_failure, events),
             Command::CancelList {
                 account,
                 market,
@@ -545,6 +574,36 @@ impl Engine {
             .ok_or(Reject::UnknownOrder)?;
         self.remove_pending(index, at, OrderStatus::Canceled, events);
         Ok(())
+    }
+
+    /// Cancel, then place; refused whole if the cancel fails (unless
+    /// `allow_failure`) or if both fail.
+    fn replace(
+        &mut self,
+        account: AccountId,
+        market: MarketId,
+        order_id: u64,
+        order: NewOrder,
+        allow_failure: bool,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        let canceled = self.cancel(account, market, order_id, events);
+        if let Err(reject) = canceled
+            && !allow_failure
+        {
+            return Err(reject);
+        }
+        if let Err(reject) = canceled {
+            events.push(Event::PartRefused(reject));
+        }
+        match (canceled, self.place(account, order, events)) {
+            (Err(_), Err(reject)) => Err(reject),
+            (Ok(()), Err(reject)) => {
+                events.push(Event::PartRefused(reject));
+                Ok(())
+            }
+            (_, Ok(())) => Ok(()),
+        }
     }
 
     fn cancel_all(
