@@ -254,6 +254,11 @@ pub(crate) fn json_body(body: Bytes) -> Response {
 
 /// A non-empty parameter of a raw query string, for the weight functions,
 /// which run before the request's parameters are parsed.
+/// Whether the query names `name` with a value (without copying it).
+pub(crate) fn query_has(query: &str, name: &str) -> bool {
+    form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == name && !v.is_empty())
+}
+
 pub(crate) fn query_value(query: &str, name: &str) -> Option<String> {
     form_urlencoded::parse(query.as_bytes())
         .find(|(k, v)| k == name && !v.is_empty())

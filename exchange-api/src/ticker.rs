@@ -290,3 +290,61 @@ pub(crate) async fn ticker_trading_day(
         (midnight, next - 1)
     })
 }
+
+/// How many markets a ticker request names: one for `symbol`, the length
+/// of the `symbols` array, none when it names neither (every market).
+fn symbols_named(query: &str) -> Option<usize> {
+    if query_has(query, "symbol") {
+        return Some(1);
+    }
+    let list = query_value(query, "symbols")?;
+    Some(list.split(',').filter(|s| !s.trim().is_empty()).count())
+}
+
+/// `ticker/24hr`: 2 for up to 20 markets, 40 up to 100, 80 beyond or for all.
+pub(crate) fn ticker_24hr_weight(query: &str) -> u32 {
+    match symbols_named(query) {
+        Some(0..=20) => 2,
+        Some(21..=100) => 40,
+        _ => 80,
+    }
+}
+
+/// `ticker/price` and `ticker/bookTicker`: 2 for one market, 4 for several or all.
+pub(crate) fn ticker_price_weight(query: &str) -> u32 {
+    if query_has(query, "symbol") {
+        2
+    } else {
+        4
+    }
+}
+
+/// `ticker` and `ticker/tradingDay`: 4 per market, at most 200.
+pub(crate) fn ticker_window_weight(query: &str) -> u32 {
+    let markets = symbols_named(query).unwrap_or(1).max(1);
+    u32::try_from(markets.saturating_mul(4)).unwrap_or(u32::MAX).min(200)
+}
+
+#[cfg(test)]
+mod weight_tests {
+    use super::*;
+
+    #[test]
+    fn ticker_weights_grow_with_the_markets_named() {
+        let symbols = |n: usize| {
+            let names: Vec<String> = (0..n).map(|i| format!("%22S{i}%22")).collect();
+            format!("symbols=%5B{}%5D", names.join(","))
+        };
+        assert_eq!(ticker_24hr_weight("symbol=ETHUSDT"), 2);
+        assert_eq!(ticker_24hr_weight(&symbols(20)), 2);
+        assert_eq!(ticker_24hr_weight(&symbols(21)), 40);
+        assert_eq!(ticker_24hr_weight(&symbols(101)), 80);
+        assert_eq!(ticker_24hr_weight(""), 80);
+        assert_eq!(ticker_price_weight("symbol=ETHUSDT"), 2);
+        assert_eq!(ticker_price_weight(&symbols(1)), 4);
+        assert_eq!(ticker_price_weight(""), 4);
+        assert_eq!(ticker_window_weight("symbol=ETHUSDT"), 4);
+        assert_eq!(ticker_window_weight(&symbols(3)), 12);
+        assert_eq!(ticker_window_weight(&symbols(80)), 200);
+    }
+}
