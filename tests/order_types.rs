@@ -179,7 +179,8 @@ async fn order_lists_are_queried_canceled_and_kept_across_a_restart() {
          &pendingBelowType=STOP_LOSS&pendingBelowStopPrice=2900",
     )
     .await;
-    assert_eq!(otoco["contingencyType"], "OTOCO");
+    // Binance names an OTOCO an OTO (whose pending orders are a pair).
+    assert_eq!(otoco["contingencyType"], "OTO");
     let statuses: Vec<&str> = otoco["orderReports"]
         .as_array()
         .unwrap()
@@ -439,4 +440,53 @@ async fn cancel_replace_answers_each_part_and_keeps_what_succeeded() {
     );
     assert_eq!(cancel_only["data"]["newOrderResponse"]["code"], -1015);
     assert_eq!(query_order(&weiport, &a, third).await["status"], "CANCELED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn canceling_every_open_order_answers_each_list_once() {
+    use reqwest::Method;
+    let (weiport, _dir) = common::serve();
+    let a = funded(&weiport).await;
+    order(
+        &weiport,
+        &a,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=2900",
+    )
+    .await;
+    let oco = call(
+        &weiport,
+        Method::POST,
+        "/api/v3/orderList/oco",
+        &a,
+        "symbol=ETHUSDT&side=SELL&quantity=1&aboveType=LIMIT_MAKER&abovePrice=3100&belowType=STOP_LOSS&belowStopPrice=2800",
+    )
+    .await;
+    let two_stops = weiport
+        .signed(
+            Method::POST,
+            "/api/v3/orderList/oco",
+            &a,
+            "symbol=ETHUSDT&side=SELL&quantity=1&aboveType=STOP_LOSS&aboveStopPrice=3100&belowType=STOP_LOSS&belowStopPrice=2800",
+        )
+        .await;
+    assert_eq!(two_stops.1["code"], -1014, "{}", two_stops.1);
+    let all = call(
+        &weiport,
+        Method::DELETE,
+        "/api/v3/openOrders",
+        &a,
+        "symbol=ETHUSDT",
+    )
+    .await;
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0]["status"], "CANCELED");
+    assert_eq!(
+        (
+            all[1]["orderListId"].clone(),
+            all[1]["listStatusType"].clone()
+        ),
+        (oco["orderListId"].clone(), Value::from("ALL_DONE"))
+    );
+    assert_eq!(all[1]["orderReports"].as_array().unwrap().len(), 2);
 }

@@ -9,7 +9,7 @@ use axum::response::IntoResponse;
 use serde_json::Value;
 
 use weiport_exchange::engine::{AccountId, Command};
-use weiport_exchange::history::{ListView, OrderView};
+use weiport_exchange::history::{Changes, ListView, OrderView};
 use weiport_exchange::order::{Contingency, NewOrder, NewOrderList, OrderType, ResponseType};
 use weiport_storage::ScanDirection;
 
@@ -29,6 +29,12 @@ fn level(order: &NewOrder) -> Option<weiport_exchange::Amount> {
 
 /// An OCO pair, below first: its orders must lie on either side of each other.
 fn pair(below: NewOrder, above: NewOrder) -> Result<Vec<NewOrder>, BinanceError> {
+    // One stop-loss, and one take-profit or post-only order.
+    let stop_loss =
+        |o: &NewOrder| matches!(o.order_type, OrderType::StopLoss | OrderType::StopLossLimit);
+    if stop_loss(&below) == stop_loss(&above) {
+        return Err(BinanceError::bad(-1014, "Unsupported order combination."));
+    }
     if let (Some(low), Some(high)) = (level(&below), level(&above))
         && low >= high
     {
@@ -312,11 +318,36 @@ pub(crate) async fn cancel_list(
         },
     )
     .await?;
-    let canceled: Vec<&OrderView> = outcome.changes.orders.iter().map(|(o, _)| o).collect();
-    if canceled.is_empty() {
+    if outcome.changes.orders.is_empty() {
         return Err(BinanceError::bad(-2011, "Unknown order sent."));
     }
-    let orders = list_orders(&exchange, &list)?;
+    let cancel_id = params
+        .get("newClientOrderId")
+        .map_or_else(generated_client_id, str::to_owned);
+    Ok(Json(list_canceled(
+        &exchange,
+        &list,
+        &outcome.changes,
+        &cancel_id,
+    )?)
+    .into_response())
+}
+
+/// A canceled list as Binance answers its cancel: the list, done, with a
+/// cancel report of each order the cancel ended.
+pub(crate) fn list_canceled(
+    exchange: &Exchange,
+    list: &ListView,
+    changes: &Changes,
+    cancel_id: &str,
+) -> Result<Value, BinanceError> {
+    let canceled: Vec<&OrderView> = changes
+        .orders
+        .iter()
+        .map(|(o, _)| o)
+        .filter(|o| o.order_list_id == Some(list.list_id))
+        .collect();
+    let orders = list_orders(exchange, list)?;
     let orders: Vec<&OrderView> = orders
         .iter()
         .map(|o| {
@@ -327,14 +358,26 @@ pub(crate) async fn cancel_list(
                 .unwrap_or(o)
         })
         .collect();
-    let cancel_id = params
-        .get("newClientOrderId")
-        .map_or_else(generated_client_id, str::to_owned);
     let reports = canceled
         .iter()
-        .map(|o| cancel_json(&exchange.catalog, o, &cancel_id))
+        .map(|o| cancel_json(&exchange.catalog, o, cancel_id))
         .collect();
-    Ok(Json(list_json(&exchange.catalog, &list, &orders, Some(reports))).into_response())
+    Ok(list_json(&exchange.catalog, list, &orders, Some(reports)))
+}
+
+/// The list order `order` belongs to.
+pub(crate) fn list_of(
+    exchange: &Exchange,
+    order: &OrderView,
+) -> Result<Option<ListView>, BinanceError> {
+    match order.order_list_id {
+        Some(id) => stored(
+            exchange
+                .history
+                .find_order_list(order.account, Some(id), None),
+        ),
+        None => Ok(None),
+    }
 }
 
 /// An order as a list's `orderReports` show it (Binance's RESULT shape).

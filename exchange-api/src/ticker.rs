@@ -312,17 +312,15 @@ pub(crate) fn ticker_24hr_weight(query: &str) -> u32 {
 
 /// `ticker/price` and `ticker/bookTicker`: 2 for one market, 4 for several or all.
 pub(crate) fn ticker_price_weight(query: &str) -> u32 {
-    if query_has(query, "symbol") {
-        2
-    } else {
-        4
-    }
+    if query_has(query, "symbol") { 2 } else { 4 }
 }
 
 /// `ticker` and `ticker/tradingDay`: 4 per market, at most 200.
 pub(crate) fn ticker_window_weight(query: &str) -> u32 {
     let markets = symbols_named(query).unwrap_or(1).max(1);
-    u32::try_from(markets.saturating_mul(4)).unwrap_or(u32::MAX).min(200)
+    u32::try_from(markets.saturating_mul(4))
+        .unwrap_or(u32::MAX)
+        .min(200)
 }
 
 #[cfg(test)]

@@ -229,6 +229,11 @@ pub(crate) async fn cancel_order(
         .iter()
         .find(|(o, _)| o.order_id == order_id)
         .ok_or_else(unavailable)?;
+    // An order of a list went with its list: the answer is the list's.
+    if let Some(list) = list_of(&exchange, order)? {
+        let answer = list_canceled(&exchange, &list, &outcome.changes, &cancel_id)?;
+        return Ok(Json(answer).into_response());
+    }
     Ok(Json(cancel_json(&exchange.catalog, order, &cancel_id)).into_response())
 }
 
@@ -248,13 +253,28 @@ pub(crate) async fn cancel_open_orders(
         },
     )
     .await?;
-    let out: Vec<Value> = outcome
-        .changes
-        .orders
-        .iter()
-        .filter(|(o, _)| o.status == OrderStatus::Canceled)
-        .map(|(o, _)| cancel_json(&exchange.catalog, o, &generated_client_id()))
-        .collect();
+    // Orders on their own one by one, each list once in its own shape.
+    let mut out: Vec<Value> = Vec::new();
+    let mut lists_done: Vec<u64> = Vec::new();
+    for (order, _) in &outcome.changes.orders {
+        if order.status != OrderStatus::Canceled {
+            continue;
+        }
+        let cancel_id = generated_client_id();
+        match list_of(&exchange, order)? {
+            Some(list) if !lists_done.contains(&list.list_id) => {
+                lists_done.push(list.list_id);
+                out.push(list_canceled(
+                    &exchange,
+                    &list,
+                    &outcome.changes,
+                    &cancel_id,
+                )?);
+            }
+            Some(_) => {}
+            None => out.push(cancel_json(&exchange.catalog, order, &cancel_id)),
+        }
+    }
     Ok(Json(Value::Array(out)).into_response())
 }
 

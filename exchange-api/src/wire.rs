@@ -97,8 +97,8 @@ pub(crate) fn list_id(order: &OrderView) -> i64 {
 pub(crate) fn contingency_name(contingency: Contingency) -> &'static str {
     match contingency {
         Contingency::Oco => "OCO",
-        Contingency::Oto => "OTO",
-        Contingency::Otoco => "OTOCO",
+        // Binance reports an OTOCO as an OTO whose pending orders are a pair.
+        Contingency::Oto | Contingency::Otoco => "OTO",
     }
 }
 

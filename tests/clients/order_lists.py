@@ -67,8 +67,10 @@ b.order_limit_buy(symbol=SYMBOL, quantity="0.4", price="3100")
 check("stop expired", a.get_order(symbol=SYMBOL, orderId=stop_id)["status"], "EXPIRED")
 check("limit part filled", a.get_order(symbol=SYMBOL, orderId=limit_id)["status"], "PARTIALLY_FILLED")
 check("the rest stays locked", balances(a)["ETH"], ("9.00000000", "0.60000000"))
-# Canceling the order that is left ends the list.
-check("cancel the rest", a.cancel_order(symbol=SYMBOL, orderId=limit_id)["status"], "CANCELED")
+# Canceling the order that is left ends the list: the answer is the list's.
+canceled = a.cancel_order(symbol=SYMBOL, orderId=limit_id)
+check("cancel the rest", (canceled["listStatusType"], [r["status"] for r in canceled["orderReports"]]),
+      ("ALL_DONE", ["CANCELED"]))
 check("released", balances(a)["ETH"], ("9.60000000", "0.00000000"))
 
 # The official SDK: an OTO, buy 0.5 at 2950, then offer it at 3050.
