@@ -307,7 +307,7 @@ async fn cancel_replace_answers_each_part_and_keeps_what_succeeded() {
     let dir = tempfile::tempdir().unwrap();
     let mut env = GENEROUS.to_vec();
     env.retain(|(name, _)| *name != "WEIPORT_ACCESS__ORDERS_PER_10S");
-    env.push(("WEIPORT_ACCESS__ORDERS_PER_10S", "4"));
+    env.push(("WEIPORT_ACCESS__ORDERS_PER_10S", "5"));
     let weiport = Weiport::serve(dir.path(), &env);
     let a = funded(&weiport).await;
     let bid = "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1";
@@ -405,8 +405,8 @@ async fn cancel_replace_answers_each_part_and_keeps_what_succeeded() {
     );
     let second_now = query_order(&weiport, &a, second).await;
     assert_eq!(second_now["status"], "CANCELED");
-    // The order limit (4 per 10 s) is used up: DO_NOTHING changes nothing,
-    // CANCEL_ONLY still cancels.
+    // The order limit (5 per 10 s, a new order not attempted counted too)
+    // is used up: DO_NOTHING changes nothing, CANCEL_ONLY still cancels (429).
     let third = &allowed["data"]["newOrderResponse"]["orderId"];
     let (status, limited) = weiport
         .signed(
@@ -435,7 +435,7 @@ async fn cancel_replace_answers_each_part_and_keeps_what_succeeded() {
         .await;
     assert_eq!(
         (status, cancel_only["code"].as_i64()),
-        (409, Some(-2021)),
+        (429, Some(-2021)),
         "{cancel_only}"
     );
     assert_eq!(cancel_only["data"]["newOrderResponse"]["code"], -1015);

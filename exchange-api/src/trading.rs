@@ -432,7 +432,7 @@ pub(crate) async fn cancel_replace(
         })
     };
     let failed = |status: axum::http::StatusCode, data: Value| {
-        let (code, msg) = if status == axum::http::StatusCode::CONFLICT {
+        let (code, msg) = if status != axum::http::StatusCode::BAD_REQUEST {
             (-2021, "Order cancel-replace partially failed.")
         } else {
             (-2022, "Order cancel-replace failed.")
@@ -443,15 +443,6 @@ pub(crate) async fn cancel_replace(
         )
             .into_response())
     };
-    // A new order not attempted is not counted.
-    if let Some(refusal) = &cancel_refusal
-        && !allow_failure
-    {
-        return failed(
-            axum::http::StatusCode::BAD_REQUEST,
-            parts(Err(refusal), None),
-        );
-    }
     if let Err(error) = exchange.access.limiter.charge_order(ip, account, now_ms()) {
         let limited = BinanceError::from(&error);
         let Some(target) = target.filter(|_| cancel_only_when_limited && cancel_refusal.is_none())
@@ -471,8 +462,17 @@ pub(crate) async fn cancel_replace(
         let canceled = canceled_order(&outcome, target.order_id)?;
         let cancel = Ok(cancel_json(&exchange.catalog, canceled, &cancel_id));
         return failed(
-            axum::http::StatusCode::CONFLICT,
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
             parts(cancel, Some(Err(&limited))),
+        );
+    }
+    // Counted above even when not attempted, as Binance counts it.
+    if let Some(refusal) = &cancel_refusal
+        && !allow_failure
+    {
+        return failed(
+            axum::http::StatusCode::BAD_REQUEST,
+            parts(Err(refusal), None),
         );
     }
     let command = match (&target, &cancel_refusal) {
