@@ -187,6 +187,11 @@ pub(crate) fn engine_refusal(reject: Reject) -> BinanceError {
         Reject::WouldTrigger => (-2010, "Order would trigger immediately."),
         Reject::TooManyAlgoOrders => (-2010, "Filter failure: MAX_NUM_ALGO_ORDERS"),
         Reject::BadList => (-1014, "Unsupported order combination."),
+        Reject::AmendIncrease => (-2038, "Order amend (quantity increase) is not supported."),
+        Reject::AmendNoChange => (
+            -2038,
+            "The requested action would change no state; rejecting",
+        ),
         Reject::BadTrigger => (
             -1102,
             "Mandatory parameter 'stopPrice' was not sent, was empty/null, or malformed.",

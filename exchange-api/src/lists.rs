@@ -184,7 +184,10 @@ async fn place(exchange: &Exchange, account: AccountId, mut list: NewOrderList) 
 }
 
 /// The orders of `list` as stored.
-fn list_orders(exchange: &Exchange, list: &ListView) -> Result<Vec<OrderView>, BinanceError> {
+pub(crate) fn list_orders(
+    exchange: &Exchange,
+    list: &ListView,
+) -> Result<Vec<OrderView>, BinanceError> {
     list.order_ids
         .iter()
         .map(|id| stored(exchange.history.order(list.market, *id))?.ok_or_else(unavailable))

@@ -47,9 +47,9 @@ pub(crate) async fn exchange_info(
                 "quoteAsset": m.quote, "quotePrecision": 8, "quoteAssetPrecision": 8,
                 "baseCommissionPrecision": 8, "quoteCommissionPrecision": 8,
                 "orderTypes": ["LIMIT", "LIMIT_MAKER", "MARKET", "STOP_LOSS", "STOP_LOSS_LIMIT", "TAKE_PROFIT", "TAKE_PROFIT_LIMIT"],
-                "icebergAllowed": false, "ocoAllowed": false, "otoAllowed": false, "opoAllowed": false,
+                "icebergAllowed": false, "ocoAllowed": true, "otoAllowed": true, "opoAllowed": false,
                 "quoteOrderQtyMarketAllowed": true, "allowTrailingStop": true,
-                "cancelReplaceAllowed": false, "amendAllowed": false, "pegInstructionsAllowed": false,
+                "cancelReplaceAllowed": true, "amendAllowed": true, "pegInstructionsAllowed": false,
                 "isSpotTradingAllowed": true, "isMarginTradingAllowed": false,
                 "filters": [
                     {"filterType": "PRICE_FILTER", "minPrice": m.min_price.to_string(), "maxPrice": m.max_price.to_string(), "tickSize": m.tick_size.to_string()},

@@ -370,6 +370,14 @@ fn routes() -> Vec<Route> {
             || post(api::cancel_replace),
         ),
         route(
+            "PUT",
+            "/api/v3/order/amend/keepPriority",
+            "Reduce an order's quantity, keeping its place in the queue",
+            TRADE.weight(4),
+            &[reads::ORDER_REF, &["newClientOrderId", "newQty"]],
+            || put(api::amend_order),
+        ),
+        route(
             "POST",
             "/api/v3/orderList/oco",
             "Place an OCO pair: one order above the market, one below",

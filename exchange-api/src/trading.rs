@@ -572,3 +572,91 @@ fn canceled_order(
         .map(|(o, _)| o)
         .ok_or_else(unavailable)
 }
+
+/// `PUT /api/v3/order/amend/keepPriority`: reduces an order's quantity in
+/// place; it keeps its id and its place in the queue, and takes a new
+/// client order id (generated unless `newClientOrderId` is given).
+pub(crate) async fn amend_order(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let quantity = params
+        .amount("newQty")?
+        .ok_or_else(|| BinanceError::mandatory("newQty"))?;
+    let unknown = || BinanceError::bad(-2038, "Unknown order sent.");
+    let order = referenced_order(&exchange, account, market, &params)?
+        .filter(|o| o.is_open())
+        .ok_or_else(unknown)?;
+    let name = params
+        .get("newClientOrderId")
+        .map_or_else(generated_client_id, str::to_owned);
+    let outcome = exchange
+        .sequencer
+        .submit(Command::Amend {
+            account,
+            market,
+            order_id: order.order_id,
+            quantity,
+            client_order_id: Some(name),
+            time_ms: 0,
+        })
+        .await
+        .map_err(|_| unavailable())?;
+    if let Some(Event::Rejected(reject)) = outcome.events.first() {
+        return Err(match reject {
+            weiport_exchange::engine::Reject::UnknownOrder => unknown(),
+            weiport_exchange::engine::Reject::BadList => BinanceError::bad(
+                -2038,
+                "Order amend of one order of an OCO pair is not supported.",
+            ),
+            other => engine_refusal(*other),
+        });
+    }
+    let amended = canceled_order(&outcome, order.order_id)?;
+    let mut out = json!({
+        "transactTime": amended.update_ms,
+        "executionId": outcome.sequence,
+        "amendedOrder": {
+            "symbol": exchange.catalog.symbol(market),
+            "orderId": amended.order_id,
+            "orderListId": list_id(amended),
+            "origClientOrderId": order.client_order_id,
+            "clientOrderId": amended.client_order_id,
+            "price": amended.price.to_string(),
+            "qty": amended.orig_qty.to_string(),
+            "executedQty": amended.executed.to_string(),
+            "preventedQty": weiport_exchange::Amount::ZERO.to_string(),
+            "quoteOrderQty": amended.orig_quote_qty.to_string(),
+            "cumulativeQuoteQty": amended.cumulative_quote.to_string(),
+            "status": status_name(amended.status),
+            "timeInForce": tif_name(amended.time_in_force),
+            "type": type_name(amended.order_type),
+            "side": side_name(amended.side),
+            "selfTradePreventionMode": stp_name(amended.stp),
+        },
+    });
+    if let Some(working) = amended.working_ms {
+        out["amendedOrder"]["workingTime"] = json!(working);
+    }
+    if let Some(list) = list_of(&exchange, amended)? {
+        let orders = list_orders(&exchange, &list)?;
+        let shown = list_json(
+            &exchange.catalog,
+            &list,
+            &orders.iter().collect::<Vec<_>>(),
+            None,
+        );
+        out["listStatus"] = json!({
+            "orderListId": shown["orderListId"],
+            "contingencyType": shown["contingencyType"],
+            "listOrderStatus": shown["listOrderStatus"],
+            "listClientOrderId": shown["listClientOrderId"],
+            "symbol": shown["symbol"],
+            "orders": shown["orders"],
+        });
+    }
+    Ok(Json(out).into_response())
+}

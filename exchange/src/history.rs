@@ -582,6 +582,25 @@ impl Recorder {
                     order.update_ms = now;
                 }
                 Event::Trade(trade) => self.record_trade(trade, &mut changes),
+                Event::Amended {
+                    market,
+                    order_id,
+                    quantity,
+                } => {
+                    let Some(order) = self.touched(&mut changes, (*market, *order_id)) else {
+                        continue;
+                    };
+                    order.orig_qty = *quantity;
+                    if let Command::Amend {
+                        client_order_id: Some(name),
+                        time_ms,
+                        ..
+                    } = command
+                    {
+                        order.client_order_id = name.clone();
+                        order.update_ms = *time_ms;
+                    }
+                }
                 Event::Rejected(_)
                 | Event::PartRefused(_)
                 | Event::Balance { .. }

@@ -34,6 +34,8 @@ pub(crate) struct Outcome {
     pub(crate) tracking: BTreeSet<(MarketId, u64)>,
     /// The part of a cancel-replace that failed while the other stands.
     pub(crate) part_refused: Option<Reject>,
+    /// Orders amended, with their new quantity.
+    pub(crate) amended: Vec<(u64, Amount)>,
 }
 
 impl Outcome {
@@ -56,6 +58,9 @@ impl Outcome {
                     outcome.tracking.insert((*market, *order_id));
                 }
                 Event::PartRefused(reject) => outcome.part_refused = Some(*reject),
+                Event::Amended {
+                    order_id, quantity, ..
+                } => outcome.amended.push((*order_id, *quantity)),
                 Event::Balance { .. }
                 | Event::Placed { .. }
                 | Event::Level { .. }
@@ -633,6 +638,21 @@ impl Model {
                 list_id,
                 time_ms,
             } => self.cancel_list(account, market, list_id, time_ms, outcome),
+            Command::Amend {
+                account,
+                market,
+                order_id,
+                quantity,
+                ref client_order_id,
+                time_ms,
+            } => self.amend(
+                account,
+                market,
+                (order_id, client_order_id),
+                quantity,
+                time_ms,
+                outcome,
+            ),
             Command::Replace {
                 account,
                 market,
@@ -1335,6 +1355,143 @@ impl Model {
             .map(|l| l.id)
     }
 
+    /// An amend: only down; a pair's orders not at all; the name free of
+    /// the account's other open orders. Down to what is filled, the order is
+    /// complete; otherwise it keeps its place with less, and locks less.
+    fn amend(
+        &mut self,
+        account: AccountId,
+        market: MarketId,
+        (id, name): (u64, &Option<String>),
+        quantity: Amount,
+        time_ms: u64,
+        outcome: &mut Outcome,
+    ) -> Step<()> {
+        let step = self
+            .catalog
+            .market(market)
+            .ok_or(Reject::UnknownSymbol)?
+            .step_size;
+        if quantity.is_zero() || quantity.units() % step.units() != 0 {
+            return Err(Reject::OffGrid);
+        }
+        let (base, quote) = self.catalog.pair(market).expect("a known market");
+        let book = self.book(market)?;
+        if book
+            .lists
+            .iter()
+            .any(|l| l.account == account && l.pair.is_some_and(|(x, y)| x == id || y == id))
+        {
+            return Err(Reject::BadList);
+        }
+        let taken_by_another = name.is_some()
+            && (book
+                .all()
+                .any(|o| o.account == account && o.id != id && o.client_id == *name)
+                || book.waiting.iter().any(|w| {
+                    w.account == account && w.id != id && w.order.client_order_id == *name
+                })
+                || book
+                    .lists
+                    .iter()
+                    .filter(|l| l.account == account)
+                    .flat_map(|l| &l.deferred)
+                    .any(|(d, o)| *d != id && o.client_order_id == *name));
+        if taken_by_another {
+            return Err(Reject::DuplicateClientOrderId);
+        }
+        let down = |current: Amount| {
+            if quantity > current {
+                Err(Reject::AmendIncrease)
+            } else if quantity == current {
+                Err(Reject::AmendNoChange)
+            } else {
+                Ok(current.checked_sub(quantity).expect("model: less"))
+            }
+        };
+        let rename = |slot: &mut Option<String>| {
+            if name.is_some() {
+                slot.clone_from(name);
+            }
+        };
+        if let Some(order) = book
+            .bids
+            .iter_mut()
+            .chain(book.asks.iter_mut())
+            .find(|o| o.id == id)
+        {
+            if order.account != account {
+                return Err(Reject::UnknownOrder);
+            }
+            down(sum(order.executed, order.remaining))?;
+            outcome.amended.push((id, quantity.max(order.executed)));
+            if quantity <= order.executed {
+                let order = book.take(|o| o.id == id).expect("model: just found");
+                self.end(market, order, OrderStatus::Filled, time_ms, outcome);
+                self.aftermath(market, outcome.trades.len(), time_ms, outcome);
+                return Ok(());
+            }
+            let before = order.lock();
+            order.remaining = quantity.checked_sub(order.executed).expect("model: above");
+            rename(&mut order.client_id);
+            let released = before
+                .checked_sub(order.lock())
+                .expect("model: less locked");
+            let status = if order.executed.is_zero() {
+                OrderStatus::New
+            } else {
+                OrderStatus::PartiallyFilled
+            };
+            let (side, state) = (order.side, order.state(market, status, time_ms));
+            outcome.orders.insert((market, id), state);
+            let asset = if side == Side::Buy { quote } else { base };
+            self.shift(account, asset, released, false);
+            return Ok(());
+        }
+        if let Some(waiting) = book
+            .waiting
+            .iter_mut()
+            .find(|w| w.id == id && w.account == account)
+        {
+            let current = waiting.order.quantity.ok_or(Reject::UnknownOrder)?;
+            let cut = down(current)?;
+            let released = match (waiting.order.side, waiting.order.price) {
+                (Side::Buy, Some(price)) => mul(price, cut),
+                (Side::Buy, None) => Amount::ZERO,
+                (Side::Sell, _) => cut,
+            };
+            waiting.order.quantity = Some(quantity);
+            waiting.lock = waiting.lock.checked_sub(released).expect("model: within");
+            rename(&mut waiting.order.client_order_id);
+            let side = waiting.order.side;
+            outcome.amended.push((id, quantity));
+            self.unplaced(market, id, account, OrderStatus::New, time_ms, outcome);
+            let asset = if side == Side::Buy { quote } else { base };
+            self.shift(account, asset, released, false);
+            return Ok(());
+        }
+        let (_, order) = book
+            .lists
+            .iter_mut()
+            .filter(|l| l.account == account)
+            .flat_map(|l| l.deferred.iter_mut())
+            .find(|(d, _)| *d == id)
+            .ok_or(Reject::UnknownOrder)?;
+        down(order.quantity.ok_or(Reject::UnknownOrder)?)?;
+        order.quantity = Some(quantity);
+        rename(&mut order.client_order_id);
+        outcome.amended.push((id, quantity));
+        self.unplaced(
+            market,
+            id,
+            account,
+            OrderStatus::PendingNew,
+            time_ms,
+            outcome,
+        );
+        Ok(())
+    }
+
     /// Puts a market, limit or post-only order to work under the next id,
     /// or under `triggered`, its own.
     fn work(
@@ -1983,7 +2140,7 @@ mod tests {
     /// fee account trading, larger USDT deposits (orders there cost
     /// thousands) and quote amounts that meet the book on both markets.
     fn commands() -> impl Strategy<Value = Command> {
-        (command_strategy(), 0u8..4, 0u64..3, 0u8..40, 0u64..20).prop_map(
+        (command_strategy(), 0u8..4, 0u64..3, 0u8..48, 0u64..20).prop_map(
             |(mut command, client, time_ms, twist, tick)| {
                 command.set_time(time_ms);
                 match &mut command {
@@ -2056,8 +2213,25 @@ mod tests {
                     order,
                     time_ms,
                 } = &command
-                    && (14..=23).contains(&twist)
+                    && (14..=26).contains(&twist)
                 {
+                    if twist >= 24 {
+                        // Amends: mostly down, sometimes up or to the same.
+                        let quantity = order.quantity.unwrap_or(Amount::from_units(1_000_000));
+                        let quantity = match twist {
+                            24 => Amount::from_units(quantity.units() / 2),
+                            25 => Amount::from_units(1_000_000),
+                            _ => quantity,
+                        };
+                        return Command::Amend {
+                            account: *account,
+                            market: order.market,
+                            order_id: 1 + tick % 8,
+                            quantity,
+                            client_order_id: order.client_order_id.clone(),
+                            time_ms: *time_ms,
+                        };
+                    }
                     if twist >= 21 {
                         return Command::Replace {
                             account: *account,
@@ -2282,7 +2456,9 @@ mod tests {
             | Reject::WouldTrigger
             | Reject::TooManyAlgoOrders
             | Reject::BadTrigger
-            | Reject::BadList => format!("{reject:?}"),
+            | Reject::BadList
+            | Reject::AmendIncrease
+            | Reject::AmendNoChange => format!("{reject:?}"),
         };
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         let mut runner = TestRunner::deterministic();
@@ -2328,6 +2504,9 @@ mod tests {
                     && matches!(&command, Command::PlaceList { list, .. } if list.contingency != Contingency::Oco)
                 {
                     kinds.push("an OTO's pending orders expire".into());
+                }
+                if !outcome.amended.is_empty() {
+                    kinds.push("an order is amended".into());
                 }
                 if outcome.part_refused.is_some() {
                     kinds.push("a cancel-replace fails in part".into());
@@ -2389,6 +2568,9 @@ mod tests {
             "a trigger sets off another",
             "BadList",
             "a cancel-replace fails in part",
+            "AmendIncrease",
+            "AmendNoChange",
+            "an order is amended",
             "an OCO order fills and its partner expires",
             "an OTO places its pending orders",
             "an OTO's pending orders expire",

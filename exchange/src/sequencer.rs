@@ -243,6 +243,21 @@ fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             allow_failure: *allow_failure,
             order: order_record(catalog, order),
         },
+        Command::Amend {
+            account,
+            market,
+            order_id,
+            quantity,
+            client_order_id,
+            time_ms,
+        } => CommandRecord::Amend {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
+            order_id: *order_id,
+            quantity: quantity.units(),
+            client_order_id: client_order_id.clone(),
+        },
         Command::CancelList {
             account,
             market,
@@ -370,6 +385,21 @@ fn from_record(
                 time_ms,
             }
         }
+        CommandRecord::Amend {
+            account,
+            time_ms,
+            symbol,
+            order_id,
+            quantity,
+            client_order_id,
+        } => Command::Amend {
+            account,
+            market: market(&symbol)?,
+            order_id,
+            quantity: Amount::from_units(quantity),
+            client_order_id,
+            time_ms,
+        },
         CommandRecord::CancelList {
             account,
             time_ms,

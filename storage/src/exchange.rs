@@ -102,6 +102,21 @@ pub enum CommandRecord {
         /// The order placed.
         order: OrderRecord,
     },
+    /// An order's quantity reduced in place.
+    Amend {
+        /// Account.
+        account: u64,
+        /// Engine time, ms.
+        time_ms: u64,
+        /// Market.
+        symbol: String,
+        /// Order id.
+        order_id: u64,
+        /// Its new quantity in 10^-8 units.
+        quantity: u64,
+        /// Its new client order id.
+        client_order_id: Option<String>,
+    },
     /// An order list canceled.
     CancelList {
         /// Account.
@@ -265,6 +280,22 @@ impl CommandRecord {
                 write_order(&mut w, order);
                 write_trigger(&mut w, order);
             }
+            Self::Amend {
+                account,
+                time_ms,
+                symbol,
+                order_id,
+                quantity,
+                client_order_id,
+            } => {
+                w.u8(8);
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.bytes(symbol.as_bytes());
+                w.u64(*order_id);
+                w.u64(*quantity);
+                write_opt_string(&mut w, client_order_id.as_deref());
+            }
             Self::CancelList {
                 account,
                 time_ms,
@@ -374,6 +405,14 @@ impl CommandRecord {
                     order,
                 }
             }
+            8 => Self::Amend {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
+                order_id: r.u64()?,
+                quantity: r.u64()?,
+                client_order_id: read_opt_string(&mut r)?,
+            },
             6 => Self::CancelList {
                 account: r.u64()?,
                 time_ms: r.u64()?,
@@ -475,6 +514,14 @@ mod tests {
                 time_ms: 8,
                 symbol: "ETHUSDT".into(),
                 list_id: 2,
+            },
+            CommandRecord::Amend {
+                account: 4,
+                time_ms: 8,
+                symbol: "ETHUSDT".into(),
+                order_id: 3,
+                quantity: 100,
+                client_order_id: Some("renamed".into()),
             },
             CommandRecord::Replace {
                 account: 4,

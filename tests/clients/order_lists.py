@@ -10,6 +10,9 @@ import sys
 from binance.client import Client
 from binance_common.configuration import ConfigurationRestAPI
 from binance_sdk_spot.rest_api.models import (
+    NewOrderSideEnum,
+    NewOrderTimeInForceEnum,
+    NewOrderTypeEnum,
     OrderListOtoPendingSideEnum,
     OrderListOtoPendingTypeEnum,
     OrderListOtoWorkingSideEnum,
@@ -101,4 +104,15 @@ check("pending now works", (pending.status, pending.type, pending.price), ("NEW"
 # ETH, 0.5 of it offered again; 100000 + 1240 - 1.24 - 1475 USDT.
 check("A after the OTO", balances(a), {"ETH": ("9.59950000", "0.50000000"),
                                        "USDT": ("99763.76000000", "0.00000000")})
+# The official SDK's amend keeps the order's place: A bids first, B after
+# at the same price; A halves its bid, and a sale of 0.5 still meets A's.
+bid = sdk.new_order(symbol=SYMBOL, side=NewOrderSideEnum.BUY, type=NewOrderTypeEnum.LIMIT,
+                    time_in_force=NewOrderTimeInForceEnum.GTC, quantity=1.0, price=2800.0).data()
+b.order_limit_buy(symbol=SYMBOL, quantity="1", price="2800")
+amended = sdk.order_amend_keep_priority(symbol=SYMBOL, new_qty=0.5, order_id=bid.order_id).data()
+check("amended", (amended.amended_order.qty, amended.amended_order.status, amended.amended_order.order_id),
+      ("0.50000000", "NEW", bid.order_id))
+check("amend unlocks", balances(a)["USDT"], ("98363.76000000", "1400.00000000"))
+c.order_market_sell(symbol=SYMBOL, quantity="0.5")
+check("its place kept", a.get_order(symbol=SYMBOL, orderId=bid.order_id)["status"], "FILLED")
 print("order lists ok")

@@ -239,6 +239,16 @@ pub(super) fn user_events(
             _ => None,
         })
         .collect();
+    let amended: Vec<(MarketId, u64)> = outcome
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Amended {
+                market, order_id, ..
+            } => Some((*market, *order_id)),
+            _ => None,
+        })
+        .collect();
     for (order, placed) in &outcome.changes.orders {
         if !wanted(order.account) {
             continue;
@@ -273,6 +283,9 @@ pub(super) fn user_events(
         if triggered.contains(&key) {
             // Triggered: it is announced again, now working.
             report(&fresh(), "NEW", OrderStatus::New, None);
+        }
+        if amended.contains(&key) {
+            report(order, "REPLACED", order.status, None);
         }
         // Running totals from what the order had before this command.
         let (done, done_quote) = own.iter().fold((Amount::ZERO, Amount::ZERO), |(q, v), f| {

@@ -511,6 +511,26 @@ impl Book {
         (order, level_quantity)
     }
 
+    /// Moves open order `order_id` of `account` from client id `old` to `new`.
+    pub(crate) fn rename(
+        &mut self,
+        account: AccountId,
+        order_id: u64,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) {
+        let Some(new) = new else {
+            return;
+        };
+        if let Some(old) = old {
+            self.forget_client_id(account, old);
+        }
+        self.client_ids
+            .entry(account)
+            .or_default()
+            .insert(new.to_owned(), order_id);
+    }
+
     pub(crate) fn forget_client_id(&mut self, account: AccountId, id: &str) {
         if let Some(ids) = self.client_ids.get_mut(&account) {
             ids.remove(id);

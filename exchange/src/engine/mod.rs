@@ -20,6 +20,7 @@ use crate::catalog::{AssetId, Catalog, MarketId};
 use crate::market::{Market, StpMode};
 use crate::order::{Contingency, NewOrder, NewOrderList, OrderType, Side, TimeInForce, Trigger};
 
+mod amend;
 mod book;
 mod conditional;
 mod invariants;
@@ -96,6 +97,10 @@ pub enum Reject {
     /// An order list whose orders do not fit its contingency (their number,
     /// types, sides or market).
     BadList,
+    /// An amend that would raise an order's quantity.
+    AmendIncrease,
+    /// An amend to the quantity the order has already.
+    AmendNoChange,
 }
 
 /// What the engine is asked to do.
@@ -175,6 +180,21 @@ pub enum Command {
         /// Engine time, ms.
         time_ms: u64,
     },
+    /// Reduce an open order's quantity, keeping its place in the queue.
+    Amend {
+        /// Account.
+        account: AccountId,
+        /// Market.
+        market: MarketId,
+        /// Order id.
+        order_id: u64,
+        /// Its new quantity (filled part included), below the current one.
+        quantity: Amount,
+        /// Its new client order id, if it changes.
+        client_order_id: Option<String>,
+        /// Engine time, ms.
+        time_ms: u64,
+    },
     /// Cancel every open order of the account on one market (order lists
     /// whole), oldest first.
     CancelAll {
@@ -196,7 +216,8 @@ impl Command {
             | Self::CancelAll { time_ms, .. }
             | Self::PlaceList { time_ms, .. }
             | Self::CancelList { time_ms, .. }
-            | Self::Replace { time_ms, .. } => Some(*time_ms),
+            | Self::Replace { time_ms, .. }
+            | Self::Amend { time_ms, .. } => Some(*time_ms),
             Self::Credit { .. } | Self::Debit { .. } => None,
         }
     }
@@ -209,7 +230,8 @@ impl Command {
             | Self::CancelAll { time_ms, .. }
             | Self::PlaceList { time_ms, .. }
             | Self::CancelList { time_ms, .. }
-            | Self::Replace { time_ms, .. } => *time_ms = now_ms,
+            | Self::Replace { time_ms, .. }
+            | Self::Amend { time_ms, .. } => *time_ms = now_ms,
             Self::Credit { .. } | Self::Debit { .. } => {}
         }
     }
@@ -314,6 +336,15 @@ pub enum Event {
         market: MarketId,
         /// Order id.
         order_id: u64,
+    },
+    /// An order's quantity was reduced in place (its state follows).
+    Amended {
+        /// Market.
+        market: MarketId,
+        /// Order id.
+        order_id: u64,
+        /// Its quantity now, filled part included.
+        quantity: Amount,
     },
     /// One part of a cancel-replace failed while the other stands: the
     /// cancel if it comes before the new order's events, else the new order.
@@ -496,6 +527,20 @@ impl Engine {
                 allow_failure,
                 ..
             } => self.replace(account, market, order_id, order, allow_failure, events),
+            Command::Amend {
+                account,
+                market,
+                order_id,
+                quantity,
+                client_order_id,
+                ..
+            } => self.amend(
+                account,
+                market,
+                (order_id, client_order_id),
+                quantity,
+                events,
+            ),
             Command::CancelList {
                 account,
                 market,
