@@ -1372,7 +1372,7 @@ impl Model {
             .market(market)
             .ok_or(Reject::UnknownSymbol)?
             .step_size;
-        if quantity.is_zero() || quantity.units() % step.units() != 0 {
+        if quantity.is_zero() || !quantity.units().is_multiple_of(step.units()) {
             return Err(Reject::OffGrid);
         }
         let (base, quote) = self.catalog.pair(market).expect("a known market");
