@@ -13,19 +13,21 @@ async fn funded(weiport: &Weiport) -> Key {
         .await
 }
 
+/// Runs client `script` against a new server with three funded accounts
+/// (their keys and secrets its arguments after the URL); what it printed.
+async fn run_with_three_accounts(script: &str) -> String {
+    let (weiport, _dir) = common::serve();
+    let mut args = vec![weiport.url.clone()];
+    for _ in 0..3 {
+        let key = funded(&weiport).await;
+        args.extend([key.id, key.secret]);
+    }
+    common::run_client(script, args).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccxt_places_stops_take_profits_and_trailing_stops_that_trigger_on_the_last_trade() {
-    let (weiport, _dir) = common::serve();
-    let (a, b, c) = (
-        funded(&weiport).await,
-        funded(&weiport).await,
-        funded(&weiport).await,
-    );
-    let mut args = vec![weiport.url.clone()];
-    for key in [&a, &b, &c] {
-        args.extend([key.id.clone(), key.secret.clone()]);
-    }
-    let printed = common::run_client("order_types.py", args).await;
+    let printed = run_with_three_accounts("order_types.py").await;
     assert!(printed.contains("order types ok"), "{printed}");
 }
 
@@ -135,17 +137,7 @@ async fn a_waiting_stop_survives_a_restart_and_triggers_after_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_binance_places_an_oco_and_the_official_sdk_an_oto() {
-    let (weiport, _dir) = common::serve();
-    let (a, b, c) = (
-        funded(&weiport).await,
-        funded(&weiport).await,
-        funded(&weiport).await,
-    );
-    let mut args = vec![weiport.url.clone()];
-    for key in [&a, &b, &c] {
-        args.extend([key.id.clone(), key.secret.clone()]);
-    }
-    let printed = common::run_client("order_lists.py", args).await;
+    let printed = run_with_three_accounts("order_lists.py").await;
     assert!(printed.contains("order lists ok"), "{printed}");
 }
 

@@ -463,7 +463,9 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{ETH, ETHUSDT, USDT, a, engine, limit, order, place, status, trades};
+    use super::super::tests::{
+        ETH, ETHUSDT, USDT, a, engine, limit, order, place, status, trade_at, trades,
+    };
     use super::*;
 
     fn maker(side: Side, quantity: &str, price: &str) -> NewOrder {
@@ -511,19 +513,6 @@ mod tests {
             list,
             time_ms: 0,
         })
-    }
-
-    /// Accounts 5 and 6 trade 0.01 ETH at `price` with each other.
-    fn trade_at(engine: &mut Engine, price: &str) -> Vec<Event> {
-        for (account, asset, amount) in [(5, USDT, "100000"), (6, ETH, "100")] {
-            engine.apply(Command::Credit {
-                account,
-                asset,
-                amount: a(amount),
-            });
-        }
-        place(engine, 5, limit(Side::Buy, "0.01", price));
-        place(engine, 6, limit(Side::Sell, "0.01", price))
     }
 
     fn sell_oco() -> NewOrderList {

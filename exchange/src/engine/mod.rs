@@ -773,6 +773,19 @@ pub(crate) mod tests {
         )
     }
 
+    /// Accounts 5 and 6 trade 0.01 ETH at `price` with each other.
+    pub(crate) fn trade_at(engine: &mut Engine, price: &str) -> Vec<Event> {
+        for (account, asset, amount) in [(5, USDT, "100000"), (6, ETH, "100")] {
+            engine.apply(Command::Credit {
+                account,
+                asset,
+                amount: a(amount),
+            });
+        }
+        place(engine, 5, limit(Side::Buy, "0.01", price));
+        place(engine, 6, limit(Side::Sell, "0.01", price))
+    }
+
     pub(crate) fn status(events: &[Event], order_id: u64) -> OrderStatus {
         events
             .iter()
