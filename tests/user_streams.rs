@@ -434,3 +434,68 @@ async fn a_stop_order_is_reported_waiting_then_working_when_its_trigger_trades()
     );
     assert_eq!(reports[0]["W"], -1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oco_is_reported_as_a_list_from_placement_to_all_done() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    let key = created["listenKey"].as_str().unwrap().to_owned();
+    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let (status, oco) = weiport
+        .signed(
+            reqwest::Method::POST,
+            "/api/v3/orderList/oco",
+            &maker,
+            "symbol=ETHUSDT&side=SELL&quantity=1&aboveType=LIMIT_MAKER&abovePrice=3100&belowType=STOP_LOSS&belowStopPrice=2800",
+        )
+        .await;
+    assert_eq!(status, 200, "{oco}");
+    // The taker lifts the whole take-profit: the stop expires, the list is done.
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3100",
+    )
+    .await;
+    let events = drain(&mut stream).await;
+    let lists: Vec<(Value, Value, usize)> = events
+        .iter()
+        .filter(|e| e["e"] == "listStatus")
+        .map(|e| {
+            (
+                e["l"].clone(),
+                e["g"].clone(),
+                e["O"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    let id = oco["orderListId"].clone();
+    assert_eq!(
+        lists,
+        [
+            (json!("EXEC_STARTED"), id.clone(), 2),
+            (json!("ALL_DONE"), id.clone(), 2)
+        ],
+        "{events:#?}"
+    );
+    let ends: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|e| e["e"] == "executionReport" && e["x"] != "NEW")
+        .map(|e| (e["o"].clone(), e["X"].clone()))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (json!("LIMIT_MAKER"), json!("FILLED")),
+            (json!("STOP_LOSS"), json!("EXPIRED"))
+        ],
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["e"] == "executionReport")
+            .all(|e| e["g"] == id),
+        "every report names the list"
+    );
+}
