@@ -158,7 +158,7 @@ async fn place(exchange: &Exchange, account: AccountId, mut list: NewOrderList) 
         exchange,
         Command::PlaceList {
             account,
-            list,
+            list: Box::new(list),
             time_ms: 0,
         },
     )

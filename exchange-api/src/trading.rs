@@ -480,7 +480,7 @@ pub(crate) async fn cancel_replace(
             account,
             market,
             order_id: target.order_id,
-            order,
+            order: Box::new(order),
             allow_failure,
             time_ms: 0,
         },

@@ -359,13 +359,13 @@ fn from_record(
             Command::PlaceList {
                 account,
                 time_ms,
-                list: NewOrderList {
+                list: Box::new(NewOrderList {
                     market,
                     contingency: untag_logged(contingency, &CONTINGENCIES, sequence)?,
                     working,
                     pending,
                     list_client_id,
-                },
+                }),
             }
         }
         CommandRecord::Replace {
@@ -380,7 +380,7 @@ fn from_record(
                 account,
                 market: order.market,
                 order_id,
-                order,
+                order: Box::new(order),
                 allow_failure,
                 time_ms,
             }

@@ -175,17 +175,25 @@ pub(crate) struct OrderIndex {
 pub(crate) const INDEX_SLACK: usize = 1024;
 
 impl OrderIndex {
+    #[inline]
     pub(crate) fn get(&self, order_id: u64) -> Option<u32> {
-        let Some(offset) = order_id.checked_sub(self.first_id) else {
-            return self.stragglers.get(&order_id).copied();
-        };
-        let in_array = usize::try_from(offset)
-            .ok()
-            .and_then(|offset| self.slots.get(offset).copied())
-            .filter(|slot| *slot != NIL);
-        // A straggler may sit above the array's first id: an order that
-        // rests under an older id (a triggered one) after the array emptied.
-        in_array.or_else(|| self.stragglers.get(&order_id).copied())
+        if let Some(offset) = order_id.checked_sub(self.first_id)
+            && let Some(&slot) = self.slots.get(offset as usize)
+            && slot != NIL
+        {
+            return Some(slot);
+        }
+        self.straggler(order_id)
+    }
+
+    /// Off the array: an old order, or one that rests under an older id (a
+    /// triggered one) above the first id of an array that emptied meanwhile.
+    #[cold]
+    fn straggler(&self, order_id: u64) -> Option<u32> {
+        if self.stragglers.is_empty() {
+            return None;
+        }
+        self.stragglers.get(&order_id).copied()
     }
 
     pub(crate) fn insert(&mut self, order_id: u64, slot: u32) {

@@ -142,7 +142,25 @@ impl Engine {
     /// `events[start..]` on, until nothing more follows: the contingencies
     /// of order lists whose orders it touched, and the waiting orders its
     /// trades trigger (whose own trades are followed the same way).
+    #[inline]
     pub(crate) fn set_off(&mut self, book_index: usize, start: usize, events: &mut Vec<Event>) {
+        let book = &mut self.books[book_index];
+        if book.pending.is_empty() && book.lists.is_empty() {
+            // Nothing can follow: only the last price moves.
+            let market = book.id;
+            if let Some(last) = events[start..].iter().rev().find_map(|event| match event {
+                Event::Trade(trade) if trade.market == market => Some(trade.price),
+                _ => None,
+            }) {
+                book.last_price = Some(last);
+            }
+            return;
+        }
+        self.follow_through(book_index, start, events);
+    }
+
+    #[cold]
+    fn follow_through(&mut self, book_index: usize, start: usize, events: &mut Vec<Event>) {
         let (mut listed, mut shown) = (start, start);
         loop {
             let end = events.len();

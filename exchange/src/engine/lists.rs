@@ -510,7 +510,7 @@ mod tests {
     fn place_list(engine: &mut Engine, account: AccountId, list: NewOrderList) -> Vec<Event> {
         engine.apply(Command::PlaceList {
             account,
-            list,
+            list: Box::new(list),
             time_ms: 0,
         })
     }

@@ -77,6 +77,7 @@ impl Engine {
     /// Puts a market, limit or post-only order to work: matches it and rests
     /// what is left. A new order takes the next id; a triggered one keeps its
     /// own (`triggered`). Refuses before changing anything, or not at all.
+    #[inline]
     pub(crate) fn work(
         &mut self,
         account: AccountId,

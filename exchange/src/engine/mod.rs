@@ -148,8 +148,8 @@ pub enum Command {
     PlaceList {
         /// Account.
         account: AccountId,
-        /// The validated list.
-        list: NewOrderList,
+        /// The validated list (boxed: rare, and large beside the others).
+        list: Box<NewOrderList>,
         /// Engine time, ms.
         time_ms: u64,
     },
@@ -173,8 +173,8 @@ pub enum Command {
         market: MarketId,
         /// The order to cancel.
         order_id: u64,
-        /// The order to place.
-        order: NewOrder,
+        /// The order to place (boxed: rare, and large beside the others).
+        order: Box<NewOrder>,
         /// Place the new order even if the cancel fails (ALLOW_FAILURE).
         allow_failure: bool,
         /// Engine time, ms.
@@ -518,7 +518,7 @@ impl Engine {
             Command::CancelAll {
                 account, market, ..
             } => self.cancel_all(account, market, events),
-            Command::PlaceList { account, list, .. } => self.place_list(account, list, events),
+            Command::PlaceList { account, list, .. } => self.place_list(account, *list, events),
             Command::Replace {
                 account,
                 market,
@@ -526,7 +526,7 @@ impl Engine {
                 order,
                 allow_failure,
                 ..
-            } => self.replace(account, market, order_id, order, allow_failure, events),
+            } => self.replace(account, market, order_id, *order, allow_failure, events),
             Command::Amend {
                 account,
                 market,

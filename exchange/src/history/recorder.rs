@@ -194,8 +194,8 @@ impl Recorder {
                             account,
                             order,
                             time_ms,
-                        }
-                        | Command::Replace {
+                        } => OrderView::placed(*market, *order_id, *account, order, *time_ms),
+                        Command::Replace {
                             account,
                             order,
                             time_ms,

@@ -103,14 +103,14 @@ fn commands() -> impl Strategy<Value = Command> {
                         account: *account,
                         market: order.market,
                         order_id: 1 + tick % 6,
-                        order: order.clone(),
+                        order: Box::new(order.clone()),
                         allow_failure: twist == 22,
                         time_ms: *time_ms,
                     };
                 }
                 return Command::PlaceList {
                     account: *account,
-                    list: make_list(order, twist, tick),
+                    list: Box::new(make_list(order, twist, tick)),
                     time_ms: *time_ms,
                 };
             }
@@ -280,6 +280,15 @@ fn sequences() -> impl Strategy<Value = Vec<Command>> {
         .prop_map(move |commands| deposits.iter().cloned().chain(commands).collect())
 }
 
+/// The account and order of a command that places one order.
+fn single_order(command: &Command) -> Option<(&AccountId, &NewOrder)> {
+    match command {
+        Command::Place { account, order, .. } => Some((account, order)),
+        Command::Replace { account, order, .. } => Some((account, order)),
+        _ => None,
+    }
+}
+
 /// Names what a placed order's outcome shows, for the coverage test.
 fn kinds(order: &NewOrder, outcome: &Outcome, id: Option<u64>) -> Vec<String> {
     let taker = id.map(|id| outcome.orders[&(order.market, id)].status);
@@ -330,12 +339,12 @@ fn the_random_commands_reach_every_refusal_and_every_outcome() {
     for _ in 0..700 {
         let mut model = Model::new(catalog(), FEES);
         for command in sequences.new_tree(&mut runner).unwrap().current() {
-            let next_id = match &command {
-                Command::Place { order, .. } | Command::Replace { order, .. } => model
+            let next_id = match single_order(&command) {
+                Some((_, order)) => model
                     .books
                     .get(usize::from(order.market.0))
                     .map(|b| b.next_order),
-                _ => None,
+                None => None,
             };
             let outcome = model.apply(&command);
             let mut kinds: Vec<String> = outcome.rejected.map(refusal).into_iter().collect();
@@ -394,8 +403,7 @@ fn the_random_commands_reach_every_refusal_and_every_outcome() {
                     .into(),
                 );
             }
-            if let Command::Place { account, order, .. } | Command::Replace { account, order, .. } =
-                &command
+            if let Some((account, order)) = single_order(&command)
                 && outcome.rejected.is_none()
                 && outcome
                     .orders
