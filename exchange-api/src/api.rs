@@ -17,6 +17,7 @@ use crate::error::BinanceError;
 pub(crate) use crate::extract::*;
 pub(crate) use crate::lists::*;
 pub(crate) use crate::market_data::*;
+pub(crate) use crate::modify::*;
 use crate::params::Params;
 pub(crate) use crate::sapi::*;
 pub(crate) use crate::ticker::*;

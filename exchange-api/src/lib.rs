@@ -16,6 +16,7 @@ pub mod error;
 mod extract;
 mod lists;
 mod market_data;
+mod modify;
 mod params;
 mod routes;
 mod sapi;
