@@ -482,3 +482,90 @@ async fn canceling_every_open_order_answers_each_list_once() {
     );
     assert_eq!(all[1]["orderReports"].as_array().unwrap().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decrement_prevents_a_self_trade_and_the_match_is_listed() {
+    use reqwest::Method;
+    let (weiport, _dir) = common::serve();
+    let a = funded(&weiport).await;
+    let bid = order(
+        &weiport,
+        &a,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=6&price=3000",
+    )
+    .await;
+    let sell = order(
+        &weiport,
+        &a,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=2&price=3000&selfTradePreventionMode=DECREMENT",
+    )
+    .await;
+    assert_eq!(
+        (sell["status"].as_str(), sell["executedQty"].as_str()),
+        (Some("EXPIRED_IN_MATCH"), Some("0.00000000")),
+        "{sell}"
+    );
+    let depth = common::ws::public(&weiport, "/api/v3/depth?symbol=ETHUSDT").await;
+    assert_eq!(
+        depth["bids"][0],
+        serde_json::json!(["3000.00000000", "4.00000000"])
+    );
+    let by_order = call(
+        &weiport,
+        Method::GET,
+        "/api/v3/myPreventedMatches",
+        &a,
+        &format!("symbol=ETHUSDT&orderId={}", bid["orderId"]),
+    )
+    .await;
+    let matches = by_order.as_array().unwrap();
+    assert_eq!(matches.len(), 1, "{by_order}");
+    let prevented = &matches[0];
+    assert_eq!(
+        (
+            prevented["takerOrderId"].clone(),
+            prevented["makerOrderId"].clone(),
+            prevented["selfTradePreventionMode"].as_str(),
+            prevented["makerPreventedQuantity"].as_str(),
+            prevented["takerPreventedQuantity"].as_str(),
+            prevented["price"].as_str(),
+        ),
+        (
+            sell["orderId"].clone(),
+            bid["orderId"].clone(),
+            Some("DECREMENT"),
+            Some("2.00000000"),
+            Some("2.00000000"),
+            Some("3000.00000000")
+        )
+    );
+    let by_id = call(
+        &weiport,
+        Method::GET,
+        "/api/v3/myPreventedMatches",
+        &a,
+        &format!(
+            "symbol=ETHUSDT&preventedMatchId={}",
+            prevented["preventedMatchId"]
+        ),
+    )
+    .await;
+    assert_eq!(by_id[0], *prevented);
+    let stranger = funded(&weiport).await;
+    let none = call(
+        &weiport,
+        Method::GET,
+        "/api/v3/myPreventedMatches",
+        &stranger,
+        &format!(
+            "symbol=ETHUSDT&preventedMatchId={}",
+            prevented["preventedMatchId"]
+        ),
+    )
+    .await;
+    assert_eq!(
+        none,
+        serde_json::json!([]),
+        "another account's match is not shown"
+    );
+}

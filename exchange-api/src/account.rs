@@ -15,7 +15,7 @@ use crate::error::BinanceError;
 use crate::extract::*;
 use crate::params::Params;
 use crate::wire::*;
-use weiport_exchange::engine::Trade;
+use weiport_exchange::engine::{Prevention, Trade};
 use weiport_exchange::history::{Dated, HistoryError};
 use weiport_exchange::market::Market;
 use weiport_exchange::now_ms;
@@ -290,4 +290,68 @@ pub(crate) async fn account_commission(
         "discount": { "enabledForAccount": false, "enabledForSymbol": false, "discountAsset": "BNB", "discount": Amount::ZERO.to_string() },
     }))
     .into_response())
+}
+
+/// `GET /api/v3/myPreventedMatches`: one by `preventedMatchId`, or an
+/// order's (`orderId`, from `fromPreventedMatchId`, up to `limit`).
+pub(crate) async fn my_prevented_matches(
+    State(exchange): State<Arc<Exchange>>,
+    Signed {
+        account, params, ..
+    }: Signed,
+) -> Answer {
+    let (market, _) = market(&exchange.catalog, &params)?;
+    let by_id = integer(&params, "preventedMatchId")?;
+    let order_id = integer(&params, "orderId")?;
+    let history = &exchange.history;
+    let found: Vec<Prevention> = match (by_id, order_id) {
+        (Some(id), None) => stored(history.prevented(account, market, id))?
+            .into_iter()
+            .collect(),
+        (None, Some(order_id)) => {
+            let own =
+                stored(history.order(market, order_id))?.is_some_and(|o| o.account == account);
+            if !own {
+                return Ok(Json(Value::Array(Vec::new())).into_response());
+            }
+            let from = integer(&params, "fromPreventedMatchId")?.unwrap_or(0);
+            let limit = limit(&params, 500, 1000)?;
+            first(history.order_prevented(market, order_id, from), limit)?
+        }
+        _ => {
+            return Err(BinanceError::bad(
+                -1128,
+                "Combination of optional parameters invalid.",
+            ));
+        }
+    };
+    let symbol = exchange.catalog.symbol(market);
+    let out: Vec<Value> = found
+        .iter()
+        .map(|p| {
+            let mut row = json!({
+                "symbol": symbol,
+                "preventedMatchId": p.id,
+                "takerOrderId": p.taker.0,
+                "makerSymbol": symbol,
+                "makerOrderId": p.maker.0,
+                "tradeGroupId": -1,
+                "selfTradePreventionMode": stp_name(p.mode),
+                "price": p.price.to_string(),
+                "transactTime": p.time_ms,
+            });
+            if !p.maker_quantity.is_zero() {
+                row["makerPreventedQuantity"] = json!(p.maker_quantity.to_string());
+            }
+            if !p.taker_quantity.is_zero() {
+                row["takerPreventedQuantity"] = json!(p.taker_quantity.to_string());
+            }
+            row
+        })
+        .collect();
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+pub(crate) fn prevented_matches_weight(query: &str) -> u32 {
+    if query_has(query, "orderId") { 20 } else { 2 }
 }

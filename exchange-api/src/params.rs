@@ -683,7 +683,7 @@ mod tests {
                 "Parameter 'stopPrice' sent when not required.",
             ),
             (
-                "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&selfTradePreventionMode=DECREMENT",
+                "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=1&selfTradePreventionMode=TRANSFER",
                 -1130,
                 "Data sent for parameter 'selfTradePreventionMode' is not valid.",
             ),

@@ -378,6 +378,22 @@ fn routes() -> Vec<Route> {
             || put(api::amend_order),
         ),
         route(
+            "GET",
+            "/api/v3/myPreventedMatches",
+            "Matches self-trade prevention stopped",
+            read_by_query(api::prevented_matches_weight),
+            &[
+                reads::SYMBOL,
+                &[
+                    "preventedMatchId",
+                    "orderId",
+                    "fromPreventedMatchId",
+                    "limit",
+                ],
+            ],
+            || get(api::my_prevented_matches),
+        ),
+        route(
             "POST",
             "/api/v3/orderList/oco",
             "Place an OCO pair: one order above the market, one below",

@@ -58,6 +58,7 @@ pub(crate) fn stp_name(stp: StpMode) -> &'static str {
         StpMode::ExpireTaker => "EXPIRE_TAKER",
         StpMode::ExpireMaker => "EXPIRE_MAKER",
         StpMode::ExpireBoth => "EXPIRE_BOTH",
+        StpMode::Decrement => "DECREMENT",
     }
 }
 

@@ -17,6 +17,9 @@ pub enum StpMode {
     ExpireMaker,
     /// Expire both.
     ExpireBoth,
+    /// Both orders lose the quantity they would have traded; the smaller
+    /// one (or both, if equal) ends.
+    Decrement,
 }
 
 impl StpMode {
@@ -27,6 +30,7 @@ impl StpMode {
             "EXPIRE_TAKER" => Self::ExpireTaker,
             "EXPIRE_MAKER" => Self::ExpireMaker,
             "EXPIRE_BOTH" => Self::ExpireBoth,
+            "DECREMENT" => Self::Decrement,
             _ => return None,
         })
     }
@@ -344,6 +348,7 @@ pub mod tests_support {
                 StpMode::ExpireTaker,
                 StpMode::ExpireMaker,
                 StpMode::ExpireBoth,
+                StpMode::Decrement,
             ],
         }
     }

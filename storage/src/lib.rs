@@ -14,7 +14,7 @@ pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use exchange::{CommandRecord, OrderRecord};
 pub use history::{
     AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ExchangeBatch, ListRow, OrderRow,
-    ScanDirection, TradeRow,
+    PreventedRow, ScanDirection, TradeRow,
 };
 pub use store::{IndexBatch, Store, StoreOptions};
 
@@ -58,6 +58,10 @@ pub mod cf {
     pub const EX_ACCOUNT_LIST: &str = "ex_account_list";
     /// `account ‖ list client id` → the latest list id using it.
     pub const EX_CLIENT_LIST: &str = "ex_client_list";
+    /// `symbol ‖ prevented-match id` → a match self-trade prevention stopped.
+    pub const EX_PREVENTED: &str = "ex_prevented";
+    /// `symbol ‖ order id ‖ prevented-match id` → nothing: an order's prevented matches.
+    pub const EX_ORDER_PREVENTED: &str = "ex_order_prevented";
 
     /// Every column family of the current schema.
     pub const ALL: &[&str] = &[
@@ -80,6 +84,8 @@ pub mod cf {
         EX_ORDER_LIST,
         EX_ACCOUNT_LIST,
         EX_CLIENT_LIST,
+        EX_PREVENTED,
+        EX_ORDER_PREVENTED,
     ];
 }
 

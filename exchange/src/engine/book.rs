@@ -294,6 +294,7 @@ pub(crate) struct Book {
     pub(crate) client_ids: FxHashMap<AccountId, FxHashMap<String, u64>>,
     pub(crate) next_order_id: u64,
     pub(crate) next_trade_id: u64,
+    pub(crate) next_prevented_id: u64,
     /// Conditional orders waiting for their trigger, oldest first.
     pub(crate) pending: Vec<Pending>,
     /// Waiting conditional orders per account.
@@ -322,6 +323,7 @@ impl Book {
             client_ids: FxHashMap::default(),
             next_order_id: 1,
             next_trade_id: 1,
+            next_prevented_id: 1,
             pending: Vec::new(),
             pending_per_account: FxHashMap::default(),
             last_price: None,

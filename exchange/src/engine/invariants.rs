@@ -21,8 +21,8 @@ impl Engine {
         lines.sort();
         for book in &self.books {
             lines.push(format!(
-                "book {} next order {} next trade {}",
-                book.market.symbol, book.next_order_id, book.next_trade_id
+                "book {} next order {} next trade {} next prevented {}",
+                book.market.symbol, book.next_order_id, book.next_trade_id, book.next_prevented_id
             ));
             if let Some(last) = book.last_price {
                 lines.push(format!("last price {last}"));

@@ -25,7 +25,15 @@ impl Engine {
                     match order.stp {
                         StpMode::None => {}
                         StpMode::ExpireMaker => continue,
-                        StpMode::ExpireTaker | StpMode::ExpireBoth => return (base, quote),
+                        // Decremented quantity is used up without cost.
+                        StpMode::Decrement if order.quote_quantity.is_none() => {
+                            let left = order.quantity.map_or(0, wide).saturating_sub(base);
+                            base += wide(resting.remaining).min(left);
+                            continue;
+                        }
+                        StpMode::ExpireTaker | StpMode::ExpireBoth | StpMode::Decrement => {
+                            return (base, quote);
+                        }
                     }
                 }
                 let mut take = resting.remaining;
@@ -278,20 +286,7 @@ impl Engine {
             }
             let maker = &book.slab[maker_slot as usize];
             if maker.account == taker.account && taker.stp != StpMode::None {
-                let (expire_maker, expire_taker) = match taker.stp {
-                    StpMode::ExpireTaker => (false, true),
-                    StpMode::ExpireMaker => (true, false),
-                    _ => (true, true),
-                };
-                if expire_maker {
-                    self.remove_resting(
-                        book_index,
-                        maker_slot,
-                        OrderStatus::ExpiredInMatch,
-                        events,
-                    );
-                }
-                if expire_taker {
+                if self.prevent(book_index, (taker_slot, taker), maker_slot, order, events) {
                     return true;
                 }
                 continue;
@@ -326,6 +321,114 @@ impl Engine {
                 events,
             );
         }
+    }
+
+    /// Self-trade prevention between the taker and its own maker in
+    /// `maker_slot`, by the taker's mode; returns whether the taker ends.
+    /// DECREMENT takes the quantity they would trade off both, unlocking it
+    /// (the smaller ends); a taker for a quote amount, whose quantity is not
+    /// known, ends instead (as EXPIRE_TAKER).
+    fn prevent(
+        &mut self,
+        book_index: usize,
+        (taker_slot, taker): (usize, &mut Order),
+        maker_slot: u32,
+        order: &NewOrder,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let book = &mut self.books[book_index];
+        let maker = &book.slab[maker_slot as usize];
+        let (maker_id, maker_account, price) = (maker.order_id, maker.account, maker.price);
+        // A taker for a quote amount has no base quantity to compare: the
+        // match would be the maker's remainder.
+        let matched = if order.quote_quantity.is_some() {
+            maker.remaining
+        } else {
+            taker.remaining.min(maker.remaining)
+        };
+        let decrement = taker.stp == StpMode::Decrement && order.quote_quantity.is_none();
+        let (expire_maker, expire_taker) = match taker.stp {
+            StpMode::ExpireTaker => (false, true),
+            StpMode::ExpireMaker => (true, false),
+            StpMode::Decrement if decrement => {
+                (matched == maker.remaining, matched == taker.remaining)
+            }
+            StpMode::Decrement => (false, true),
+            _ => (true, true),
+        };
+        let id = book.next_prevented_id;
+        book.next_prevented_id += 1;
+        events.push(Event::Prevented(Prevention {
+            market: book.id,
+            id,
+            taker: (taker.order_id, taker.account),
+            maker: (maker_id, maker_account),
+            price,
+            mode: taker.stp,
+            taker_quantity: if expire_taker || decrement {
+                matched
+            } else {
+                Amount::ZERO
+            },
+            maker_quantity: match (decrement, expire_maker) {
+                (true, _) => matched,
+                (false, true) => maker.remaining,
+                (false, false) => Amount::ZERO,
+            },
+            time_ms: self.now_ms,
+        }));
+        if decrement {
+            let side = maker.side;
+            let maker_release = match side {
+                Side::Buy => sure(mul(price, matched)),
+                Side::Sell => matched,
+            };
+            let maker = &mut book.slab[maker_slot as usize];
+            maker.remaining = sure(maker.remaining.checked_sub(matched));
+            maker.locked = sure(maker.locked.checked_sub(maker_release));
+            let levels = match side {
+                Side::Buy => &mut book.bids,
+                Side::Sell => &mut book.asks,
+            };
+            let level = levels.get_mut(&price).expect(BROKEN);
+            level.quantity = sure(level.quantity.checked_sub(matched));
+            events.push(Event::Level {
+                market: book.id,
+                side,
+                price,
+                quantity: level.quantity,
+            });
+            let asset = book.locked_asset(side);
+            let owner = self.ledger.slot(maker_account);
+            self.ledger.shift(owner, asset, maker_release, false);
+            self.ledger.emit(owner, asset, events);
+            // The taker's reservation for what it no longer wants: at its
+            // limit for a buy (a market buy reserved nothing for it), the
+            // base for a sell.
+            let taker_release = match taker.side {
+                Side::Buy if taker.price.is_zero() => Amount::ZERO,
+                Side::Buy => sure(mul(taker.price, matched)),
+                Side::Sell => matched,
+            };
+            taker.remaining = sure(taker.remaining.checked_sub(matched));
+            taker.locked = sure(taker.locked.checked_sub(taker_release));
+            let book = &self.books[book_index];
+            let asset = book.locked_asset(taker.side);
+            self.ledger.shift(taker_slot, asset, taker_release, false);
+            if !expire_maker {
+                let maker = &self.books[book_index].slab[maker_slot as usize];
+                let status = if maker.executed.is_zero() {
+                    OrderStatus::New
+                } else {
+                    OrderStatus::PartiallyFilled
+                };
+                events.push(maker.state(self.books[book_index].id, status, self.now_ms));
+            }
+        }
+        if expire_maker {
+            self.remove_resting(book_index, maker_slot, OrderStatus::ExpiredInMatch, events);
+        }
+        expire_taker
     }
 
     /// Books one fill between the taker and the maker in `maker_slot`.

@@ -264,6 +264,32 @@ pub struct Trade {
     pub time_ms: u64,
 }
 
+/// A match self-trade prevention stopped: the taker's mode decided, and
+/// the quantities each side lost (zero for a side it left alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prevention {
+    /// Market.
+    pub market: MarketId,
+    /// Per-market prevented-match id.
+    pub id: u64,
+    /// Taker order and account.
+    pub taker: (u64, AccountId),
+    /// Maker order and account.
+    pub maker: (u64, AccountId),
+    /// The maker's price.
+    pub price: Amount,
+    /// The taker's mode.
+    pub mode: StpMode,
+    /// What the taker lost: the quantity the match would have traded, the
+    /// smaller of the two remainders (EXPIRE_TAKER, EXPIRE_BOTH, DECREMENT).
+    pub taker_quantity: Amount,
+    /// What the maker lost: its remainder (EXPIRE_MAKER, EXPIRE_BOTH), or
+    /// the prevented quantity (DECREMENT).
+    pub maker_quantity: Amount,
+    /// Engine time, ms.
+    pub time_ms: u64,
+}
+
 /// An order's state after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderState {
@@ -337,6 +363,8 @@ pub enum Event {
         /// Order id.
         order_id: u64,
     },
+    /// Self-trade prevention stopped a match.
+    Prevented(Prevention),
     /// An order's quantity was reduced in place (its state follows).
     Amended {
         /// Market.
@@ -1092,6 +1120,48 @@ pub(crate) mod tests {
             assert_eq!(maker_state, maker, "{mode:?} maker");
             assert_eq!(trades(&events).len(), fills, "{mode:?}");
         }
+    }
+
+    #[test]
+    fn decrement_takes_the_prevented_quantity_off_both_and_ends_the_smaller() {
+        let mut engine = engine();
+        place(&mut engine, 1, limit(Side::Buy, "6", "3000"));
+        let mut sell = limit(Side::Sell, "2", "3000");
+        sell.stp = StpMode::Decrement;
+        let events = place(&mut engine, 1, sell);
+        assert_eq!(status(&events, 2), OrderStatus::ExpiredInMatch);
+        assert_eq!(status(&events, 1), OrderStatus::New);
+        assert!(trades(&events).is_empty(), "nothing trades");
+        let prevented: Vec<Prevention> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Prevented(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(prevented.len(), 1);
+        assert_eq!(
+            (
+                prevented[0].id,
+                prevented[0].taker.0,
+                prevented[0].maker.0,
+                prevented[0].taker_quantity,
+                prevented[0].maker_quantity
+            ),
+            (1, 2, 1, a("2"), a("2"))
+        );
+        // The bid is 4 now, its lock with it; the sell locks nothing.
+        assert_eq!(engine.depth(ETHUSDT).0, vec![(a("3000"), a("4"))]);
+        assert_eq!(engine.balance(1, USDT), (a("88000"), a("12000")));
+        assert_eq!(engine.balance(1, ETH), (a("100"), Amount::ZERO));
+        // A larger taker: the maker ends, the taker goes on to trade with others.
+        place(&mut engine, 2, limit(Side::Buy, "1", "2990"));
+        let mut big = limit(Side::Sell, "5", "2990");
+        big.stp = StpMode::Decrement;
+        let events = place(&mut engine, 1, big);
+        assert_eq!(status(&events, 1), OrderStatus::ExpiredInMatch);
+        assert_eq!(trades(&events)[0].quantity, a("1"), "4 prevented, 1 traded");
+        assert_eq!(engine.check_invariants(), Ok(()));
     }
 
     #[test]

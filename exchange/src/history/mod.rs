@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use weiport_storage::{
-    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ListRow, OrderRow, ScanDirection,
-    StorageError, Store, TradeRow,
+    AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ListRow, OrderRow, PreventedRow,
+    ScanDirection, StorageError, Store, TradeRow,
 };
 
 use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
-use crate::engine::{AccountId, Command, Event, OrderStatus, Trade};
+use crate::engine::{AccountId, Command, Event, OrderStatus, Prevention, Trade};
 use crate::market::StpMode;
 use crate::order::{Contingency, NewOrder, OrderType, ResponseType, Side, TimeInForce};
 
@@ -197,11 +197,12 @@ pub(crate) const RESPONSES: [(ResponseType, u8); 3] = [
     (ResponseType::Result, 1),
     (ResponseType::Full, 2),
 ];
-pub(crate) const STPS: [(StpMode, u8); 4] = [
+pub(crate) const STPS: [(StpMode, u8); 5] = [
     (StpMode::None, 0),
     (StpMode::ExpireTaker, 1),
     (StpMode::ExpireMaker, 2),
     (StpMode::ExpireBoth, 3),
+    (StpMode::Decrement, 4),
 ];
 pub(crate) const CONTINGENCIES: [(Contingency, u8); 3] = [
     (Contingency::Oco, 0),
@@ -293,6 +294,33 @@ impl OrderView {
             order_list_id: row.order_list_id,
         })
     }
+}
+
+fn prevented_row(p: &Prevention) -> PreventedRow {
+    PreventedRow {
+        id: p.id,
+        taker: p.taker,
+        maker: p.maker,
+        price: p.price.units(),
+        mode: tag(p.mode, &STPS),
+        taker_quantity: p.taker_quantity.units(),
+        maker_quantity: p.maker_quantity.units(),
+        time_ms: p.time_ms,
+    }
+}
+
+fn prevented_from_row(market: MarketId, row: &PreventedRow) -> Result<Prevention, HistoryError> {
+    Ok(Prevention {
+        market,
+        id: row.id,
+        taker: row.taker,
+        maker: row.maker,
+        price: Amount::from_units(row.price),
+        mode: untag(row.mode, &STPS).ok_or(HistoryError::UnknownTag)?,
+        taker_quantity: Amount::from_units(row.taker_quantity),
+        maker_quantity: Amount::from_units(row.maker_quantity),
+        time_ms: row.time_ms,
+    })
 }
 
 fn trade_row(trade: &Trade) -> TradeRow {
@@ -391,6 +419,32 @@ impl History {
         Ok(self.order(market, order_id)?.filter(|o| {
             o.account == account && client_order_id.is_none_or(|c| c == o.client_order_id)
         }))
+    }
+
+    /// Prevented match `id` of `market` where `account` was taker or maker.
+    pub fn prevented(
+        &self,
+        account: AccountId,
+        market: MarketId,
+        id: u64,
+    ) -> Result<Option<Prevention>, HistoryError> {
+        self.store
+            .prevented(self.catalog.symbol(market), id)?
+            .filter(|row| row.taker.1 == account || row.maker.1 == account)
+            .map(|row| prevented_from_row(market, &row))
+            .transpose()
+    }
+
+    /// Prevented matches of order `order_id` of `market` from `from` on.
+    pub fn order_prevented(
+        &self,
+        market: MarketId,
+        order_id: u64,
+        from: u64,
+    ) -> impl Iterator<Item = Result<Prevention, HistoryError>> + '_ {
+        self.store
+            .order_prevented(self.catalog.symbol(market), order_id, from)
+            .map(move |row| prevented_from_row(market, &row?))
     }
 
     /// Order list `list_id` of `account`, by id or else by client id.
@@ -619,6 +673,7 @@ mod stored_tag_tests {
             StpMode::ExpireTaker => 1,
             StpMode::ExpireMaker => 2,
             StpMode::ExpireBoth => 3,
+            StpMode::Decrement => 4,
         });
         check(&STATUSES, |v| match v {
             OrderStatus::New => 0,
@@ -633,7 +688,7 @@ mod stored_tag_tests {
         // Every variant is listed: the matches above are exhaustive, and
         // each list holds as many entries as its enum has variants.
         assert_eq!((SIDES.len(), TYPES.len(), TIFS.len()), (2, 7, 3));
-        assert_eq!((RESPONSES.len(), STPS.len(), STATUSES.len()), (3, 4, 8));
+        assert_eq!((RESPONSES.len(), STPS.len(), STATUSES.len()), (3, 5, 8));
         check(&CONTINGENCIES, |v| match v {
             Contingency::Oco => 0,
             Contingency::Oto => 1,

@@ -68,6 +68,8 @@ pub struct Changes {
     pub candles: Vec<(MarketId, CandleRow)>,
     /// Hour and day candles, new or grown.
     pub coarse: Vec<(MarketId, CandleSpan, CandleRow)>,
+    /// Matches self-trade prevention stopped.
+    pub prevented: Vec<Prevention>,
 }
 
 impl Changes {
@@ -83,6 +85,12 @@ impl Changes {
     pub fn write(&self, catalog: &Catalog, batch: &mut weiport_storage::ExchangeBatch) {
         if let Some(list) = &self.list {
             batch.put_order_list(&list.to_row(catalog));
+        }
+        for prevention in &self.prevented {
+            batch.put_prevented(
+                catalog.symbol(prevention.market),
+                &prevented_row(prevention),
+            );
         }
         for (order, placed) in &self.orders {
             batch.put_order(catalog.symbol(order.market), &order.to_row(), *placed);
@@ -280,6 +288,7 @@ impl Recorder {
                         order.update_ms = *time_ms;
                     }
                 }
+                Event::Prevented(prevention) => changes.prevented.push(*prevention),
                 Event::Rejected(_)
                 | Event::PartRefused(_)
                 | Event::Balance { .. }

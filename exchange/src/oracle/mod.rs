@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
-use crate::engine::{AccountId, Command, Event, Levels, OrderState, OrderStatus, Reject, Trade};
+use crate::engine::{
+    AccountId, Command, Event, Levels, OrderState, OrderStatus, Prevention, Reject, Trade,
+};
 use crate::market::{Market, StpMode};
 use crate::order::{Contingency, NewOrder, NewOrderList, OrderType, Side, TimeInForce, Trigger};
 
@@ -36,6 +38,8 @@ pub(crate) struct Outcome {
     pub(crate) part_refused: Option<Reject>,
     /// Orders amended, with their new quantity.
     pub(crate) amended: Vec<(u64, Amount)>,
+    /// Matches self-trade prevention stopped, in order.
+    pub(crate) prevented: Vec<Prevention>,
 }
 
 impl Outcome {
@@ -61,6 +65,7 @@ impl Outcome {
                 Event::Amended {
                     order_id, quantity, ..
                 } => outcome.amended.push((*order_id, *quantity)),
+                Event::Prevented(prevention) => outcome.prevented.push(*prevention),
                 Event::Balance { .. }
                 | Event::Placed { .. }
                 | Event::Level { .. }
@@ -222,6 +227,7 @@ struct Book {
     asks: Vec<Resting>,
     next_order: u64,
     next_trade: u64,
+    next_prevented: u64,
 }
 
 impl Book {
@@ -234,6 +240,7 @@ impl Book {
             asks: Vec::new(),
             next_order: 1,
             next_trade: 1,
+            next_prevented: 1,
         }
     }
 
@@ -331,6 +338,11 @@ enum Meeting {
     },
     /// Self-trade prevention took `maker` off the book.
     Expired(Resting),
+    /// Self-trade prevention stopped a match (recorded before its effect).
+    Prevented(Prevention),
+    /// DECREMENT took `quantity` off both: `maker` as it is after (off the
+    /// book if nothing is left of it).
+    Decremented { maker: Resting, quantity: Amount },
 }
 
 /// Matches `taker` against `book` by price-time priority at the resting
@@ -351,10 +363,59 @@ fn sweep(book: &mut Book, taker: &mut Taker, step: Amount) -> (Vec<Meeting>, boo
         }
         // The taker's mode decides; a resting order's own mode no longer counts.
         if maker.account == taker.account && taker.stp != StpMode::None {
-            if matches!(taker.stp, StpMode::ExpireMaker | StpMode::ExpireBoth) {
+            // What the match would trade; a taker for a quote amount has no
+            // base to compare, and under DECREMENT simply ends.
+            let matched = taker
+                .base_left
+                .map_or(maker.remaining, |left| left.min(maker.remaining));
+            let decrement = taker.stp == StpMode::Decrement && taker.base_left.is_some();
+            let (expire_maker, expire_taker) = match taker.stp {
+                StpMode::ExpireMaker => (true, false),
+                StpMode::ExpireTaker => (false, true),
+                StpMode::ExpireBoth => (true, true),
+                _ if decrement => (matched == maker.remaining, Some(matched) == taker.base_left),
+                _ => (false, true),
+            };
+            met.push(Meeting::Prevented(Prevention {
+                // Market, id and time are the placing order's to give.
+                market: MarketId(0),
+                id: 0,
+                taker: (taker.id, taker.account),
+                maker: (maker.id, maker.account),
+                price: maker.price,
+                mode: taker.stp,
+                taker_quantity: if expire_taker || decrement {
+                    matched
+                } else {
+                    Amount::ZERO
+                },
+                maker_quantity: if decrement {
+                    matched
+                } else if expire_maker {
+                    maker.remaining
+                } else {
+                    Amount::ZERO
+                },
+                time_ms: 0,
+            }));
+            if decrement {
+                maker.remaining = maker.remaining.checked_sub(matched).expect("model: within");
+                taker.base_left = taker
+                    .base_left
+                    .map(|l| l.checked_sub(matched).expect("model: within"));
+                let maker = if maker.remaining.is_zero() {
+                    makers.remove(0)
+                } else {
+                    maker.clone()
+                };
+                met.push(Meeting::Decremented {
+                    maker,
+                    quantity: matched,
+                });
+            } else if expire_maker {
                 met.push(Meeting::Expired(makers.remove(0)));
             }
-            if matches!(taker.stp, StpMode::ExpireTaker | StpMode::ExpireBoth) {
+            if expire_taker {
                 return (met, true);
             }
             continue;

@@ -301,7 +301,9 @@ impl Model {
             Meeting::Fill {
                 quantity, quote, ..
             } => Some((u128::from(quantity.units()), u128::from(quote.units()))),
-            Meeting::Expired(_) => None,
+            // DECREMENT uses quantity up without cost.
+            Meeting::Decremented { quantity, .. } => Some((u128::from(quantity.units()), 0)),
+            Meeting::Expired(_) | Meeting::Prevented(_) => None,
         });
         let (could_base, could_quote) = fills.fold((0, 0), |(b, q), (fb, fq)| (b + fb, q + fq));
         if order.time_in_force == TimeInForce::Fok
@@ -354,6 +356,45 @@ impl Model {
         let mut reserved = lock;
         for meeting in met {
             match meeting {
+                Meeting::Prevented(mut prevention) => {
+                    let book = &mut self.books[usize::from(order.market.0)];
+                    prevention.market = order.market;
+                    prevention.id = book.next_prevented;
+                    prevention.time_ms = time_ms;
+                    book.next_prevented += 1;
+                    outcome.prevented.push(prevention);
+                }
+                Meeting::Decremented { maker, quantity } => {
+                    // The maker keeps the lock of what is left of it; the
+                    // taker gives back what it reserved for the quantity
+                    // (at its limit for a buy; a market buy reserved nothing).
+                    let maker_asset = if maker.side == Side::Buy { quote } else { base };
+                    let released = match maker.side {
+                        Side::Buy => mul(maker.price, quantity),
+                        Side::Sell => quantity,
+                    };
+                    self.shift(maker.account, maker_asset, released, false);
+                    let status = if maker.remaining.is_zero() {
+                        OrderStatus::ExpiredInMatch
+                    } else if maker.executed.is_zero() {
+                        OrderStatus::New
+                    } else {
+                        OrderStatus::PartiallyFilled
+                    };
+                    outcome.orders.insert(
+                        (order.market, maker.id),
+                        maker.state(order.market, status, time_ms),
+                    );
+                    let taker_released = match (order.side, order.price) {
+                        (Side::Buy, Some(limit)) => mul(limit, quantity),
+                        (Side::Buy, None) => Amount::ZERO,
+                        (Side::Sell, _) => quantity,
+                    };
+                    reserved = reserved
+                        .checked_sub(taker_released)
+                        .expect("model: within the lock");
+                    self.shift(account, lock_asset, taker_released, false);
+                }
                 Meeting::Expired(maker) => {
                     self.end(
                         order.market,

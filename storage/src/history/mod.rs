@@ -10,7 +10,7 @@ use crate::{CommandRecord, StorageError, Store, cf, codec};
 
 mod rows;
 
-pub use rows::{AggTradeRow, CandleRow, ConditionalRow, ListRow, OrderRow, TradeRow};
+pub use rows::{AggTradeRow, CandleRow, ConditionalRow, ListRow, OrderRow, PreventedRow, TradeRow};
 
 /// `len ‖ symbol`: symbols are short, and the length keeps one symbol's
 /// keys from running into a longer symbol's that starts the same.
@@ -148,6 +148,36 @@ impl Store {
             with_id(symbol_prefix(symbol), id),
             AggTradeRow::decode,
         )
+    }
+
+    /// Prevented match `id` of `symbol`.
+    pub fn prevented(&self, symbol: &str, id: u64) -> Result<Option<PreventedRow>, StorageError> {
+        self.read(
+            self.cf(cf::EX_PREVENTED),
+            with_id(symbol_prefix(symbol), id),
+            PreventedRow::decode,
+        )
+    }
+
+    /// Prevented matches of order `order_id` of `symbol` from `id` on.
+    pub fn order_prevented<'a>(
+        &'a self,
+        symbol: &'a str,
+        order_id: u64,
+        id: u64,
+    ) -> impl Iterator<Item = Result<PreventedRow, StorageError>> + 'a {
+        self.scan(
+            cf::EX_ORDER_PREVENTED,
+            with_id(symbol_prefix(symbol), order_id),
+            id,
+            ScanDirection::Forward,
+        )
+        .map(move |id| {
+            self.prevented(symbol, id?)?.ok_or(StorageError::Corrupt {
+                what: "order prevented-match index",
+                len: 0,
+            })
+        })
     }
 
     /// Order list `list_id`.
@@ -389,6 +419,22 @@ impl ExchangeBatch {
                 self.store.cf(cf::EX_CLIENT_ORDER),
                 client,
                 codec::encode_block_number(order.order_id),
+            );
+        }
+    }
+
+    /// Stores a prevented match under its id and both its orders.
+    pub fn put_prevented(&mut self, symbol: &str, row: &PreventedRow) {
+        self.batch.put_cf(
+            self.store.cf(cf::EX_PREVENTED),
+            with_id(symbol_prefix(symbol), row.id),
+            row.encode(),
+        );
+        for order in [row.taker.0, row.maker.0] {
+            self.batch.put_cf(
+                self.store.cf(cf::EX_ORDER_PREVENTED),
+                with_id(with_id(symbol_prefix(symbol), order), row.id),
+                [],
             );
         }
     }

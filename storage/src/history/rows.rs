@@ -466,3 +466,75 @@ impl CandleRow {
         })
     }
 }
+
+/// A match self-trade prevention stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreventedRow {
+    /// Per-market prevented-match id.
+    pub id: u64,
+    /// Taker order id and account.
+    pub taker: (u64, u64),
+    /// Maker order id and account.
+    pub maker: (u64, u64),
+    /// The maker's price.
+    pub price: u64,
+    /// The taker's self-trade prevention tag.
+    pub mode: u8,
+    /// What the taker lost.
+    pub taker_quantity: u64,
+    /// What the maker lost.
+    pub maker_quantity: u64,
+    /// Time, ms.
+    pub time_ms: u64,
+}
+
+impl PreventedRow {
+    /// Version byte, then the fields.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(self.mode);
+        put_u64s(
+            &mut w,
+            &[
+                self.id,
+                self.taker.0,
+                self.taker.1,
+                self.maker.0,
+                self.maker.1,
+                self.price,
+                self.taker_quantity,
+                self.maker_quantity,
+                self.time_ms,
+            ],
+        );
+        w.0
+    }
+
+    /// Inverse of [`PreventedRow::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "prevented match row")?;
+        let mode = r.u8()?;
+        let [
+            id,
+            taker_order,
+            taker_account,
+            maker_order,
+            maker_account,
+            price,
+            taker_quantity,
+            maker_quantity,
+            time_ms,
+        ] = take_u64s(&mut r)?;
+        r.finish()?;
+        Ok(Self {
+            id,
+            taker: (taker_order, taker_account),
+            maker: (maker_order, maker_account),
+            price,
+            mode,
+            taker_quantity,
+            maker_quantity,
+            time_ms,
+        })
+    }
+}

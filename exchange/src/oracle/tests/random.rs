@@ -69,6 +69,7 @@ fn commands() -> impl Strategy<Value = Command> {
                         }
                         5 => *account = FEES,
                         6..=13 => make_conditional(order, twist, tick),
+                        27..=31 => order.stp = StpMode::Decrement,
                         _ => {}
                     }
                 }
@@ -377,6 +378,22 @@ fn the_random_commands_reach_every_refusal_and_every_outcome() {
                 && matches!(&command, Command::PlaceList { list, .. } if list.contingency != Contingency::Oco)
             {
                 kinds.push("an OTO's pending orders expire".into());
+            }
+            for prevention in &outcome.prevented {
+                if prevention.mode == StpMode::Decrement {
+                    let taker_ended = outcome
+                        .orders
+                        .get(&(prevention.market, prevention.taker.0))
+                        .is_some_and(|o| o.status == OrderStatus::ExpiredInMatch);
+                    kinds.push(
+                        if taker_ended {
+                            "DECREMENT ends the taker"
+                        } else {
+                            "DECREMENT takes from both and one goes on"
+                        }
+                        .into(),
+                    );
+                }
             }
             if !outcome.amended.is_empty() {
                 kinds.push("an order is amended".into());
