@@ -328,6 +328,7 @@ impl Engine {
     /// DECREMENT takes the quantity they would trade off both, unlocking it
     /// (the smaller ends); a taker for a quote amount, whose quantity is not
     /// known, ends instead (as EXPIRE_TAKER).
+    #[cold]
     fn prevent(
         &mut self,
         book_index: usize,
