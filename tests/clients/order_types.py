@@ -85,6 +85,12 @@ try:
 except Exception as error:  # ccxt maps -2010 to InvalidOrder or OrderImmediatelyFillable
     check("would trigger", "Order would trigger immediately." in str(error), True)
 
+# ccxt's plain stopPrice (triggerPrice) on a limit order is a stop-loss limit too.
+plain = a.create_order(SYMBOL, "limit", "sell", 0.1, 2400, {"stopPrice": 2450})
+check("stopPrice", (a.fetch_order(plain["id"], SYMBOL)["info"]["type"], plain["triggerPrice"]),
+      ("STOP_LOSS_LIMIT", 2450.0))
+a.cancel_order(plain["id"], SYMBOL)
+
 # Canceling a waiting order releases what it locked.
 waiting = a.create_order(SYMBOL, "limit", "sell", 2, 2500, {"stopLossPrice": 2600})
 check("locked again", balances(a)["ETH"], (6.9995, 2.0))
