@@ -499,3 +499,46 @@ async fn an_oco_is_reported_as_a_list_from_placement_to_all_done() {
         "every report names the list"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_placed_before_a_restart_is_still_reported_when_it_ends() {
+    let (mut weiport, dir, maker, taker) = two_traders().await;
+    let (status, oco) = weiport
+        .signed(
+            reqwest::Method::POST,
+            "/api/v3/orderList/oco",
+            &maker,
+            "symbol=ETHUSDT&side=SELL&quantity=1&aboveType=LIMIT_MAKER&abovePrice=3100&belowType=STOP_LOSS&belowStopPrice=2800",
+        )
+        .await;
+    assert_eq!(status, 200, "{oco}");
+    weiport.stop("TERM", Duration::from_secs(10));
+    weiport = Weiport::serve(dir.path(), &common::GENEROUS);
+    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
+    let key = created["listenKey"].as_str().unwrap().to_owned();
+    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3100",
+    )
+    .await;
+    let lists: Vec<Value> = drain(&mut stream)
+        .await
+        .into_iter()
+        .filter(|e| e["e"] == "listStatus")
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:#?}");
+    assert_eq!(
+        (
+            lists[0]["l"].clone(),
+            lists[0]["g"].clone(),
+            lists[0]["C"].clone()
+        ),
+        (
+            json!("ALL_DONE"),
+            oco["orderListId"].clone(),
+            oco["listClientOrderId"].clone()
+        )
+    );
+}

@@ -56,7 +56,9 @@ impl Exchange {
         capacity: usize,
         access: Arc<Access>,
     ) -> Result<Self, weiport_exchange::sequencer::SequencerError> {
-        let (streams, sink) = crate::streams::StreamHub::new(catalog.clone());
+        let history = History::new(store.clone(), catalog.clone());
+        let (streams, sink) =
+            crate::streams::StreamHub::new(catalog.clone(), Some(history.clone()));
         let sequencer = Sequencer::start_with(
             store.clone(),
             catalog.clone(),
@@ -66,7 +68,7 @@ impl Exchange {
         )?;
         tokio::spawn(streams.clone().run());
         Ok(Self {
-            history: History::new(store, catalog.clone()),
+            history,
             catalog,
             sequencer,
             access,

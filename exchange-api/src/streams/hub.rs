@@ -19,6 +19,7 @@ use weiport_exchange::view::View;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
 use super::user::{UserState, user_events};
+use weiport_exchange::history::History;
 
 /// A kline stream's `<interval>[@<zone>]`: the interval's length and the
 /// zone's offset from UTC, both in ms.
@@ -194,6 +195,8 @@ impl Book {
 /// The stream hub: subscriptions, and the fan-out of rendered events.
 pub struct StreamHub {
     catalog: Arc<Catalog>,
+    /// Where lists placed before the hub started are looked up.
+    history: Option<History>,
     /// Stream name → subscribed connections by id.
     subscribers: Mutex<HashMap<String, HashMap<u64, Arc<Connection>>>>,
     pub(super) next_connection: AtomicU64,
@@ -253,11 +256,13 @@ impl Sink for StreamSink {
 
 impl StreamHub {
     /// A hub over the catalog's markets and the sink that feeds it (give it
-    /// to the sequencer, then spawn [`StreamHub::run`]).
-    pub fn new(catalog: Arc<Catalog>) -> (Arc<Self>, StreamSink) {
+    /// to the sequencer, then spawn [`StreamHub::run`]); `history` tells it
+    /// of order lists placed before it started.
+    pub fn new(catalog: Arc<Catalog>, history: Option<History>) -> (Arc<Self>, StreamSink) {
         let (batches, receiver) = mpsc::unbounded_channel();
         let hub = Arc::new(Self {
             catalog,
+            history,
             subscribers: Mutex::default(),
             next_connection: AtomicU64::new(1),
             batches: Mutex::new(Some(receiver)),
@@ -382,7 +387,15 @@ impl StreamHub {
     fn user_events(&self, outcome: &Outcome, users: &mut UserState, event_us: u64) {
         let wanted = |account| !self.user_streams(account).is_empty();
         let now = event_us / 1000;
-        for (account, event) in user_events(&self.catalog, outcome, users, now, &wanted) {
+        let events = user_events(
+            &self.catalog,
+            self.history.as_ref(),
+            outcome,
+            users,
+            now,
+            &wanted,
+        );
+        for (account, event) in events {
             for stream in self.user_streams(account) {
                 self.publish(&stream, &event, event_us);
             }
@@ -687,7 +700,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_that_never_reads_is_dropped_and_the_others_keep_every_event_in_order() {
-        let (hub, _sink) = StreamHub::new(Arc::new(Catalog::new(vec![eth_usdt()])));
+        let (hub, _sink) = StreamHub::new(Arc::new(Catalog::new(vec![eth_usdt()])), None);
         let (stalled, _never_read) = connection(4);
         let (reader, mut frames) = connection(64);
         hub.subscribe(1, &stalled, "ethusdt@trade");

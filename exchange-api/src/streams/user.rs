@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value, json};
 use weiport_exchange::catalog::AssetId;
 use weiport_exchange::engine::{AccountId, Event, OrderStatus, Trade};
-use weiport_exchange::history::OrderView;
+use weiport_exchange::history::{History, OrderView};
 use weiport_exchange::order::{Contingency, OrderType, Side};
 use weiport_exchange::sequencer::Outcome;
 use weiport_exchange::{Amount, Catalog, MarketId};
@@ -57,10 +57,37 @@ impl Fill<'_> {
     }
 }
 
+/// What `listStatus` needs of a list placed before the hub started.
+fn stored_list(history: &History, account: AccountId, list_id: u64) -> Option<ListState> {
+    let list = history
+        .find_order_list(account, Some(list_id), None)
+        .ok()??;
+    let orders = list
+        .order_ids
+        .iter()
+        .map(|id| {
+            let order = history.order(list.market, *id).ok()??;
+            Some((
+                order.order_id,
+                order.client_order_id.clone(),
+                order.is_open(),
+            ))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(ListState {
+        account,
+        market: list.market,
+        contingency: list.contingency,
+        client_id: list.list_client_id,
+        orders,
+    })
+}
+
 /// `listStatus` for each order list whose orders the command changed:
 /// EXEC_STARTED / EXECUTING while any is open, then ALL_DONE.
 fn list_events(
     catalog: &Catalog,
+    history: Option<&History>,
     outcome: &Outcome,
     state: &mut UserState,
     now: u64,
@@ -91,6 +118,12 @@ fn list_events(
         let Some(list_id) = order.order_list_id else {
             continue;
         };
+        if !state.lists.contains_key(&list_id)
+            && let Some(known) = history.and_then(|h| stored_list(h, order.account, list_id))
+        {
+            // Placed before the hub started: from the history.
+            state.lists.insert(list_id, known);
+        }
         let Some(list) = state.lists.get_mut(&list_id) else {
             continue;
         };
@@ -138,6 +171,7 @@ fn list_events(
 /// every account either way.
 pub(super) fn user_events(
     catalog: &Catalog,
+    history: Option<&History>,
     outcome: &Outcome,
     state: &mut UserState,
     now: u64,
@@ -331,7 +365,7 @@ pub(super) fn user_events(
         }
     }
 
-    list_events(catalog, outcome, state, now, wanted, &mut out);
+    list_events(catalog, history, outcome, state, now, wanted, &mut out);
 
     let mut positions: BTreeMap<AccountId, BTreeMap<AssetId, (Amount, Amount)>> = BTreeMap::new();
     for event in &outcome.events {
