@@ -542,3 +542,68 @@ async fn a_list_placed_before_a_restart_is_still_reported_when_it_ends() {
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decrement_is_reported_to_both_orders_as_a_trade_prevention() {
+    let (weiport, _dir, _maker, taker) = two_traders().await;
+    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &taker, "").await;
+    let key = created["listenKey"].as_str().unwrap().to_owned();
+    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let bid = order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=3&price=3000",
+    )
+    .await;
+    // The account holds only USDT: it is credited the ETH it then offers
+    // into its own bid, which DECREMENT stops.
+    let (status, _) = weiport
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/credit", taker.account),
+            json!({"asset": "ETH", "amount": "1"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let sell = order(
+        &weiport,
+        &taker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000&selfTradePreventionMode=DECREMENT",
+    )
+    .await;
+    let reports: Vec<Value> = drain(&mut stream)
+        .await
+        .into_iter()
+        .filter(|e| e["e"] == "executionReport" && e["x"] == "TRADE_PREVENTION")
+        .collect();
+    let seen: Vec<(Value, Value, Value, Value)> = reports
+        .iter()
+        .map(|e| {
+            (
+                e["i"].clone(),
+                e["X"].clone(),
+                e["B"].clone(),
+                e["U"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                sell["orderId"].clone(),
+                json!("EXPIRED_IN_MATCH"),
+                json!("1.00000000"),
+                bid["orderId"].clone()
+            ),
+            (
+                bid["orderId"].clone(),
+                json!("NEW"),
+                json!("1.00000000"),
+                sell["orderId"].clone()
+            ),
+        ],
+        "{reports:#?}"
+    );
+    assert_eq!(reports[0]["v"], reports[1]["v"]);
+}

@@ -193,6 +193,15 @@ pub(super) fn user_events(
             .or_default()
             .push(Fill { trade, maker: true });
     }
+    // Each order's last prevented match: its id, what the order lost, and
+    // the order it would have met.
+    let mut prevented: HashMap<(MarketId, u64), (u64, Amount, u64)> = HashMap::new();
+    for event in &outcome.events {
+        if let Event::Prevented(p) = event {
+            prevented.insert((p.market, p.taker.0), (p.id, p.taker_quantity, p.maker.0));
+            prevented.insert((p.market, p.maker.0), (p.id, p.maker_quantity, p.taker.0));
+        }
+    }
     let mut report = |order: &OrderView,
                       execution: &str,
                       status: OrderStatus,
@@ -259,6 +268,16 @@ pub(super) fn user_events(
             "W": working_time(order),
             "V": stp_name(order.stp),
         });
+        if execution == "TRADE_PREVENTION"
+            && let Some((id, quantity, counter)) = prevented.get(&(order.market, order.order_id))
+        {
+            // `A` is this match's quantity: earlier matches are not summed.
+            event["v"] = json!(id);
+            event["A"] = json!(quantity.to_string());
+            event["B"] = json!(quantity.to_string());
+            event["U"] = json!(counter);
+            event["Cs"] = json!(symbol);
+        }
         if let Some(delta) = order.trailing_delta {
             event["d"] = json!(delta);
             event["D"] = json!(order.trailing_ms.map_or(-1, |ms| ms as i64));
@@ -272,6 +291,17 @@ pub(super) fn user_events(
             Event::Triggered { market, order_id } => Some((*market, *order_id)),
             _ => None,
         })
+        .collect();
+    let decremented: Vec<(MarketId, u64)> = outcome
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Prevented(p) if p.mode == weiport_exchange::StpMode::Decrement => {
+                Some([(p.market, p.taker.0), (p.market, p.maker.0)])
+            }
+            _ => None,
+        })
+        .flatten()
         .collect();
     let amended: Vec<(MarketId, u64)> = outcome
         .events
@@ -320,6 +350,10 @@ pub(super) fn user_events(
         }
         if amended.contains(&key) {
             report(order, "REPLACED", order.status, None);
+        }
+        // DECREMENT took quantity off an order that goes on.
+        if order.is_open() && decremented.contains(&key) {
+            report(order, "TRADE_PREVENTION", order.status, None);
         }
         // Running totals from what the order had before this command.
         let (done, done_quote) = own.iter().fold((Amount::ZERO, Amount::ZERO), |(q, v), f| {
