@@ -45,6 +45,13 @@ async fn listen_key(
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
+/// A new listen key of `key`'s account, and a connection to its stream.
+async fn user_stream(weiport: &Weiport, key: &Key) -> Socket {
+    let (_, created) = listen_key(weiport, reqwest::Method::POST, key, "").await;
+    let listen = created["listenKey"].as_str().unwrap().to_owned();
+    connect(weiport, &format!("/ws/{listen}")).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_account_only() {
     let (weiport, _dir, maker, taker) = two_traders().await;
@@ -366,9 +373,7 @@ async fn the_websocket_api_logs_on_with_ed25519_and_ends_streams_with_event_stre
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_order_is_reported_waiting_then_working_when_its_trigger_trades() {
     let (weiport, _dir, maker, taker) = two_traders().await;
-    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
-    let key = created["listenKey"].as_str().unwrap().to_owned();
-    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let mut stream = user_stream(&weiport, &maker).await;
     // A trade at `price`: the taker bids 0.1, the maker sells into it.
     let trade_at = |price: &'static str| {
         let (weiport, maker, taker) = (&weiport, &maker, &taker);
@@ -438,9 +443,7 @@ async fn a_stop_order_is_reported_waiting_then_working_when_its_trigger_trades()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oco_is_reported_as_a_list_from_placement_to_all_done() {
     let (weiport, _dir, maker, taker) = two_traders().await;
-    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
-    let key = created["listenKey"].as_str().unwrap().to_owned();
-    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let mut stream = user_stream(&weiport, &maker).await;
     let (status, oco) = weiport
         .signed(
             reqwest::Method::POST,
@@ -514,9 +517,7 @@ async fn a_list_placed_before_a_restart_is_still_reported_when_it_ends() {
     assert_eq!(status, 200, "{oco}");
     weiport.stop("TERM", Duration::from_secs(10));
     weiport = Weiport::serve(dir.path(), &common::GENEROUS);
-    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &maker, "").await;
-    let key = created["listenKey"].as_str().unwrap().to_owned();
-    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let mut stream = user_stream(&weiport, &maker).await;
     order(
         &weiport,
         &taker,
@@ -546,9 +547,7 @@ async fn a_list_placed_before_a_restart_is_still_reported_when_it_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decrement_is_reported_to_both_orders_as_a_trade_prevention() {
     let (weiport, _dir, _maker, taker) = two_traders().await;
-    let (_, created) = listen_key(&weiport, reqwest::Method::POST, &taker, "").await;
-    let key = created["listenKey"].as_str().unwrap().to_owned();
-    let mut stream = connect(&weiport, &format!("/ws/{key}")).await;
+    let mut stream = user_stream(&weiport, &taker).await;
     let bid = order(
         &weiport,
         &taker,

@@ -211,6 +211,15 @@ impl Market {
         }
     }
 
+    /// Whether `prices` lie on the tick and `quantity` on the step, none of
+    /// them zero: the engine's own check, whatever checked the order before.
+    pub fn on_grid(&self, prices: &[Option<Amount>], quantity: Option<Amount>) -> bool {
+        let on = |value: Option<Amount>, grid: Amount| {
+            value.is_none_or(|v| !v.is_zero() && v.units().is_multiple_of(grid.units().max(1)))
+        };
+        prices.iter().all(|price| on(*price, self.tick_size)) && on(quantity, self.step_size)
+    }
+
     /// TRAILING_DELTA: `delta` basis points within the market's range.
     pub fn check_trailing_delta(&self, delta: u32) -> Result<(), FilterFailure> {
         if (self.min_trailing_delta..=self.max_trailing_delta).contains(&delta) {

@@ -19,8 +19,7 @@ impl Engine {
     ) -> Result<(), Reject> {
         let index = usize::from(market.0);
         let book = self.books.get_mut(index).ok_or(Reject::UnknownSymbol)?;
-        let step = book.market.step_size.units().max(1);
-        if quantity.is_zero() || !quantity.units().is_multiple_of(step) {
+        if !book.market.on_grid(&[], Some(quantity)) {
             return Err(Reject::OffGrid);
         }
         if let Some(list) = book

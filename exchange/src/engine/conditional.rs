@@ -32,13 +32,9 @@ impl Engine {
             .books
             .get_mut(usize::from(order.market.0))
             .ok_or(Reject::UnknownSymbol)?;
-        let (tick, step) = (book.market.tick_size.units(), book.market.step_size.units());
-        let off_grid = |value: Option<Amount>, grid: u64| {
-            value.is_some_and(|v| v.is_zero() || v.units() % grid.max(1) != 0)
-        };
-        if off_grid(order.price, tick)
-            || off_grid(trigger.stop_price, tick)
-            || off_grid(Some(quantity), step)
+        if !book
+            .market
+            .on_grid(&[order.price, trigger.stop_price], Some(quantity))
         {
             return Err(Reject::OffGrid);
         }

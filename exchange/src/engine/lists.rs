@@ -149,14 +149,8 @@ impl Engine {
         if !trigger_fits || (conditional && order.quote_quantity.is_some()) {
             return Err(Reject::BadTrigger);
         }
-        let (tick, step) = (book.market.tick_size.units(), book.market.step_size.units());
-        let off_grid = |value: Option<Amount>, grid: u64| {
-            value.is_some_and(|v| v.is_zero() || v.units() % grid.max(1) != 0)
-        };
-        if off_grid(order.price, tick)
-            || off_grid(order.trigger.and_then(|t| t.stop_price), tick)
-            || off_grid(order.quantity, step)
-        {
+        let stop = order.trigger.and_then(|t| t.stop_price);
+        if !book.market.on_grid(&[order.price, stop], order.quantity) {
             return Err(Reject::OffGrid);
         }
         if let Some(id) = &order.client_order_id

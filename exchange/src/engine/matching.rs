@@ -98,12 +98,7 @@ impl Engine {
             .books
             .get_mut(usize::from(order.market.0))
             .ok_or(Reject::UnknownSymbol)?;
-        let off_grid = |value: Option<Amount>, grid: Amount| {
-            value.is_some_and(|v| v.is_zero() || v.units() % grid.units().max(1) != 0)
-        };
-        if off_grid(order.price, book.market.tick_size)
-            || off_grid(order.quantity, book.market.step_size)
-        {
+        if !book.market.on_grid(&[order.price], order.quantity) {
             return Err(Reject::OffGrid);
         }
         if let Some(id) = &order.client_order_id

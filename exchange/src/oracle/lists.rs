@@ -306,12 +306,9 @@ impl Model {
                 if !trigger_ok || (conditional && order.quote_quantity.is_some()) {
                     return Err(Reject::BadTrigger);
                 }
-                let off = |v: Option<Amount>, grid: Amount| {
-                    v.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
-                };
-                if off(order.price, market.tick_size)
-                    || off(order.trigger.and_then(|t| t.stop_price), market.tick_size)
-                    || off(order.quantity, market.step_size)
+                if off_grid(order.price, market.tick_size)
+                    || off_grid(order.trigger.and_then(|t| t.stop_price), market.tick_size)
+                    || off_grid(order.quantity, market.step_size)
                 {
                     return Err(Reject::OffGrid);
                 }
@@ -413,7 +410,7 @@ impl Model {
             .market(market)
             .ok_or(Reject::UnknownSymbol)?
             .step_size;
-        if quantity.is_zero() || !quantity.units().is_multiple_of(step.units()) {
+        if off_grid(Some(quantity), step) {
             return Err(Reject::OffGrid);
         }
         let (base, quote) = self.catalog.pair(market).expect("a known market");

@@ -311,6 +311,11 @@ impl Book {
     }
 }
 
+/// Whether `value` (if any) is zero or off `grid`.
+fn off_grid(value: Option<Amount>, grid: Amount) -> bool {
+    value.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
+}
+
 fn sum(a: Amount, b: Amount) -> Amount {
     a.checked_add(b).expect("model: totals fit")
 }

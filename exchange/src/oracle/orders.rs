@@ -85,9 +85,6 @@ impl Model {
             .ok_or(Reject::UnknownSymbol)?
             .clone();
         let (base, quote) = self.catalog.pair(order.market).expect("a known market");
-        let off_grid = |value: Option<Amount>, grid: Amount| {
-            value.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
-        };
         if off_grid(order.price, market.tick_size)
             || off_grid(trigger.stop_price, market.tick_size)
             || off_grid(Some(quantity), market.step_size)
@@ -256,9 +253,6 @@ impl Model {
             .ok_or(Reject::UnknownSymbol)?
             .clone();
         let (base, quote) = self.catalog.pair(order.market).expect("a known market");
-        let off_grid = |value: Option<Amount>, grid: Amount| {
-            value.is_some_and(|v| v.is_zero() || v.units() % grid.units() != 0)
-        };
         if off_grid(order.price, market.tick_size) || off_grid(order.quantity, market.step_size) {
             return Err(Reject::OffGrid);
         }
