@@ -82,6 +82,8 @@ pub struct Config {
     pub node: NodeConfig,
     /// The balance indexer.
     pub indexer: IndexerSection,
+    /// The on-chain wallet: deposits, sweeps, withdrawals.
+    pub wallet: WalletSection,
     /// RocksDB tuning.
     pub storage: StorageConfig,
     /// Logging.
@@ -124,6 +126,38 @@ pub struct SandboxConfig {
     pub chain_transfer_ms: u64,
     /// The market maker and its taker flow.
     pub market_maker: weiport_sandbox::MakerSettings,
+}
+
+/// `[wallet]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalletSection {
+    /// Whether the wallet runs (it needs the indexer).
+    pub enabled: bool,
+    /// The hot wallet's private key (hex); empty for the dev default.
+    pub hot_wallet_key: String,
+    /// The exchange asset that is the chain's coin.
+    pub coin: String,
+    /// The network's name.
+    pub network: String,
+    /// Whether deposits are credited.
+    pub deposit_enable: bool,
+    /// Whether withdrawals are taken.
+    pub withdraw_enable: bool,
+    /// Fee per withdrawal.
+    pub withdraw_fee: weiport_exchange::Amount,
+    /// Smallest withdrawal.
+    pub withdraw_min: weiport_exchange::Amount,
+    /// Largest withdrawal.
+    pub withdraw_max: weiport_exchange::Amount,
+    /// Deposit addresses holding this much are swept.
+    pub sweep_threshold: weiport_exchange::Amount,
+    /// Gas limit of a withdrawal to an address with code.
+    pub contract_gas_limit: u64,
+    /// Seconds before a stuck withdrawal transaction is replaced.
+    pub replace_after_secs: u64,
+    /// Milliseconds between passes.
+    pub poll_ms: u64,
 }
 
 /// `[admin]`.
@@ -335,6 +369,32 @@ pub enum LogFormat {
     Json,
 }
 
+impl WalletSection {
+    /// The wallet's settings over the exchange's `catalog`.
+    pub fn config(
+        &self,
+        catalog: &weiport_exchange::Catalog,
+        confirmations: u64,
+    ) -> Option<weiport_wallet::WalletConfig> {
+        Some(weiport_wallet::WalletConfig {
+            confirmations,
+            asset: catalog.asset_id(&self.coin)?,
+            coin: self.coin.clone(),
+            network: self.network.clone(),
+            deposit_enable: self.deposit_enable,
+            withdraw_enable: self.withdraw_enable,
+            withdraw_fee: self.withdraw_fee,
+            withdraw_min: self.withdraw_min,
+            withdraw_max: self.withdraw_max,
+            sweep_threshold: alloy_primitives::U256::from(self.sweep_threshold.units())
+                * alloy_primitives::U256::from(weiport_wallet::WEI_PER_UNIT),
+            contract_gas_limit: self.contract_gas_limit,
+            replace_after: std::time::Duration::from_secs(self.replace_after_secs),
+            poll: std::time::Duration::from_millis(self.poll_ms),
+        })
+    }
+}
+
 impl Config {
     /// Loads defaults, then `file`, then the given environment variables.
     pub fn load(
@@ -399,6 +459,9 @@ impl Config {
         let mut shown = self.clone();
         if !shown.admin.token.is_empty() {
             shown.admin.token = "(set, not shown)".into();
+        }
+        if !shown.wallet.hot_wallet_key.is_empty() {
+            shown.wallet.hot_wallet_key = "(set, not shown)".into();
         }
         shown
     }
@@ -477,6 +540,30 @@ impl Config {
         }
         if let Err(e) = self.exchange.validate() {
             return invalid("exchange.markets", &e.to_string());
+        }
+        if self.exchange.deposit_confirmations == 0 {
+            return invalid("exchange.deposit_confirmations", "must be at least 1");
+        }
+        if self.wallet.enabled {
+            if !self
+                .exchange
+                .markets
+                .iter()
+                .any(|m| m.base == self.wallet.coin || m.quote == self.wallet.coin)
+            {
+                return invalid("wallet.coin", "no market trades it");
+            }
+            if !self.wallet.hot_wallet_key.is_empty()
+                && weiport_wallet::hot_wallet(&self.wallet.hot_wallet_key).is_err()
+            {
+                return invalid("wallet.hot_wallet_key", "not a 32-byte hex private key");
+            }
+            if self.wallet.withdraw_min > self.wallet.withdraw_max {
+                return invalid("wallet.withdraw_min", "above wallet.withdraw_max");
+            }
+            if self.wallet.poll_ms == 0 {
+                return invalid("wallet.poll_ms", "must be at least 1");
+            }
         }
         if self.storage.background_jobs < 1 {
             return invalid("storage.background_jobs", "must be at least 1");
@@ -683,5 +770,21 @@ mod tests {
     #[test]
     fn variables_that_are_not_config_keys_are_left_alone() {
         Config::load(None, env(&[("WEIPORT_MASTER_KEY", "k"), ("OTHER", "x")])).unwrap();
+    }
+
+    #[test]
+    fn the_hot_wallet_key_is_checked_and_never_printed() {
+        let key = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6";
+        let config = Config::load(None, env(&[("WEIPORT_WALLET__HOT_WALLET_KEY", key)])).unwrap();
+        let shown = toml::to_string(&config.redacted()).unwrap();
+        assert!(!shown.contains(&key[2..]), "{shown}");
+        let err = Config::load(None, env(&[("WEIPORT_WALLET__HOT_WALLET_KEY", "0x12")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("wallet.hot_wallet_key"), "{err}");
+        let err = Config::load(None, env(&[("WEIPORT_WALLET__COIN", "DOGE")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("wallet.coin"), "{err}");
     }
 }

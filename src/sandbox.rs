@@ -132,7 +132,15 @@ pub async fn run(mut config: Config, args: SandboxArgs) -> anyhow::Result<()> {
     }
     if config.sandbox.chain_transfer_ms > 0 {
         let node = weiport_indexer::NodeClient::new(&config.node.url, config.node.options())?;
-        match ChainTraffic::prepare(node).await {
+        // The hot wallet signs its own transactions: traffic never uses its nonces.
+        let reserved: Vec<_> = server
+            .exchange
+            .wallet
+            .get()
+            .map(|wallet| wallet.hot_address())
+            .into_iter()
+            .collect();
+        match ChainTraffic::prepare(node, &reserved).await {
             Ok(Some(traffic)) => {
                 activity.spawn(weiport_sandbox::chain::run(
                     traffic,

@@ -154,6 +154,7 @@ pub struct Server {
     stop_tx: tokio::sync::watch::Sender<bool>,
     servers: tokio::task::JoinSet<std::io::Result<()>>,
     indexer_job: Option<tokio::task::JoinHandle<()>>,
+    wallet_job: Option<tokio::task::JoinHandle<()>>,
     grace: Duration,
 }
 
@@ -209,6 +210,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         },
     );
     let exchange = Arc::new(open_exchange(config, &store, &access)?);
+    let wallet_job = start_wallet(config, &store, &exchange, stop_rx.clone())?;
     tokio::spawn(weiport_exchange_api::streams::push_tickers(Arc::downgrade(
         &exchange,
     )));
@@ -255,6 +257,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         stop_tx,
         servers,
         indexer_job,
+        wallet_job,
         grace: Duration::from_secs(config.server.shutdown_grace_secs),
     })
 }
@@ -294,6 +297,9 @@ impl Server {
         if let Some(job) = self.indexer_job {
             let _ = job.await;
         }
+        if let Some(job) = self.wallet_job {
+            let _ = job.await;
+        }
         // The engine thread finishes its queue when the last handle goes.
         drop(self.exchange);
         self.store
@@ -320,6 +326,74 @@ impl weiport_coingecko_api::Markets for ExchangeMarkets {
     fn history(&self) -> &weiport_exchange::history::History {
         &self.0.history
     }
+}
+
+/// The exchange as the wallet drives it: commands and the chain part of the
+/// read side. Weak, so the engine stops when the server lets it go.
+struct ExchangeLedger(std::sync::Weak<weiport_exchange_api::Exchange>);
+
+impl weiport_wallet::Ledger for ExchangeLedger {
+    fn submit(
+        &self,
+        command: weiport_exchange::engine::Command,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<
+                        Arc<weiport_exchange::sequencer::Outcome>,
+                        weiport_exchange::sequencer::SequencerError,
+                    >,
+                > + Send,
+        >,
+    > {
+        let exchange = self.0.clone();
+        Box::pin(async move {
+            match exchange.upgrade() {
+                Some(exchange) => exchange.sequencer.submit(command).await,
+                None => Err(weiport_exchange::sequencer::SequencerError::Stopped),
+            }
+        })
+    }
+
+    fn chain(&self) -> weiport_exchange::view::ChainView {
+        self.0
+            .upgrade()
+            .map(|exchange| exchange.sequencer.view().chain.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Opens the on-chain wallet over the indexed node and starts its loop
+/// (unless disabled, or without the indexer it reads deposits from).
+fn start_wallet(
+    config: &Config,
+    store: &Store,
+    exchange: &Arc<weiport_exchange_api::Exchange>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    if !config.wallet.enabled || !config.indexer.enabled {
+        return Ok(None);
+    }
+    let settings = config
+        .wallet
+        .config(&exchange.catalog, config.exchange.deposit_confirmations)
+        .context("wallet.coin names no asset of the exchange")?;
+    let from_env = std::env::var("WEIPORT_MASTER_KEY").ok();
+    let master =
+        weiport_access::MasterKey::load(from_env.as_deref(), &config.data_dir.join("master.key"))
+            .context("loading the master key")?;
+    let hot = match config.wallet.hot_wallet_key.as_str() {
+        "" => None,
+        key => Some(weiport_wallet::hot_wallet(key).context("wallet.hot_wallet_key")?),
+    };
+    let node = NodeClient::new(&config.node.url, config.node.options()).context("node.url")?;
+    let wallet = Arc::new(
+        weiport_wallet::Wallet::open(store.clone(), node, &master, hot, settings)
+            .context("opening the wallet")?,
+    );
+    let _ = exchange.wallet.set(wallet.clone());
+    let ledger = Arc::new(ExchangeLedger(Arc::downgrade(exchange)));
+    Ok(Some(tokio::spawn(wallet.run(ledger, stop))))
 }
 
 /// Replays the exchange's command log and starts its engine thread.

@@ -13,6 +13,7 @@ use weiport_exchange::catalog::{Catalog, MarketId};
 
 pub(crate) use crate::account::*;
 pub(crate) use crate::calendar::*;
+pub(crate) use crate::capital::*;
 use crate::error::BinanceError;
 pub(crate) use crate::extract::*;
 pub(crate) use crate::lists::*;
@@ -43,6 +44,8 @@ pub struct Exchange {
     pub depth_cache: std::sync::Mutex<std::collections::HashMap<(MarketId, usize), (u64, Bytes)>>,
     /// The WebSocket streams, fed by the sequencer.
     pub streams: Arc<crate::streams::StreamHub>,
+    /// The on-chain wallet (deposits and withdrawals), when the server runs one.
+    pub wallet: std::sync::OnceLock<Arc<weiport_wallet::Wallet>>,
 }
 
 impl Exchange {
@@ -74,6 +77,7 @@ impl Exchange {
             access,
             depth_cache: Default::default(),
             streams,
+            wallet: std::sync::OnceLock::new(),
         })
     }
 }
@@ -198,6 +202,12 @@ pub(crate) fn engine_refusal(reject: Reject) -> BinanceError {
         Reject::BadTrigger => (
             -1102,
             "Mandatory parameter 'stopPrice' was not sent, was empty/null, or malformed.",
+        ),
+        // Chain commands come from the wallet, never from a request's
+        // parameters; a refusal of one is the server's own state.
+        Reject::DepositCredited | Reject::UnknownWithdrawal => (
+            -1000,
+            "An unknown error occurred while processing the request.",
         ),
     };
     BinanceError::bad(code, msg)

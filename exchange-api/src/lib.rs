@@ -12,6 +12,7 @@
 mod account;
 pub mod api;
 mod calendar;
+mod capital;
 pub mod error;
 mod extract;
 mod lists;

@@ -552,6 +552,74 @@ fn routes() -> Vec<Route> {
         ),
         route(
             "GET",
+            "/sapi/v1/capital/deposit/address",
+            "The account's deposit address for a coin",
+            read(10),
+            &[&["coin", "network", "amount"]],
+            || get(api::deposit_address),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/capital/deposit/hisrec",
+            "Deposits: pending (0), credited (6), swept (1)",
+            read(1),
+            &[&[
+                "coin",
+                "status",
+                "startTime",
+                "endTime",
+                "offset",
+                "limit",
+                "txId",
+                "includeSource",
+            ]],
+            || get(api::deposit_history),
+        ),
+        route(
+            "POST",
+            "/sapi/v1/capital/withdraw/apply",
+            "Withdraw on chain (withdraw permission and an IP allow-list on the key)",
+            Endpoint::new(Security::Signed(Permission::Withdraw)).weight(900),
+            &[&[
+                "coin",
+                "withdrawOrderId",
+                "network",
+                "address",
+                "addressTag",
+                "amount",
+                "transactionFeeFlag",
+                "name",
+                "walletType",
+            ]],
+            || post(api::withdraw),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/capital/withdraw/history",
+            "Withdrawals: processing (4), failed and refunded (5), completed (6)",
+            read(10),
+            &[&[
+                "coin",
+                "withdrawOrderId",
+                "status",
+                "offset",
+                "limit",
+                "idList",
+                "startTime",
+                "endTime",
+            ]],
+            || get(api::withdraw_history),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/asset/assetDetail",
+            "Per asset: deposit and withdrawal status, minimum and fee",
+            read(1),
+            &[&["asset"]],
+            || get(api::asset_detail),
+        ),
+        route(
+            "GET",
             "/sapi/v1/margin/allPairs",
             "Cross-margin pairs (none)",
             public(1),
@@ -789,6 +857,7 @@ pub fn admin_router(exchange: Arc<Exchange>) -> Router {
     Router::new()
         .route("/admin/accounts/{id}/credit", post(transfer::<true>))
         .route("/admin/accounts/{id}/debit", post(transfer::<false>))
+        .route("/admin/wallet", get(crate::capital::wallet_report))
         .with_state(exchange)
 }
 

@@ -18,6 +18,7 @@ pub(crate) async fn capital_config(
 ) -> Answer {
     let view = exchange.sequencer.view();
     let held = view.accounts.get(&account);
+    let wallet = exchange.wallet.get();
     let out: Vec<Value> = exchange
         .catalog
         .assets()
@@ -26,12 +27,25 @@ pub(crate) async fn capital_config(
                 .and_then(|a| a.balances.get(&id))
                 .copied()
                 .unwrap_or_default();
+            // What this account's pending withdrawals of the asset hold.
+            let withdrawing = view
+                .chain
+                .withdrawals
+                .values()
+                .filter(|w| w.account == account && w.asset == id)
+                .filter(|w| w.stage == weiport_exchange::engine::WithdrawalStage::Requested)
+                .filter_map(|w| w.amount.checked_add(w.fee))
+                .fold(weiport_exchange::Amount::ZERO, |sum, a| {
+                    sum.checked_add(a).unwrap_or(sum)
+                });
+            let chain = wallet.filter(|w| w.config().asset == id);
             json!({
                 "coin": name, "name": name, "free": free.to_string(), "locked": locked.to_string(),
-                "freeze": "0", "withdrawing": "0", "ipoing": "0", "ipoable": "0", "storage": "0",
+                "freeze": "0", "withdrawing": withdrawing.to_string(), "ipoing": "0", "ipoable": "0", "storage": "0",
                 "isLegalMoney": false, "trading": true,
-                "depositAllEnable": false, "withdrawAllEnable": false,
-                "networkList": [],
+                "depositAllEnable": chain.is_some_and(|w| w.config().deposit_enable),
+                "withdrawAllEnable": chain.is_some_and(|w| w.withdrawals_open()),
+                "networkList": chain.map_or(json!([]), |w| crate::capital::network_list(w)),
             })
         })
         .collect();

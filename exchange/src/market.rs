@@ -283,6 +283,14 @@ pub struct ExchangeConfig {
     pub queue_capacity: usize,
     /// The markets.
     pub markets: Vec<Market>,
+    /// Blocks an on-chain deposit or withdrawal must be under (its own
+    /// included) before it is credited or completed.
+    #[serde(default = "default_confirmations")]
+    pub deposit_confirmations: u64,
+}
+
+fn default_confirmations() -> u64 {
+    12
 }
 
 impl ExchangeConfig {
@@ -432,6 +440,7 @@ mod tests {
             fee_account: 0,
             queue_capacity: 16,
             markets: vec![eth_usdt(), eth_usdt()],
+            deposit_confirmations: 12,
         };
         assert_eq!(config.validate().unwrap_err().problem, "defined twice");
     }

@@ -204,6 +204,41 @@ fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             asset: catalog.asset(*asset).to_owned(),
             amount: amount.units(),
         },
+        Command::Deposit {
+            account,
+            asset,
+            amount,
+            deposit_id,
+        } => CommandRecord::Deposit {
+            account: *account,
+            asset: catalog.asset(*asset).to_owned(),
+            amount: amount.units(),
+            deposit_id: *deposit_id,
+        },
+        Command::Withdraw {
+            account,
+            asset,
+            amount,
+            fee,
+            client_id,
+            destination,
+            requested_ms,
+        } => CommandRecord::Withdraw {
+            account: *account,
+            asset: catalog.asset(*asset).to_owned(),
+            amount: amount.units(),
+            fee: fee.units(),
+            client_id: client_id.as_deref().map(str::to_owned),
+            destination: *destination,
+            requested_ms: *requested_ms,
+        },
+        Command::SettleWithdrawal {
+            withdrawal_id,
+            completed,
+        } => CommandRecord::SettleWithdrawal {
+            withdrawal_id: *withdrawal_id,
+            completed: *completed,
+        },
         Command::Place {
             account,
             order,
@@ -327,6 +362,41 @@ fn from_record(
             account,
             asset: asset(&name)?,
             amount: Amount::from_units(amount),
+        },
+        CommandRecord::Deposit {
+            account,
+            asset: name,
+            amount,
+            deposit_id,
+        } => Command::Deposit {
+            account,
+            asset: asset(&name)?,
+            amount: Amount::from_units(amount),
+            deposit_id,
+        },
+        CommandRecord::Withdraw {
+            account,
+            asset: name,
+            amount,
+            fee,
+            client_id,
+            destination,
+            requested_ms,
+        } => Command::Withdraw {
+            account,
+            asset: asset(&name)?,
+            amount: Amount::from_units(amount),
+            fee: Amount::from_units(fee),
+            client_id: client_id.map(String::into_boxed_str),
+            destination,
+            requested_ms,
+        },
+        CommandRecord::SettleWithdrawal {
+            withdrawal_id,
+            completed,
+        } => Command::SettleWithdrawal {
+            withdrawal_id,
+            completed,
         },
         CommandRecord::Place {
             account,

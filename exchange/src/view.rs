@@ -10,7 +10,7 @@ use weiport_storage::CandleRow;
 
 use crate::amount::Amount;
 use crate::catalog::{AssetId, Catalog, MarketId};
-use crate::engine::{AccountId, Event, Trade};
+use crate::engine::{AccountId, Event, Trade, WithdrawalStage};
 use crate::history::{CANDLE_MS, Changes, OrderView};
 use crate::order::Side;
 
@@ -141,6 +141,43 @@ pub struct View {
     pub accounts: HashMap<AccountId, AccountView>,
     /// Commands applied (the log's last sequence number).
     pub sequence: u64,
+    /// Deposits credited and withdrawals, as the engine ended them.
+    pub chain: ChainView,
+}
+
+/// Funds that crossed the chain, as the engine has them.
+#[derive(Debug, Default, Clone)]
+pub struct ChainView {
+    /// The last deposit id credited (0: none).
+    pub last_deposit_id: u64,
+    /// Every withdrawal by id.
+    pub withdrawals: BTreeMap<u64, WithdrawalView>,
+    /// Per asset: every deposit credited, summed.
+    pub deposited: BTreeMap<AssetId, Amount>,
+    /// Per asset: what completed withdrawals took out of the ledger (their
+    /// amounts; their fees stay, with the fee account).
+    pub withdrawn: BTreeMap<AssetId, Amount>,
+}
+
+/// One withdrawal as the engine has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithdrawalView {
+    /// Account.
+    pub account: AccountId,
+    /// Asset.
+    pub asset: AssetId,
+    /// What leaves on chain.
+    pub amount: Amount,
+    /// What the exchange keeps.
+    pub fee: Amount,
+    /// Requested (pending), Completed or Failed.
+    pub stage: WithdrawalStage,
+    /// Where it goes (20 bytes).
+    pub destination: [u8; 20],
+    /// When it was asked for, ms.
+    pub requested_ms: u64,
+    /// The client's id for it.
+    pub client_id: Option<Box<str>>,
 }
 
 impl View {
@@ -150,6 +187,7 @@ impl View {
             markets: catalog.markets().map(|_| MarketView::default()).collect(),
             accounts: HashMap::new(),
             sequence: 0,
+            chain: ChainView::default(),
         }
     }
 
@@ -200,6 +238,52 @@ impl View {
                         market.set_level(*side, *price, *quantity);
                         market.update_id = self.sequence;
                     }
+                }
+                Event::Deposited {
+                    deposit_id,
+                    asset,
+                    amount,
+                    ..
+                } => {
+                    self.chain.last_deposit_id = *deposit_id;
+                    let sum = self.chain.deposited.entry(*asset).or_default();
+                    *sum = sum.saturating_add(*amount);
+                }
+                Event::Withdrawal {
+                    withdrawal_id,
+                    account,
+                    asset,
+                    amount,
+                    fee,
+                    stage,
+                    destination,
+                    requested_ms,
+                } if *stage != WithdrawalStage::Repeated => {
+                    if *stage == WithdrawalStage::Completed {
+                        let sum = self.chain.withdrawn.entry(*asset).or_default();
+                        *sum = sum.saturating_add(*amount);
+                    }
+                    let client_id = match &changes.withdrawal_client_id {
+                        Some((id, name)) if id == withdrawal_id => Some(name.clone()),
+                        _ => self
+                            .chain
+                            .withdrawals
+                            .get(withdrawal_id)
+                            .and_then(|w| w.client_id.clone()),
+                    };
+                    self.chain.withdrawals.insert(
+                        *withdrawal_id,
+                        WithdrawalView {
+                            account: *account,
+                            asset: *asset,
+                            amount: *amount,
+                            fee: *fee,
+                            stage: *stage,
+                            destination: *destination,
+                            requested_ms: *requested_ms,
+                            client_id,
+                        },
+                    );
                 }
                 _ => {}
             }

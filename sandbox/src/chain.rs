@@ -54,8 +54,13 @@ pub struct ChainTraffic {
 impl ChainTraffic {
     /// Deploys the forwarder from the node's first unlocked account; none
     /// when the node has no unlocked accounts (a node that is not a dev node).
-    pub async fn prepare(node: NodeClient) -> Result<Option<Self>, TrafficError> {
-        let senders = node.accounts().await?;
+    /// Accounts in `reserved` never send (another signer owns their nonces).
+    pub async fn prepare(
+        node: NodeClient,
+        reserved: &[Address],
+    ) -> Result<Option<Self>, TrafficError> {
+        let mut senders = node.accounts().await?;
+        senders.retain(|account| !reserved.contains(account));
         let Some(&deployer) = senders.first() else {
             return Ok(None);
         };

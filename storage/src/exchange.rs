@@ -54,6 +54,41 @@ pub enum CommandRecord {
         /// Amount in 10^-8 units.
         amount: u64,
     },
+    /// An on-chain deposit credited (ids only grow).
+    Deposit {
+        /// Account.
+        account: u64,
+        /// Asset.
+        asset: String,
+        /// Amount in 10^-8 units.
+        amount: u64,
+        /// The deposit's id.
+        deposit_id: u64,
+    },
+    /// A withdrawal asked for: amount and fee held from the account.
+    Withdraw {
+        /// Account.
+        account: u64,
+        /// Asset.
+        asset: String,
+        /// Amount in 10^-8 units.
+        amount: u64,
+        /// Fee in 10^-8 units.
+        fee: u64,
+        /// The client's id for it.
+        client_id: Option<String>,
+        /// Where it goes (20 bytes).
+        destination: [u8; 20],
+        /// When it was asked for, ms.
+        requested_ms: u64,
+    },
+    /// A withdrawal ended: completed on chain, or failed and refunded.
+    SettleWithdrawal {
+        /// Its id.
+        withdrawal_id: u64,
+        /// Whether it completed.
+        completed: bool,
+    },
     /// An order placed.
     Place {
         /// Account.
@@ -230,6 +265,44 @@ impl CommandRecord {
                 w.bytes(asset.as_bytes());
                 w.u64(*amount);
             }
+            Self::Deposit {
+                account,
+                asset,
+                amount,
+                deposit_id,
+            } => {
+                w.u8(9);
+                w.u64(*account);
+                w.bytes(asset.as_bytes());
+                w.u64(*amount);
+                w.u64(*deposit_id);
+            }
+            Self::Withdraw {
+                account,
+                asset,
+                amount,
+                fee,
+                client_id,
+                destination,
+                requested_ms,
+            } => {
+                w.u8(10);
+                w.u64(*account);
+                w.bytes(asset.as_bytes());
+                w.u64(*amount);
+                w.u64(*fee);
+                write_opt_string(&mut w, client_id.as_deref());
+                w.bytes(destination);
+                w.u64(*requested_ms);
+            }
+            Self::SettleWithdrawal {
+                withdrawal_id,
+                completed,
+            } => {
+                w.u8(11);
+                w.u64(*withdrawal_id);
+                w.u8(u8::from(*completed));
+            }
             Self::Place {
                 account,
                 time_ms,
@@ -405,6 +478,29 @@ impl CommandRecord {
                     order,
                 }
             }
+            9 => Self::Deposit {
+                account: r.u64()?,
+                asset: r.string()?,
+                amount: r.u64()?,
+                deposit_id: r.u64()?,
+            },
+            10 => Self::Withdraw {
+                account: r.u64()?,
+                asset: r.string()?,
+                amount: r.u64()?,
+                fee: r.u64()?,
+                client_id: read_opt_string(&mut r)?,
+                destination: r.bytes()?.try_into().map_err(|_| r.corrupt())?,
+                requested_ms: r.u64()?,
+            },
+            11 => Self::SettleWithdrawal {
+                withdrawal_id: r.u64()?,
+                completed: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(r.corrupt()),
+                },
+            },
             8 => Self::Amend {
                 account: r.u64()?,
                 time_ms: r.u64()?,
@@ -473,6 +569,34 @@ mod tests {
                 account: 2,
                 asset: "ETH".into(),
                 amount: 1,
+            },
+            CommandRecord::Deposit {
+                account: 2,
+                asset: "ETH".into(),
+                amount: 12,
+                deposit_id: 1 << 40,
+            },
+            CommandRecord::Withdraw {
+                account: 2,
+                asset: "ETH".into(),
+                amount: 12,
+                fee: 3,
+                client_id: Some("w-1".into()),
+                destination: [9; 20],
+                requested_ms: 77,
+            },
+            CommandRecord::Withdraw {
+                account: 2,
+                asset: "ETH".into(),
+                amount: 12,
+                fee: 0,
+                client_id: None,
+                destination: [0; 20],
+                requested_ms: 0,
+            },
+            CommandRecord::SettleWithdrawal {
+                withdrawal_id: 4,
+                completed: true,
             },
             CommandRecord::Place {
                 account: 3,

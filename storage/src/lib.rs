@@ -8,6 +8,7 @@ pub mod exchange;
 mod history;
 mod record;
 mod store;
+mod wallet;
 
 pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
@@ -17,6 +18,7 @@ pub use history::{
     PreventedRow, ScanDirection, TradeRow,
 };
 pub use store::{IndexBatch, Store, StoreOptions};
+pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 
 /// Column families, in the order they are opened.
 pub mod cf {
@@ -63,6 +65,10 @@ pub mod cf {
     /// `symbol ‖ order id ‖ prevented-match id` → nothing: an order's prevented matches.
     pub const EX_ORDER_PREVENTED: &str = "ex_order_prevented";
 
+    /// The exchange wallet: sealed seed, deposit addresses, deposits
+    /// credited, withdrawal transactions, sweeps.
+    pub const WALLET: &str = "wallet";
+
     /// Every column family of the current schema.
     pub const ALL: &[&str] = &[
         META,
@@ -86,6 +92,7 @@ pub mod cf {
         EX_CLIENT_LIST,
         EX_PREVENTED,
         EX_ORDER_PREVENTED,
+        WALLET,
     ];
 }
 

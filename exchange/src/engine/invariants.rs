@@ -54,6 +54,15 @@ impl Engine {
             }
         }
         lines.push(format!("next list {}", self.next_list_id));
+        lines.push(format!(
+            "last deposit {} next withdrawal {}",
+            self.chain.last_deposit_id, self.chain.next_withdrawal_id
+        ));
+        let mut withdrawals: Vec<_> = self.chain.all.iter().collect();
+        withdrawals.sort_by_key(|(id, _)| **id);
+        for (id, w) in withdrawals {
+            lines.push(format!("withdrawal {id} {w:?}"));
+        }
         for (asset, name) in self.catalog.assets() {
             lines.push(format!(
                 "supply {name} {}",
@@ -65,7 +74,8 @@ impl Engine {
 
     /// Checks the ledger and books: no crossed book, every index agrees with
     /// the resting orders, locked funds equal open orders' reservations, and
-    /// per asset the holdings equal credits minus debits.
+    /// per asset the holdings and pending withdrawals equal credits minus
+    /// debits.
     pub fn check_invariants(&self) -> Result<(), String> {
         let assets = self.ledger.assets;
         let mut reserved = vec![Amount::ZERO; self.ledger.rows.len()];
@@ -213,9 +223,20 @@ impl Engine {
                     u128::from(balance.free.units()) + u128::from(balance.locked.units());
             }
         }
+        let mut pending: FxHashMap<AssetId, u128> = FxHashMap::default();
+        for w in self.chain.all.values().filter(|w| w.pending) {
+            *pending.entry(w.asset).or_default() +=
+                u128::from(w.amount.units()) + u128::from(w.fee.units());
+        }
         for (asset, name) in self.catalog.assets() {
+            let withdrawing = pending.get(&asset).copied().unwrap_or(0);
+            if withdrawing != u128::from(self.withdrawals_held(asset).units()) {
+                return Err(format!(
+                    "{name}: pending withdrawals disagree with their sum"
+                ));
+            }
             let supply = self.ledger.supply[usize::from(asset.0)];
-            let total = held[usize::from(asset.0)];
+            let total = held[usize::from(asset.0)] + withdrawing;
             if total != u128::from(supply.units()) {
                 return Err(format!(
                     "{name}: ledger holds {total} units, credits − debits = {}",

@@ -22,6 +22,7 @@ use crate::order::{Contingency, NewOrder, NewOrderList, OrderType, Side, TimeInF
 
 mod amend;
 mod book;
+mod chain;
 mod conditional;
 mod invariants;
 mod ledger;
@@ -29,6 +30,7 @@ mod lists;
 mod matching;
 
 use book::{Book, Level, List, Order, Pending};
+pub use chain::{WithdrawalStage, Withdrawals};
 use ledger::Ledger;
 
 /// An account number.
@@ -101,6 +103,11 @@ pub enum Reject {
     AmendIncrease,
     /// An amend to the quantity the order has already.
     AmendNoChange,
+    /// A deposit whose id is not above the last credited one: it was
+    /// credited already.
+    DepositCredited,
+    /// No pending withdrawal has this id.
+    UnknownWithdrawal,
 }
 
 /// What the engine is asked to do.
@@ -195,6 +202,47 @@ pub enum Command {
         /// Engine time, ms.
         time_ms: u64,
     },
+    /// Credit an on-chain deposit, once: deposit ids only grow, and one not
+    /// above the last credited is refused.
+    Deposit {
+        /// Account.
+        account: AccountId,
+        /// Asset.
+        asset: AssetId,
+        /// Amount.
+        amount: Amount,
+        /// The deposit's id, above every one credited before.
+        deposit_id: u64,
+    },
+    /// Take `amount + fee` out of the account's free funds and hold it for
+    /// an on-chain withdrawal under a new id (the id of the earlier one, and
+    /// nothing taken, when the account's `client_id` was used before).
+    Withdraw {
+        /// Account.
+        account: AccountId,
+        /// Asset.
+        asset: AssetId,
+        /// What leaves on chain.
+        amount: Amount,
+        /// What the exchange keeps for it.
+        fee: Amount,
+        /// The client's id for it, unique per account.
+        client_id: Option<Box<str>>,
+        /// Where it goes: a 20-byte chain address.
+        destination: [u8; 20],
+        /// When it was asked for, ms (not engine time: a withdrawal is a
+        /// balance update, like a credit).
+        requested_ms: u64,
+    },
+    /// End a pending withdrawal: sent and final (`completed`: the amount
+    /// leaves the ledger, the fee goes to the fee account), or failed (all of
+    /// it goes back to the account).
+    SettleWithdrawal {
+        /// Its id.
+        withdrawal_id: u64,
+        /// Whether it reached the chain.
+        completed: bool,
+    },
     /// Cancel every open order of the account on one market (order lists
     /// whole), oldest first.
     CancelAll {
@@ -218,7 +266,11 @@ impl Command {
             | Self::CancelList { time_ms, .. }
             | Self::Replace { time_ms, .. }
             | Self::Amend { time_ms, .. } => Some(*time_ms),
-            Self::Credit { .. } | Self::Debit { .. } => None,
+            Self::Credit { .. }
+            | Self::Debit { .. }
+            | Self::Deposit { .. }
+            | Self::Withdraw { .. }
+            | Self::SettleWithdrawal { .. } => None,
         }
     }
 
@@ -232,7 +284,11 @@ impl Command {
             | Self::CancelList { time_ms, .. }
             | Self::Replace { time_ms, .. }
             | Self::Amend { time_ms, .. } => *time_ms = now_ms,
-            Self::Credit { .. } | Self::Debit { .. } => {}
+            Self::Credit { .. }
+            | Self::Debit { .. }
+            | Self::Deposit { .. }
+            | Self::Withdraw { .. }
+            | Self::SettleWithdrawal { .. } => {}
         }
     }
 }
@@ -377,6 +433,37 @@ pub enum Event {
     /// One part of a cancel-replace failed while the other stands: the
     /// cancel if it comes before the new order's events, else the new order.
     PartRefused(Reject),
+    /// An on-chain deposit was credited (its balance follows).
+    Deposited {
+        /// Account.
+        account: AccountId,
+        /// Asset.
+        asset: AssetId,
+        /// Amount.
+        amount: Amount,
+        /// The deposit's id.
+        deposit_id: u64,
+    },
+    /// A withdrawal was taken, repeated, completed or failed (the balances
+    /// it changed follow).
+    Withdrawal {
+        /// Its id.
+        withdrawal_id: u64,
+        /// Account.
+        account: AccountId,
+        /// Asset.
+        asset: AssetId,
+        /// What leaves on chain.
+        amount: Amount,
+        /// What the exchange keeps for it.
+        fee: Amount,
+        /// What happened to it.
+        stage: WithdrawalStage,
+        /// Where it goes.
+        destination: [u8; 20],
+        /// When it was asked for, ms.
+        requested_ms: u64,
+    },
     /// A balance changed.
     Balance {
         /// Account.
@@ -399,6 +486,8 @@ pub struct Engine {
     now_ms: u64,
     /// Order list ids are one sequence over every market, as Binance's.
     next_list_id: u64,
+    /// Deposits credited and withdrawals under way.
+    chain: Withdrawals,
 }
 
 /// What a failed step after validation means: the engine's own bug, not a
@@ -464,6 +553,7 @@ impl Engine {
             ledger,
             now_ms: 0,
             next_list_id: 1,
+            chain: Withdrawals::default(),
         }
     }
 
@@ -575,6 +665,32 @@ impl Engine {
                 list_id,
                 ..
             } => self.cancel_list(account, market, list_id, events),
+            Command::Deposit {
+                account,
+                asset,
+                amount,
+                deposit_id,
+            } => self.deposit(account, asset, amount, deposit_id, events),
+            Command::Withdraw {
+                account,
+                asset,
+                amount,
+                fee,
+                client_id,
+                destination,
+                requested_ms,
+            } => self.withdraw(
+                account,
+                asset,
+                (amount, fee),
+                client_id,
+                (destination, requested_ms),
+                events,
+            ),
+            Command::SettleWithdrawal {
+                withdrawal_id,
+                completed,
+            } => self.settle_withdrawal(withdrawal_id, completed, events),
         };
         if let Err(reject) = result {
             events.truncate(start);

@@ -12,7 +12,7 @@ use weiport_storage::{
 
 use crate::amount::Amount;
 use crate::catalog::{Catalog, MarketId};
-use crate::engine::{AccountId, Command, Event, OrderStatus, Prevention, Trade};
+use crate::engine::{AccountId, Command, Event, OrderStatus, Prevention, Trade, WithdrawalStage};
 use crate::market::StpMode;
 use crate::order::{Contingency, NewOrder, OrderType, ResponseType, Side, TimeInForce};
 

@@ -70,6 +70,8 @@ pub struct Changes {
     pub coarse: Vec<(MarketId, CandleSpan, CandleRow)>,
     /// Matches self-trade prevention stopped.
     pub prevented: Vec<Prevention>,
+    /// The withdrawal this command asked for, with its client's id.
+    pub withdrawal_client_id: Option<(u64, Box<str>)>,
 }
 
 impl Changes {
@@ -292,7 +294,22 @@ impl Recorder {
                 Event::Rejected(_)
                 | Event::PartRefused(_)
                 | Event::Balance { .. }
+                | Event::Deposited { .. }
                 | Event::Level { .. } => {}
+                Event::Withdrawal {
+                    withdrawal_id,
+                    stage: WithdrawalStage::Requested,
+                    ..
+                } => {
+                    if let Command::Withdraw {
+                        client_id: Some(name),
+                        ..
+                    } = command
+                    {
+                        changes.withdrawal_client_id = Some((*withdrawal_id, name.clone()));
+                    }
+                }
+                Event::Withdrawal { .. } => {}
             }
         }
         for (order, _) in &changes.orders {

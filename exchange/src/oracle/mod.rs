@@ -67,6 +67,8 @@ impl Outcome {
                 } => outcome.amended.push((*order_id, *quantity)),
                 Event::Prevented(prevention) => outcome.prevented.push(*prevention),
                 Event::Balance { .. }
+                | Event::Deposited { .. }
+                | Event::Withdrawal { .. }
                 | Event::Placed { .. }
                 | Event::Level { .. }
                 | Event::ListPlaced { .. } => {}
@@ -579,6 +581,13 @@ impl Model {
                     }
                     (Ok(()), Ok(())) => Ok(()),
                 }
+            }
+            // Funds crossing the chain never meet an order: the engine's own
+            // tests cover them (engine/chain.rs), and no sequence here makes them.
+            Command::Deposit { .. }
+            | Command::Withdraw { .. }
+            | Command::SettleWithdrawal { .. } => {
+                unreachable!("model: chain deposits and withdrawals are not generated")
             }
         }
     }

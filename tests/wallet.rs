@@ -1,0 +1,446 @@
+//! The wallet end to end on a real anvil: ccxt's unified deposit and
+//! withdrawal methods (fetch_deposit_address, fetch_deposits, withdraw,
+//! fetch_withdrawals) against weiport, unchanged but for their URLs; deposits
+//! credited once final, never when reorganised away, once across a SIGKILL;
+//! withdrawals reaching the chain and our own query API, or refunded when
+//! their transaction fails; the books checked against the chain after each.
+
+mod common;
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, U256};
+use common::chain::{Chain, ether};
+use common::{Anvil, Key, Weiport, run_client};
+use serde_json::{Value, json};
+
+const CONFIRMATIONS: u64 = 4;
+
+/// A server on `anvil` with the wallet looking every 100 ms; deposit
+/// addresses are swept once they hold `sweep_threshold` ETH.
+fn serve(dir: &std::path::Path, anvil: &Anvil, sweep_threshold: &str) -> Weiport {
+    Weiport::serve(
+        dir,
+        &[
+            ("WEIPORT_NODE__URL", &anvil.url),
+            ("WEIPORT_WALLET__SWEEP_THRESHOLD", sweep_threshold),
+            ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "50"),
+            ("WEIPORT_EXCHANGE__DEPOSIT_CONFIRMATIONS", "4"),
+            ("WEIPORT_WALLET__POLL_MS", "100"),
+            ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "100000000"),
+            ("WEIPORT_ACCESS__KEY_WEIGHT_PER_MINUTE", "100000000"),
+        ],
+    )
+}
+
+/// A key on a new account with `permissions`, bound to 127.0.0.1 when `bound`.
+async fn key(weiport: &Weiport, permissions: &[&str], bound: bool) -> Key {
+    let ips: Vec<&str> = if bound { vec!["127.0.0.1"] } else { vec![] };
+    let created = weiport
+        .create_key(json!({ "permissions": permissions, "allowed_ips": ips }))
+        .await;
+    Key {
+        id: created["id"].as_str().unwrap().into(),
+        secret: created["secret"].as_str().unwrap().into(),
+        account: created["account"].as_u64().unwrap(),
+    }
+}
+
+/// ccxt's answer to `action` as `key`.
+async fn ccxt(weiport: &Weiport, key: &Key, action: &str, args: &[&str]) -> Value {
+    let mut all = vec![
+        action.to_owned(),
+        weiport.url.clone(),
+        key.id.clone(),
+        key.secret.clone(),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    let out = run_client("wallet.py", all).await;
+    serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"))
+}
+
+/// The account's free ETH, as `/api/v3/account` shows it.
+async fn eth_free(weiport: &Weiport, key: &Key) -> String {
+    let (status, account) = weiport
+        .signed(
+            reqwest::Method::GET,
+            "/api/v3/account",
+            key,
+            "omitZeroBalances=false",
+        )
+        .await;
+    assert_eq!(status, 200, "{account}");
+    account["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["asset"] == "ETH")
+        .map_or("0.00000000".into(), |b| {
+            b["free"].as_str().unwrap().to_owned()
+        })
+}
+
+/// Waits until `check` holds (polling), at most 30 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+async fn deposits(weiport: &Weiport, key: &Key) -> Vec<Value> {
+    ccxt(weiport, key, "deposits", &[])
+        .await
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The books against the chain: every account's ETH and the withdrawals
+/// pending equal the deposits credited less the withdrawals completed, and
+/// the hot wallet and deposit addresses hold at least that on chain.
+async fn assert_books_match_the_chain(weiport: &Weiport) {
+    let (status, report) = weiport
+        .admin(reqwest::Method::GET, "/admin/wallet", json!({}))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    let units = |field: &str| -> u128 {
+        let text = report[field].as_str().unwrap();
+        let (whole, fraction) = text.split_once('.').unwrap();
+        whole.parse::<u128>().unwrap() * 100_000_000 + fraction.parse::<u128>().unwrap()
+    };
+    assert_eq!(
+        units("accounts") + units("withdrawals_pending"),
+        units("deposits_credited") - units("withdrawals_completed"),
+        "{report}"
+    );
+    let on_chain: U256 = report["on_chain_wei"].as_str().unwrap().parse().unwrap();
+    let owed =
+        U256::from(units("accounts") + units("withdrawals_pending")) * U256::from(10u64.pow(10));
+    assert!(on_chain >= owed, "{report}");
+}
+
+async fn wait_indexed_head(weiport: &Weiport, chain: &Chain) {
+    let head = chain.settled_head().await;
+    weiport.wait_indexed(head).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deposits_are_credited_once_final_never_when_reorganised_away() {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let dir = tempfile::tempdir().unwrap();
+    // No sweeps here: the block reorganised away below must be the deposit's.
+    let weiport = serve(dir.path(), &anvil, "1000000");
+    let alice = key(&weiport, &["read", "trade"], false).await;
+
+    let found = ccxt(&weiport, &alice, "address", &[]).await;
+    let address: Address = found["address"].as_str().unwrap().parse().unwrap();
+    assert_eq!(found["currency"], "ETH");
+    // The same address every time, and another account's is another.
+    assert_eq!(ccxt(&weiport, &alice, "address", &[]).await, found);
+    let bob = key(&weiport, &["read"], false).await;
+    assert_ne!(
+        ccxt(&weiport, &bob, "address", &[]).await["address"],
+        found["address"]
+    );
+
+    // 1.25 ETH arrives: pending until it is 4 blocks deep.
+    let tx = chain
+        .transfer(dev[0], address, ether(5) / U256::from(4))
+        .await;
+    wait_indexed_head(&weiport, &chain).await;
+    eventually("the deposit seen as pending", || async {
+        let seen = deposits(&weiport, &alice).await;
+        seen.len() == 1 && seen[0]["status"] == "pending"
+    })
+    .await;
+    assert_eq!(eth_free(&weiport, &alice).await, "0.00000000");
+    chain.mine_many(CONFIRMATIONS - 1).await;
+    eventually("the deposit credited", || async {
+        eth_free(&weiport, &alice).await == "1.25000000"
+    })
+    .await;
+    let seen = deposits(&weiport, &alice).await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["status"], "ok");
+    assert_eq!(seen[0]["amount"], 1.25);
+    assert_eq!(seen[0]["txid"], json!(tx.to_string()));
+    assert_eq!(seen[0]["address"], found["address"]);
+
+    // An internal transfer (half of 1 ETH through a forwarding contract) is a deposit too.
+    let forwarder = chain.deploy_forwarder(dev[1], U256::ZERO).await;
+    chain.forward(dev[1], forwarder, address, ether(1)).await;
+    chain.mine_many(CONFIRMATIONS).await;
+    eventually("the internal transfer credited", || async {
+        eth_free(&weiport, &alice).await == "1.75000000"
+    })
+    .await;
+
+    // 0.5 ETH arrives and its block is reorganised away before it is final.
+    chain
+        .transfer(dev[2], address, ether(1) / U256::from(2))
+        .await;
+    wait_indexed_head(&weiport, &chain).await;
+    eventually("the second deposit pending", || async {
+        deposits(&weiport, &alice)
+            .await
+            .iter()
+            .any(|d| d["status"] == "pending")
+    })
+    .await;
+    chain.set_automine(false).await;
+    chain.rpc("anvil_reorg", json!([1, []])).await;
+    chain.rpc("anvil_dropAllTransactions", json!([])).await;
+    chain.set_automine(true).await;
+    chain.mine_many(CONFIRMATIONS * 2).await;
+    wait_indexed_head(&weiport, &chain).await;
+    // A few wallet passes later, it is neither pending nor credited.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let seen = deposits(&weiport, &alice).await;
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.iter().all(|d| d["status"] == "ok"), "{seen:?}");
+    assert_eq!(eth_free(&weiport, &alice).await, "1.75000000");
+    assert_books_match_the_chain(&weiport).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut weiport = serve(dir.path(), &anvil, "0.01");
+    let alice = key(&weiport, &["read", "trade"], false).await;
+    let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    chain.transfer(dev[0], address, ether(2)).await;
+    wait_indexed_head(&weiport, &chain).await;
+    eventually("the deposit seen as pending", || async {
+        deposits(&weiport, &alice)
+            .await
+            .iter()
+            .any(|d| d["status"] == "pending")
+    })
+    .await;
+    weiport
+        .stop("KILL", Duration::from_secs(10))
+        .expect("killed");
+    chain.mine_many(CONFIRMATIONS).await;
+
+    let weiport = serve(dir.path(), &anvil, "0.01");
+    eventually("the deposit credited after the restart", || async {
+        eth_free(&weiport, &alice).await == "2.00000000"
+    })
+    .await;
+    chain.mine_many(CONFIRMATIONS).await;
+    wait_indexed_head(&weiport, &chain).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(eth_free(&weiport, &alice).await, "2.00000000");
+    let seen = deposits(&weiport, &alice).await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_books_match_the_chain(&weiport).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn withdrawals_reach_the_chain_or_are_refunded() {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = serve(dir.path(), &anvil, "0.01");
+    let alice = key(&weiport, &["read", "trade", "withdraw"], true).await;
+
+    // Funded by a real deposit.
+    let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    chain.transfer(dev[0], address, ether(3)).await;
+    chain.mine_many(CONFIRMATIONS).await;
+    eventually("the deposit credited", || async {
+        eth_free(&weiport, &alice).await == "3.00000000"
+    })
+    .await;
+
+    // Refused: a key without the permission, and one not bound to addresses.
+    let destination = Address::repeat_byte(0x5a);
+    let params = format!("coin=ETH&address={destination}&amount=0.1");
+    let reader = key(&weiport, &["read", "trade"], true).await;
+    let unbound = key(&weiport, &["read", "withdraw"], false).await;
+    for refused in [&reader, &unbound] {
+        let (status, answer) = weiport
+            .signed(
+                reqwest::Method::POST,
+                "/sapi/v1/capital/withdraw/apply",
+                refused,
+                &params,
+            )
+            .await;
+        assert_eq!(
+            (status, answer["code"].clone()),
+            (401, json!(-2015)),
+            "{answer}"
+        );
+    }
+    let answer = ccxt(
+        &weiport,
+        &reader,
+        "withdraw",
+        &[&destination.to_string(), "0.1"],
+    )
+    .await;
+    // ccxt raises -2015 as AuthenticationError, or as DDoSProtection once the
+    // key has authenticated before (its reading of a temporary ban).
+    assert!(
+        ["AuthenticationError", "DDoSProtection"].contains(&answer["error"].as_str().unwrap_or("")),
+        "{answer}"
+    );
+    // A wrong checksum is refused.
+    let miscased = destination.to_checksum(None).replacen("5A", "5a", 1);
+    let (status, answer) = weiport
+        .signed(
+            reqwest::Method::POST,
+            "/sapi/v1/capital/withdraw/apply",
+            &alice,
+            &format!("coin=ETH&address={miscased}&amount=0.1"),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["code"].clone()),
+        (400, json!(-1102)),
+        "{answer}"
+    );
+
+    // 1 ETH out: debited with its fee at once, on chain once final.
+    let first = ccxt(
+        &weiport,
+        &alice,
+        "withdraw",
+        &[&destination.to_string(), "1", "w-1"],
+    )
+    .await;
+    let id = first["id"].as_str().expect("an id").to_owned();
+    assert_eq!(eth_free(&weiport, &alice).await, "1.99950000");
+    // The same withdrawOrderId again: the same withdrawal, nothing more taken.
+    let again = ccxt(
+        &weiport,
+        &alice,
+        "withdraw",
+        &[&destination.to_string(), "1", "w-1"],
+    )
+    .await;
+    assert_eq!(again["id"], json!(id));
+    assert_eq!(eth_free(&weiport, &alice).await, "1.99950000");
+    let listed = ccxt(&weiport, &alice, "withdrawals", &[]).await;
+    assert_eq!(listed[0]["status"], "pending", "{listed}");
+    assert_books_match_the_chain(&weiport).await;
+    chain.settled_head().await;
+    chain.mine_many(CONFIRMATIONS).await;
+    eventually("the withdrawal completed", || async {
+        ccxt(&weiport, &alice, "withdrawals", &[]).await[0]["status"] == "ok"
+    })
+    .await;
+    let on_chain = chain
+        .node
+        .balance(destination, weiport_indexer::StateAt::Latest)
+        .await
+        .unwrap();
+    assert_eq!(on_chain, ether(1));
+    let (_, etherscan) = query_balance(&weiport, &alice, destination).await;
+    assert_eq!(etherscan, ether(1).to_string());
+    let listed = ccxt(&weiport, &alice, "withdrawals", &[]).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["amount"], 1.0);
+    assert_eq!(listed[0]["fee"], 0.0005);
+    assert!(listed[0]["txid"].as_str().unwrap().starts_with("0x"));
+    assert_books_match_the_chain(&weiport).await;
+
+    // 0.5 ETH to a contract that reverts on a plain transfer: mined, failed, refunded.
+    let reverter = chain.deploy_forwarder(dev[1], U256::ZERO).await;
+    let failed = ccxt(
+        &weiport,
+        &alice,
+        "withdraw",
+        &[&reverter.to_string(), "0.5"],
+    )
+    .await;
+    assert_eq!(eth_free(&weiport, &alice).await, "1.49900000");
+    chain.settled_head().await;
+    chain.mine_many(CONFIRMATIONS).await;
+    eventually("the failed withdrawal refunded", || async {
+        eth_free(&weiport, &alice).await == "1.99950000"
+    })
+    .await;
+    let listed = ccxt(&weiport, &alice, "withdrawals", &[]).await;
+    let shown = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["id"] == failed["id"])
+        .unwrap();
+    assert_eq!(shown["status"], "failed", "{listed}");
+    assert_eq!(
+        chain
+            .node
+            .balance(reverter, weiport_indexer::StateAt::Latest)
+            .await
+            .unwrap(),
+        U256::ZERO
+    );
+    assert_books_match_the_chain(&weiport).await;
+
+    // The deposit was swept into the hot wallet meanwhile (status 1), and
+    // the sweep was never taken for a deposit.
+    eventually("the deposit swept", || async {
+        let (_, rows) = weiport
+            .signed(
+                reqwest::Method::GET,
+                "/sapi/v1/capital/deposit/hisrec",
+                &alice,
+                "coin=ETH",
+            )
+            .await;
+        rows[0]["status"] == 1
+    })
+    .await;
+    let seen = deposits(&weiport, &alice).await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        chain
+            .node
+            .balance(address, weiport_indexer::StateAt::Latest)
+            .await
+            .unwrap()
+            < ether(1) / U256::from(100),
+        "the deposit address still holds its deposit"
+    );
+}
+
+/// Etherscan's `balance` of `address` through our own query API.
+async fn query_balance(weiport: &Weiport, key: &Key, address: Address) -> (u16, String) {
+    let response = reqwest::get(format!(
+        "{}/api?module=account&action=balance&address={address}&tag=latest&apikey={}",
+        weiport.url, key.id
+    ))
+    .await
+    .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    (
+        status,
+        body["result"].as_str().unwrap_or_default().to_owned(),
+    )
+}

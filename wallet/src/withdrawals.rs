@@ -1,0 +1,232 @@
+//! Withdrawals: each one the engine holds gets one hot wallet nonce and a
+//! signed transfer, stored before it is sent; it is followed until mined
+//! `confirmations` deep (replaced with higher fees while stuck, sent again
+//! if the node forgot it), then settled: completed, or refunded if it
+//! failed.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use alloy_primitives::{Address, U256};
+use weiport_exchange::engine::{Command, Event, Reject, WithdrawalStage};
+use weiport_exchange::view::WithdrawalView;
+use weiport_storage::{SentTx, WithdrawalTxRow};
+
+use crate::chain::{TRANSFER_GAS, Transfer, sign};
+use crate::{Ledger, WEI_PER_UNIT, Wallet, WalletError};
+
+/// The withdrawal loop's memory between passes.
+pub(crate) struct Sender {
+    chain_id: u64,
+    /// When each withdrawal's latest transaction was sent by this process.
+    sent_at: HashMap<u64, Instant>,
+}
+
+/// A replacement must pay at least 10 % more (geth's rule); 12.5 % leaves room.
+fn bumped(old: u128, now: u128) -> u128 {
+    now.max(old.saturating_add(old / 8).saturating_add(1))
+}
+
+impl Sender {
+    pub(crate) fn new(chain_id: u64) -> Self {
+        Self {
+            chain_id,
+            sent_at: HashMap::new(),
+        }
+    }
+
+    pub(crate) async fn pass(
+        &mut self,
+        wallet: &Wallet,
+        ledger: &dyn Ledger,
+    ) -> Result<(), WalletError> {
+        let chain = ledger.chain();
+        for (id, withdrawal) in &chain.withdrawals {
+            if withdrawal.stage != WithdrawalStage::Requested {
+                continue;
+            }
+            match wallet.store.withdrawal_tx(*id)? {
+                None => self.first_send(wallet, ledger, *id, withdrawal).await?,
+                Some(row) if row.refused.is_some() => settle(ledger, *id, false).await?,
+                Some(row) => self.follow(wallet, ledger, *id, row).await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The hot wallet's next nonce: past every transaction the node has or
+    /// this wallet signed.
+    async fn next_nonce(&self, wallet: &Wallet) -> Result<u64, WalletError> {
+        let node = wallet.node.pending_nonce(wallet.hot.address()).await?;
+        let signed = wallet
+            .store
+            .withdrawal_txs()?
+            .into_iter()
+            .filter(|(_, row)| row.refused.is_none() && !row.sent.is_empty())
+            .map(|(_, row)| row.nonce + 1)
+            .max()
+            .unwrap_or(0);
+        Ok(node.max(signed))
+    }
+
+    /// The transfer paying `withdrawal` with `nonce` and `(max fee, tip)`.
+    async fn transfer(
+        &self,
+        wallet: &Wallet,
+        withdrawal: &WithdrawalView,
+        nonce: u64,
+        (max_fee, tip): (u128, u128),
+    ) -> Result<Transfer, WalletError> {
+        let to = Address::from(withdrawal.destination);
+        // An address with code may do work on receipt: more than a bare transfer's gas.
+        let gas_limit = if wallet.node.has_code(to).await? {
+            wallet.config.contract_gas_limit
+        } else {
+            TRANSFER_GAS
+        };
+        Ok(Transfer {
+            chain_id: self.chain_id,
+            nonce,
+            to,
+            value: U256::from(withdrawal.amount.units()) * U256::from(WEI_PER_UNIT),
+            gas_limit,
+            max_fee,
+            tip,
+        })
+    }
+
+    async fn first_send(
+        &mut self,
+        wallet: &Wallet,
+        ledger: &dyn Ledger,
+        id: u64,
+        withdrawal: &WithdrawalView,
+    ) -> Result<(), WalletError> {
+        let nonce = self.next_nonce(wallet).await?;
+        let (max_fee, tip) = wallet.node.fees().await?;
+        let transfer = self
+            .transfer(wallet, withdrawal, nonce, (max_fee, tip))
+            .await?;
+        let (to, value) = (transfer.to, transfer.value);
+        let (hash, raw) = sign(&wallet.hot, &transfer)?;
+        let mut row = WithdrawalTxRow {
+            nonce,
+            sent: vec![SentTx {
+                hash,
+                max_fee,
+                tip,
+                raw: raw.clone(),
+            }],
+            mined: None,
+            refused: None,
+        };
+        // Stored before it is sent: after a crash it is followed, never signed anew.
+        wallet.store.put_withdrawal_tx(id, &row)?;
+        tracing::info!(id, %to, %hash, nonce, wei = %value, "sending a withdrawal");
+        match wallet.node.send_raw(&raw).await {
+            Ok(()) => {
+                self.sent_at.insert(id, Instant::now());
+                Ok(())
+            }
+            Err(WalletError::Node(error)) if !error.is_transient() => {
+                tracing::warn!(id, %error, "the node refused a withdrawal; refunding it");
+                row.refused = Some(error.to_string());
+                wallet.store.put_withdrawal_tx(id, &row)?;
+                settle(ledger, id, false).await
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn follow(
+        &mut self,
+        wallet: &Wallet,
+        ledger: &dyn Ledger,
+        id: u64,
+        mut row: WithdrawalTxRow,
+    ) -> Result<(), WalletError> {
+        let mut mined = None;
+        for sent in row.sent.iter().rev() {
+            if let Some(receipt) = wallet.node.receipt(sent.hash).await? {
+                mined = Some((sent.hash, receipt.block, receipt.success));
+                break;
+            }
+        }
+        if mined != row.mined {
+            // Newly mined, or mined and then reorganised away.
+            row.mined = mined;
+            wallet.store.put_withdrawal_tx(id, &row)?;
+        }
+        if let Some((hash, block, success)) = mined {
+            if wallet
+                .final_through()
+                .is_some_and(|through| block <= through)
+            {
+                tracing::info!(id, %hash, block, success, "withdrawal final");
+                settle(ledger, id, success).await?;
+                self.sent_at.remove(&id);
+            }
+            return Ok(());
+        }
+        let Some(latest) = row.sent.last().cloned() else {
+            return Ok(());
+        };
+        if !wallet.node.knows(latest.hash).await? {
+            // A node restarted without its pool: the same bytes again.
+            wallet.node.send_raw(&latest.raw).await?;
+            self.sent_at.insert(id, Instant::now());
+            return Ok(());
+        }
+        let sent_at = *self.sent_at.entry(id).or_insert_with(Instant::now);
+        if sent_at.elapsed() < wallet.config.replace_after {
+            return Ok(());
+        }
+        let Some(withdrawal) = ledger.chain().withdrawals.get(&id).cloned() else {
+            return Ok(());
+        };
+        let (max_fee, tip) = wallet.node.fees().await?;
+        let fees = (bumped(latest.max_fee, max_fee), bumped(latest.tip, tip));
+        let transfer = self.transfer(wallet, &withdrawal, row.nonce, fees).await?;
+        let (max_fee, tip) = fees;
+        let (hash, raw) = sign(&wallet.hot, &transfer)?;
+        row.sent.push(SentTx {
+            hash,
+            max_fee,
+            tip,
+            raw: raw.clone(),
+        });
+        wallet.store.put_withdrawal_tx(id, &row)?;
+        tracing::info!(id, %hash, max_fee, tip, "replacing a stuck withdrawal with higher fees");
+        if let Err(error) = wallet.node.send_raw(&raw).await {
+            tracing::warn!(id, %error, "replacement not taken; the earlier transaction stands");
+        }
+        self.sent_at.insert(id, Instant::now());
+        Ok(())
+    }
+}
+
+/// Ends withdrawal `id` in the engine; one already ended is left as it is.
+async fn settle(ledger: &dyn Ledger, id: u64, completed: bool) -> Result<(), WalletError> {
+    let outcome = ledger
+        .submit(Command::SettleWithdrawal {
+            withdrawal_id: id,
+            completed,
+        })
+        .await?;
+    match outcome.events.first() {
+        Some(Event::Rejected(Reject::UnknownWithdrawal)) | Some(Event::Withdrawal { .. }) => Ok(()),
+        _ => Err(WalletError::Malformed("settling a withdrawal")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replacement_pays_at_least_an_eighth_more() {
+        assert_eq!(bumped(800, 0), 901);
+        assert_eq!(bumped(800, 2000), 2000);
+        assert_eq!(bumped(0, 0), 1);
+    }
+}
