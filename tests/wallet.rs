@@ -16,22 +16,23 @@ use serde_json::{Value, json};
 
 const CONFIRMATIONS: u64 = 4;
 
-/// A server on `anvil` with the wallet looking every 100 ms; deposit
-/// addresses are swept once they hold `sweep_threshold` ETH.
-fn serve(dir: &std::path::Path, anvil: &Anvil, sweep_threshold: &str) -> Weiport {
-    Weiport::serve(
-        dir,
-        &[
-            ("WEIPORT_NODE__URL", &anvil.url),
-            ("WEIPORT_WALLET__SWEEP_THRESHOLD", sweep_threshold),
-            ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "50"),
-            ("WEIPORT_EXCHANGE__DEPOSIT_CONFIRMATIONS", "4"),
-            ("WEIPORT_WALLET__POLL_MS", "100"),
-            ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "100000000"),
-            ("WEIPORT_ACCESS__KEY_WEIGHT_PER_MINUTE", "100000000"),
-        ],
-    )
+/// A server on `anvil` with the wallet looking every 100 ms, settings
+/// in `extra` added.
+fn serve(dir: &std::path::Path, anvil: &Anvil, extra: &[(&str, &str)]) -> Weiport {
+    let mut env = vec![
+        ("WEIPORT_NODE__URL", anvil.url.as_str()),
+        ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "50"),
+        ("WEIPORT_EXCHANGE__DEPOSIT_CONFIRMATIONS", "4"),
+        ("WEIPORT_WALLET__POLL_MS", "100"),
+        ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "100000000"),
+        ("WEIPORT_ACCESS__KEY_WEIGHT_PER_MINUTE", "100000000"),
+    ];
+    env.extend_from_slice(extra);
+    Weiport::serve(dir, &env)
 }
+
+/// No sweeps: a deposit address keeps what it received.
+const NO_SWEEPS: (&str, &str) = ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000");
 
 /// A key on a new account with `permissions`, bound to 127.0.0.1 when `bound`.
 async fn key(weiport: &Weiport, permissions: &[&str], bound: bool) -> Key {
@@ -139,7 +140,7 @@ async fn deposits_are_credited_once_final_never_when_reorganised_away() {
     let dev = chain.accounts().await;
     let dir = tempfile::tempdir().unwrap();
     // No sweeps here: the block reorganised away below must be the deposit's.
-    let weiport = serve(dir.path(), &anvil, "1000000");
+    let weiport = serve(dir.path(), &anvil, &[NO_SWEEPS]);
     let alice = key(&weiport, &["read", "trade"], false).await;
 
     let found = ccxt(&weiport, &alice, "address", &[]).await;
@@ -218,14 +219,18 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
     let chain = Chain::new(&anvil.url);
     let dev = chain.accounts().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut weiport = serve(dir.path(), &anvil, "0.01");
+    // No sweeps: the test counts blocks, and a sweep would mine one.
+    let mut weiport = serve(dir.path(), &anvil, &[NO_SWEEPS]);
     let alice = key(&weiport, &["read", "trade"], false).await;
     let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
         .as_str()
         .unwrap()
         .parse()
         .unwrap();
-    chain.transfer(dev[0], address, ether(2)).await;
+    // 2 ETH and 12,345 Wei: the Wei below the exchange's 10^-8 stay on chain.
+    chain
+        .transfer(dev[0], address, ether(2) + U256::from(12_345))
+        .await;
     wait_indexed_head(&weiport, &chain).await;
     eventually("the deposit seen as pending", || async {
         deposits(&weiport, &alice)
@@ -239,7 +244,7 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
         .expect("killed");
     chain.mine_many(CONFIRMATIONS).await;
 
-    let weiport = serve(dir.path(), &anvil, "0.01");
+    let weiport = serve(dir.path(), &anvil, &[NO_SWEEPS]);
     eventually("the deposit credited after the restart", || async {
         eth_free(&weiport, &alice).await == "2.00000000"
     })
@@ -250,6 +255,16 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
     assert_eq!(eth_free(&weiport, &alice).await, "2.00000000");
     let seen = deposits(&weiport, &alice).await;
     assert_eq!(seen.len(), 1, "{seen:?}");
+    let (_, rows) = weiport
+        .signed(
+            reqwest::Method::GET,
+            "/sapi/v1/capital/deposit/hisrec",
+            &alice,
+            "coin=ETH",
+        )
+        .await;
+    assert_eq!(rows[0]["amount"], "2.00000000", "{rows}");
+    assert_eq!(rows[0]["weiReceived"], "2000000000000012345", "{rows}");
     assert_books_match_the_chain(&weiport).await;
 }
 
@@ -259,7 +274,7 @@ async fn withdrawals_reach_the_chain_or_are_refunded() {
     let chain = Chain::new(&anvil.url);
     let dev = chain.accounts().await;
     let dir = tempfile::tempdir().unwrap();
-    let weiport = serve(dir.path(), &anvil, "0.01");
+    let weiport = serve(dir.path(), &anvil, &[]);
     let alice = key(&weiport, &["read", "trade", "withdraw"], true).await;
 
     // Funded by a real deposit.
@@ -443,4 +458,97 @@ async fn query_balance(weiport: &Weiport, key: &Key, address: Address) -> (u16, 
         status,
         body["result"].as_str().unwrap_or_default().to_owned(),
     )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_withdrawal_is_followed_across_a_kill_replaced_and_paid_once() {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Replaced after a second stuck.
+    let settings = [NO_SWEEPS, ("WEIPORT_WALLET__REPLACE_AFTER_SECS", "1")];
+    let mut weiport = serve(dir.path(), &anvil, &settings);
+    let alice = key(&weiport, &["read", "withdraw"], true).await;
+    let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    chain.transfer(dev[0], address, ether(2)).await;
+    chain.mine_many(CONFIRMATIONS).await;
+    eventually("the deposit credited", || async {
+        eth_free(&weiport, &alice).await == "2.00000000"
+    })
+    .await;
+
+    // Nothing is mined now: the withdrawal's transaction waits in the pool.
+    chain.set_automine(false).await;
+    let destination = Address::repeat_byte(0x6b);
+    let sent = ccxt(
+        &weiport,
+        &alice,
+        "withdraw",
+        &[&destination.to_string(), "0.7"],
+    )
+    .await;
+    let id = sent["id"].as_str().unwrap().to_owned();
+    let first = sent_tx(&weiport, &alice, &id, "").await;
+    weiport
+        .stop("KILL", Duration::from_secs(10))
+        .expect("killed");
+
+    // After the restart it is followed, not signed anew, until stuck long
+    // enough to be replaced with higher fees under the same nonce.
+    let hot = Address::from_slice(
+        &alloy_primitives::hex::decode("a0Ee7A142d267C1f36714E4a8F75612F20a79720").unwrap(),
+    );
+    let nonce_before = chain
+        .rpc("eth_getTransactionCount", json!([hot, "latest"]))
+        .await;
+    let weiport = serve(dir.path(), &anvil, &settings);
+    sent_tx(&weiport, &alice, &id, &first).await;
+    chain.set_automine(true).await;
+    chain.mine_many(CONFIRMATIONS + 1).await;
+    eventually("the withdrawal completed", || async {
+        ccxt(&weiport, &alice, "withdrawals", &[]).await[0]["status"] == "ok"
+    })
+    .await;
+    assert_eq!(
+        chain
+            .node
+            .balance(destination, weiport_indexer::StateAt::Latest)
+            .await
+            .unwrap(),
+        ether(7) / U256::from(10)
+    );
+    // One nonce used: one payment, whichever attempt was mined.
+    let nonce_after = chain
+        .rpc("eth_getTransactionCount", json!([hot, "latest"]))
+        .await;
+    let count =
+        |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(count(&nonce_after), count(&nonce_before) + 1);
+    assert_eq!(eth_free(&weiport, &alice).await, "1.29950000");
+    assert_books_match_the_chain(&weiport).await;
+}
+
+/// The transaction withdrawal `id` shows once it shows one other than `not`.
+async fn sent_tx(weiport: &Weiport, key: &Key, id: &str, not: &str) -> String {
+    for _ in 0..100 {
+        let listed = ccxt(weiport, key, "withdrawals", &[]).await;
+        let tx = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["id"] == json!(id))
+            .and_then(|w| w["txid"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        if tx.starts_with("0x") && tx != not {
+            return tx;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("withdrawal {id} shows no transaction other than {not:?}");
 }

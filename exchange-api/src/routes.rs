@@ -579,7 +579,9 @@ fn routes() -> Vec<Route> {
             "POST",
             "/sapi/v1/capital/withdraw/apply",
             "Withdraw on chain (withdraw permission and an IP allow-list on the key)",
-            Endpoint::new(Security::Signed(Permission::Withdraw)).weight(900),
+            // Binance weighs it against a per-user budget this limiter does
+            // not keep; against the key's and address's budgets it costs 1.
+            Endpoint::new(Security::Signed(Permission::Withdraw)).weight(1),
             &[&[
                 "coin",
                 "withdrawOrderId",
@@ -597,7 +599,7 @@ fn routes() -> Vec<Route> {
             "GET",
             "/sapi/v1/capital/withdraw/history",
             "Withdrawals: processing (4), failed and refunded (5), completed (6)",
-            read(10),
+            read(1),
             &[&[
                 "coin",
                 "withdrawOrderId",
