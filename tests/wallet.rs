@@ -128,6 +128,63 @@ async fn assert_books_match_the_chain(weiport: &Weiport) {
     assert!(on_chain >= owed, "{report}");
 }
 
+/// `key`'s deposit address, as ccxt finds it.
+async fn deposit_address(weiport: &Weiport, key: &Key) -> Address {
+    let found = ccxt(weiport, key, "address", &[]).await;
+    found["address"].as_str().unwrap().parse().unwrap()
+}
+
+/// Sends `wei` from `from` to `to` and waits until `key`'s history shows a
+/// deposit pending.
+async fn send_pending(
+    weiport: &Weiport,
+    chain: &Chain,
+    key: &Key,
+    (from, to): (Address, Address),
+    wei: U256,
+) {
+    chain.transfer(from, to, wei).await;
+    wait_indexed_head(weiport, chain).await;
+    eventually("a deposit pending", || async {
+        deposits(weiport, key)
+            .await
+            .iter()
+            .any(|d| d["status"] == "pending")
+    })
+    .await;
+}
+
+/// A raw withdrawal request with `params` as `key`, refused with `(status, code)`.
+async fn assert_refused(weiport: &Weiport, key: &Key, params: &str, (status, code): (u16, i64)) {
+    let (got, answer) = weiport
+        .signed(
+            reqwest::Method::POST,
+            "/sapi/v1/capital/withdraw/apply",
+            key,
+            params,
+        )
+        .await;
+    assert_eq!(
+        (got, answer["code"].clone()),
+        (status, json!(code)),
+        "{answer}"
+    );
+}
+
+/// Deposits `ether` ETH from `from` to `key`'s deposit address (found with
+/// ccxt) and waits until it is credited; the address.
+async fn fund(weiport: &Weiport, chain: &Chain, key: &Key, from: Address, eth: u64) -> Address {
+    let address = deposit_address(weiport, key).await;
+    chain.transfer(from, address, ether(eth)).await;
+    chain.mine_many(CONFIRMATIONS).await;
+    let credited = format!("{eth}.00000000");
+    eventually("the deposit credited", || async {
+        eth_free(weiport, key).await == credited
+    })
+    .await;
+    address
+}
+
 async fn wait_indexed_head(weiport: &Weiport, chain: &Chain) {
     let head = chain.settled_head().await;
     weiport.wait_indexed(head).await;
@@ -187,16 +244,13 @@ async fn deposits_are_credited_once_final_never_when_reorganised_away() {
     .await;
 
     // 0.5 ETH arrives and its block is reorganised away before it is final.
-    chain
-        .transfer(dev[2], address, ether(1) / U256::from(2))
-        .await;
-    wait_indexed_head(&weiport, &chain).await;
-    eventually("the second deposit pending", || async {
-        deposits(&weiport, &alice)
-            .await
-            .iter()
-            .any(|d| d["status"] == "pending")
-    })
+    send_pending(
+        &weiport,
+        &chain,
+        &alice,
+        (dev[2], address),
+        ether(1) / U256::from(2),
+    )
     .await;
     chain.set_automine(false).await;
     chain.rpc("anvil_reorg", json!([1, []])).await;
@@ -222,22 +276,15 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
     // No sweeps: the test counts blocks, and a sweep would mine one.
     let mut weiport = serve(dir.path(), &anvil, &[NO_SWEEPS]);
     let alice = key(&weiport, &["read", "trade"], false).await;
-    let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let address = deposit_address(&weiport, &alice).await;
     // 2 ETH and 12,345 Wei: the Wei below the exchange's 10^-8 stay on chain.
-    chain
-        .transfer(dev[0], address, ether(2) + U256::from(12_345))
-        .await;
-    wait_indexed_head(&weiport, &chain).await;
-    eventually("the deposit seen as pending", || async {
-        deposits(&weiport, &alice)
-            .await
-            .iter()
-            .any(|d| d["status"] == "pending")
-    })
+    send_pending(
+        &weiport,
+        &chain,
+        &alice,
+        (dev[0], address),
+        ether(2) + U256::from(12_345),
+    )
     .await;
     weiport
         .stop("KILL", Duration::from_secs(10))
@@ -278,17 +325,7 @@ async fn withdrawals_reach_the_chain_or_are_refunded() {
     let alice = key(&weiport, &["read", "trade", "withdraw"], true).await;
 
     // Funded by a real deposit.
-    let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    chain.transfer(dev[0], address, ether(3)).await;
-    chain.mine_many(CONFIRMATIONS).await;
-    eventually("the deposit credited", || async {
-        eth_free(&weiport, &alice).await == "3.00000000"
-    })
-    .await;
+    let address = fund(&weiport, &chain, &alice, dev[0], 3).await;
 
     // Refused: a key without the permission, and one not bound to addresses.
     let destination = Address::repeat_byte(0x5a);
@@ -296,19 +333,7 @@ async fn withdrawals_reach_the_chain_or_are_refunded() {
     let reader = key(&weiport, &["read", "trade"], true).await;
     let unbound = key(&weiport, &["read", "withdraw"], false).await;
     for refused in [&reader, &unbound] {
-        let (status, answer) = weiport
-            .signed(
-                reqwest::Method::POST,
-                "/sapi/v1/capital/withdraw/apply",
-                refused,
-                &params,
-            )
-            .await;
-        assert_eq!(
-            (status, answer["code"].clone()),
-            (401, json!(-2015)),
-            "{answer}"
-        );
+        assert_refused(&weiport, refused, &params, (401, -2015)).await;
     }
     let answer = ccxt(
         &weiport,
@@ -325,19 +350,8 @@ async fn withdrawals_reach_the_chain_or_are_refunded() {
     );
     // A wrong checksum is refused.
     let miscased = destination.to_checksum(None).replacen("5A", "5a", 1);
-    let (status, answer) = weiport
-        .signed(
-            reqwest::Method::POST,
-            "/sapi/v1/capital/withdraw/apply",
-            &alice,
-            &format!("coin=ETH&address={miscased}&amount=0.1"),
-        )
-        .await;
-    assert_eq!(
-        (status, answer["code"].clone()),
-        (400, json!(-1102)),
-        "{answer}"
-    );
+    let params = format!("coin=ETH&address={miscased}&amount=0.1");
+    assert_refused(&weiport, &alice, &params, (400, -1102)).await;
 
     // 1 ETH out: debited with its fee at once, on chain once final.
     let first = ccxt(
@@ -470,17 +484,7 @@ async fn a_stuck_withdrawal_is_followed_across_a_kill_replaced_and_paid_once() {
     let settings = [NO_SWEEPS, ("WEIPORT_WALLET__REPLACE_AFTER_SECS", "1")];
     let mut weiport = serve(dir.path(), &anvil, &settings);
     let alice = key(&weiport, &["read", "withdraw"], true).await;
-    let address: Address = ccxt(&weiport, &alice, "address", &[]).await["address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    chain.transfer(dev[0], address, ether(2)).await;
-    chain.mine_many(CONFIRMATIONS).await;
-    eventually("the deposit credited", || async {
-        eth_free(&weiport, &alice).await == "2.00000000"
-    })
-    .await;
+    fund(&weiport, &chain, &alice, dev[0], 2).await;
 
     // Nothing is mined now: the withdrawal's transaction waits in the pool.
     chain.set_automine(false).await;

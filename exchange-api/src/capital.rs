@@ -113,8 +113,15 @@ impl Page {
     }
 }
 
-fn status_filter(params: &Params) -> Result<Option<u64>, BinanceError> {
-    integer(params, "status")
+/// What both history reads share: the wallet, the coin checked, the page
+/// and the `status` wanted.
+fn history_query<'a>(
+    exchange: &'a Exchange,
+    params: &Params,
+) -> Result<(&'a Arc<Wallet>, Page, Option<u64>), BinanceError> {
+    let wallet = wallet(exchange)?;
+    check_coin(wallet.config(), params, false)?;
+    Ok((wallet, Page::of(params)?, integer(params, "status")?))
 }
 
 /// `GET /sapi/v1/capital/deposit/address`: the account's own address.
@@ -149,11 +156,8 @@ pub(crate) async fn deposit_history(
         account, params, ..
     }: Signed,
 ) -> Answer {
-    let wallet = wallet(&exchange)?;
+    let (wallet, page, status) = history_query(&exchange, &params)?;
     let config = wallet.config();
-    check_coin(config, &params, false)?;
-    let page = Page::of(&params)?;
-    let status = status_filter(&params)?;
     let tx_id = params.get("txId");
     let deposits = wallet.deposits(account).map_err(|error| {
         tracing::error!(%error, "reading deposits failed");
@@ -272,11 +276,8 @@ pub(crate) async fn withdraw_history(
         account, params, ..
     }: Signed,
 ) -> Answer {
-    let wallet = wallet(&exchange)?;
+    let (wallet, page, status) = history_query(&exchange, &params)?;
     let config = wallet.config();
-    check_coin(config, &params, false)?;
-    let page = Page::of(&params)?;
-    let status = status_filter(&params)?;
     let client_id = params.get("withdrawOrderId");
     let ids: Option<Vec<&str>> = params.get("idList").map(|list| list.split(',').collect());
     let withdrawals: Vec<_> = {
