@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod chain;
+pub mod hostile;
 pub mod proxy;
 pub mod raw_http;
 pub mod rpc_filter;

@@ -1,0 +1,699 @@
+//! Seeded fuzzing of the whole server over real sockets: requests generated
+//! from `/openapi.json` (every Binance route with valid, hostile, missing,
+//! repeated and unread parameters, signed right and wrong, in the query or a
+//! form body, oversize), from Etherscan's and CoinGecko's parameter spaces,
+//! raw junk (methods, paths, headers), and WebSocket sessions sending junk
+//! control frames. Nothing may panic or answer 5xx, every refusal comes in
+//! its API's own shape, the command log grows by exactly the requests that
+//! were accepted, and the state rebuilt from that log after a restart is the
+//! state the server held: a refused request changed nothing.
+//!
+//! `FUZZ_REQUESTS` (default 2,000) and `FUZZ_SEED` (default 1) set the run;
+//! `scripts/fuzz.sh` runs 100,000 and prints the figures.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::hostile::hostile_values;
+use common::raw_http::{Answer, Connection};
+use common::{Anvil, Key, Weiport};
+use futures::{SinkExt, StreamExt};
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use weiport_access::sign_hmac_sha256;
+use weiport_storage::{Store, StoreOptions};
+
+/// One Binance route as `/openapi.json` describes it.
+struct Route {
+    method: String,
+    path: String,
+    signed: bool,
+    names: Vec<String>,
+}
+
+/// What the run saw.
+#[derive(Default, Debug)]
+struct Tally {
+    requests: u64,
+    by_status: BTreeMap<u16, u64>,
+    /// Connections the server closed instead of answering (oversize heads).
+    closed: u64,
+    /// Answers to engine-changing routes that were accepted (2xx, or 409:
+    /// a cancel-replace that did one of its parts).
+    accepted_changes: u64,
+    ws_sessions: u64,
+    ws_frames: u64,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn fail(&mut self, what: String) {
+        if self.failures.len() < 20 {
+            self.failures.push(what);
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A valid value for a parameter the routes read, so that the hostile part
+/// of a request reaches the code behind the first check.
+fn valid_value(name: &str, rng: &mut StdRng) -> Option<String> {
+    let pick = |rng: &mut StdRng, options: &[&str]| options.choose(rng).unwrap().to_string();
+    Some(match name {
+        "symbol" => pick(rng, &["ETHUSDT", "ETHBTC"]),
+        "symbols" => "%5B%22ETHUSDT%22%5D".into(),
+        "side" | "workingSide" | "pendingSide" => pick(rng, &["BUY", "SELL"]),
+        "type" | "workingType" => pick(rng, &["LIMIT", "MARKET", "LIMIT_MAKER", "STOP_LOSS_LIMIT"]),
+        "timeInForce" => pick(rng, &["GTC", "IOC", "FOK"]),
+        "quantity" | "workingQuantity" | "pendingQuantity" => pick(rng, &["0.01", "1", "0.001"]),
+        "price" | "workingPrice" | "abovePrice" | "belowPrice" => {
+            pick(rng, &["3000", "2500", "0.05"])
+        }
+        "stopPrice" | "belowStopPrice" => "2900".into(),
+        "quoteOrderQty" => "100".into(),
+        "interval" => pick(rng, &["1m", "1h", "1d", "1M"]),
+        "orderId" | "fromId" | "orderListId" | "cancelOrderId" => {
+            rng.random_range(1..50u32).to_string()
+        }
+        "limit" => pick(rng, &["1", "5", "100", "1000"]),
+        "startTime" | "endTime" => now_ms().to_string(),
+        "newOrderRespType" => pick(rng, &["ACK", "RESULT", "FULL"]),
+        "cancelReplaceMode" => pick(rng, &["STOP_ON_FAILURE", "ALLOW_FAILURE"]),
+        "coin" | "asset" => pick(rng, &["ETH", "USDT"]),
+        "network" => "ETH".into(),
+        "address" => "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720".into(),
+        "amount" => pick(rng, &["0.01", "1"]),
+        "windowSize" => pick(rng, &["1m", "1h", "1d"]),
+        "timeZone" => pick(rng, &["0", "8", "-1:30"]),
+        _ => return None,
+    })
+}
+
+/// A value no client should send: the shared hostile list, or random bytes
+/// percent-encoded.
+fn hostile_value(rng: &mut StdRng, hostile: &[String]) -> String {
+    if rng.random_bool(0.8) {
+        hostile.choose(rng).unwrap().clone()
+    } else {
+        let len = rng.random_range(1..40);
+        (0..len)
+            .map(|_| format!("%{:02X}", rng.random::<u8>()))
+            .collect()
+    }
+}
+
+/// Whether an accepted call of this route is one engine command.
+fn changes_the_engine(method: &str, path: &str) -> bool {
+    method != "GET"
+        && path != "/api/v3/order/test"
+        && (path.starts_with("/api/v3/order")
+            || path == "/api/v3/openOrders"
+            || path == "/sapi/v1/capital/withdraw/apply")
+}
+
+/// The server's keys for the run.
+struct Keys {
+    trader: Key,
+    reader: Key,
+    withdrawer: Key,
+}
+
+struct Fuzzer {
+    rng: StdRng,
+    routes: Vec<Route>,
+    hostile: Vec<String>,
+    keys: Keys,
+    tally: Tally,
+}
+
+impl Fuzzer {
+    /// One Binance request: method, target, headers, body, and whether it
+    /// goes to a route that changes the engine when accepted.
+    fn binance(&mut self) -> (String, String, Vec<(String, String)>, Vec<u8>, bool) {
+        let route = &self.routes[self.rng.random_range(0..self.routes.len())];
+        let (method, path) = (route.method.clone(), route.path.clone());
+        let path = path.replace("{*streams}", "ethusdt@trade");
+        let mut params: Vec<(String, String)> = Vec::new();
+        for name in &route.names {
+            if ["timestamp", "recvWindow", "signature"].contains(&name.as_str()) {
+                continue;
+            }
+            if let Some(value) = valid_value(name, &mut self.rng)
+                && self.rng.random_bool(0.85)
+            {
+                params.push((name.clone(), value));
+            }
+        }
+        for _ in 0..self.rng.random_range(0..=3) {
+            match self.rng.random_range(0..6) {
+                0 | 1 if !route.names.is_empty() => {
+                    let name = route.names.choose(&mut self.rng).unwrap().clone();
+                    let value = hostile_value(&mut self.rng, &self.hostile);
+                    params.retain(|(n, _)| *n != name);
+                    params.push((name, value));
+                }
+                2 if !params.is_empty() => {
+                    let at = self.rng.random_range(0..params.len());
+                    params.remove(at);
+                }
+                3 if !params.is_empty() => {
+                    let again = params.choose(&mut self.rng).unwrap().clone();
+                    params.push(again);
+                }
+                4 => params.push((
+                    ["junk", "%C3%A9", "", "symbol%00", "a%3Db"]
+                        .choose(&mut self.rng)
+                        .unwrap()
+                        .to_string(),
+                    "1".into(),
+                )),
+                _ => {}
+            }
+        }
+        let mut query: Vec<String> = params.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if route.signed {
+            let key = match self.rng.random_range(0..10) {
+                0..=5 => &self.keys.trader,
+                6 | 7 => &self.keys.reader,
+                _ => &self.keys.withdrawer,
+            };
+            let timestamp = match self.rng.random_range(0..20) {
+                0 => now_ms() - 600_000,
+                1 => now_ms() + 10_000,
+                _ => now_ms(),
+            };
+            if self.rng.random_range(0..20) != 0 {
+                query.push(format!("timestamp={timestamp}"));
+            }
+            let payload = query.join("&");
+            let mut signature = sign_hmac_sha256(key.secret.as_bytes(), payload.as_bytes());
+            match self.rng.random_range(0..20) {
+                0 => signature
+                    .replace_range(0..1, if signature.starts_with('a') { "b" } else { "a" }),
+                1 => signature.clear(),
+                2 => query.push("late=1".into()),
+                _ => {}
+            }
+            if !signature.is_empty() {
+                query.push(format!("signature={signature}"));
+            }
+            match self.rng.random_range(0..20) {
+                0 => {}
+                1 => headers.push(("X-MBX-APIKEY".into(), "unknown-key".into())),
+                _ => headers.push(("X-MBX-APIKEY".into(), key.id.clone())),
+            }
+        }
+        let text = query.join("&");
+        let (target, body) = if method != "GET" && self.rng.random_bool(0.4) {
+            headers.push((
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ));
+            (path.clone(), text.into_bytes())
+        } else if text.is_empty() {
+            (path.clone(), Vec::new())
+        } else {
+            (format!("{path}?{text}"), Vec::new())
+        };
+        let body = if self.rng.random_range(0..200) == 0 {
+            vec![b'a'; 70_000]
+        } else {
+            body
+        };
+        let changes = changes_the_engine(&method, &path);
+        (method, target, headers, body, changes)
+    }
+
+    /// One Etherscan request.
+    fn etherscan(&mut self) -> (String, String, Vec<(String, String)>, Vec<u8>) {
+        let rng = &mut self.rng;
+        let mut params: Vec<(String, String)> = Vec::new();
+        let module = ["account", "account", "proxy", "logs", "stats"]
+            .choose(rng)
+            .unwrap();
+        params.push(("module".into(), module.to_string()));
+        let action = [
+            "balance",
+            "balancemulti",
+            "balancehistory",
+            "txlist",
+            "eth_blockNumber",
+            "eth_getBalance",
+        ]
+        .choose(rng)
+        .unwrap();
+        params.push(("action".into(), action.to_string()));
+        let address = match rng.random_range(0..6) {
+            0 => "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266".to_string(),
+            1 => vec!["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"; rng.random_range(1..25)]
+                .join(","),
+            2 => hostile_value(rng, &self.hostile),
+            _ => "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".to_string(),
+        };
+        params.push(("address".into(), address));
+        if rng.random_bool(0.5) {
+            let tag = [
+                "latest",
+                "earliest",
+                "pending",
+                "0x1",
+                "3",
+                "0xffffffffffffffffff",
+            ]
+            .choose(rng)
+            .unwrap()
+            .to_string();
+            params.push(("tag".into(), tag));
+        }
+        if rng.random_bool(0.3) {
+            params.push(("blockno".into(), rng.random_range(0..100u32).to_string()));
+        }
+        match rng.random_range(0..10) {
+            0 => {}
+            1 => params.push(("apikey".into(), "unknown".into())),
+            _ => params.push(("apikey".into(), self.keys.reader.id.clone())),
+        }
+        if rng.random_bool(0.2) {
+            let at = rng.random_range(0..params.len());
+            params[at].1 = hostile_value(rng, &self.hostile);
+        }
+        let path = if rng.random_bool(0.2) {
+            params.push(("chainid".into(), "31337".into()));
+            "/v2/api"
+        } else {
+            "/api"
+        };
+        let text: Vec<String> = params.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let text = text.join("&");
+        if rng.random_bool(0.15) {
+            let headers = vec![(
+                "Content-Type".to_string(),
+                "application/x-www-form-urlencoded".to_string(),
+            )];
+            ("POST".into(), path.into(), headers, text.into_bytes())
+        } else {
+            (
+                "GET".into(),
+                format!("{path}?{text}"),
+                Vec::new(),
+                Vec::new(),
+            )
+        }
+    }
+
+    /// One CoinGecko request.
+    fn coingecko(&mut self) -> (String, String, Vec<(String, String)>, Vec<u8>) {
+        let rng = &mut self.rng;
+        let id = ["ethereum", "tether", "bitcoin", "%C3%A9", ""]
+            .choose(rng)
+            .unwrap();
+        let path = [
+            "/api/v3/simple/price".to_string(),
+            "/api/v3/simple/supported_vs_currencies".to_string(),
+            "/api/v3/coins/list".to_string(),
+            "/api/v3/coins/markets".to_string(),
+            format!("/api/v3/coins/{id}/market_chart"),
+        ]
+        .choose(rng)
+        .unwrap()
+        .clone();
+        let mut params = Vec::new();
+        for (name, good) in [
+            ("ids", "ethereum,tether"),
+            ("vs_currencies", "usd,eth"),
+            ("vs_currency", "usd"),
+            ("include_market_cap", "true"),
+            ("include_24hr_vol", "true"),
+            ("include_24hr_change", "true"),
+            ("include_last_updated_at", "true"),
+            ("precision", "full"),
+            ("days", "1"),
+            ("per_page", "10"),
+            ("page", "1"),
+        ] {
+            match rng.random_range(0..6) {
+                0 | 1 => params.push(format!("{name}={good}")),
+                2 => params.push(format!("{name}={}", hostile_value(rng, &self.hostile))),
+                _ => {}
+            }
+        }
+        let mut headers = Vec::new();
+        match rng.random_range(0..4) {
+            0 => headers.push(("x-cg-demo-api-key".to_string(), "unknown".to_string())),
+            1 => headers.push(("x-cg-pro-api-key".to_string(), self.keys.reader.id.clone())),
+            _ => {}
+        }
+        let target = if params.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", params.join("&"))
+        };
+        ("GET".into(), target, headers, Vec::new())
+    }
+
+    /// Junk no API describes.
+    fn raw(&mut self) -> (String, String, Vec<(String, String)>, Vec<u8>) {
+        let rng = &mut self.rng;
+        let method = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "BREW"]
+            .choose(rng)
+            .unwrap()
+            .to_string();
+        let path = [
+            "/".to_string(),
+            "/api/v3".to_string(),
+            "/api/v3/../../etc/passwd".to_string(),
+            "/%ZZ".to_string(),
+            format!("/api/v3/{}", "a".repeat(rng.random_range(1..3000))),
+            "/sapi/v1/capital/withdraw/apply".to_string(),
+            "/admin/accounts".to_string(),
+            "/api?module=account".to_string(),
+        ]
+        .choose(rng)
+        .unwrap()
+        .clone();
+        let mut headers = Vec::new();
+        match rng.random_range(0..5) {
+            0 => headers.push((
+                "X-Junk".to_string(),
+                "x".repeat(rng.random_range(1..20_000)),
+            )),
+            1 => headers.push(("Content-Type".to_string(), "application/json".to_string())),
+            2 => headers.push(("X-MBX-APIKEY".to_string(), "%00".to_string())),
+            _ => {}
+        }
+        let body: Vec<u8> = (0..rng.random_range(0..200))
+            .map(|_| rng.random())
+            .collect();
+        (method, path, headers, body)
+    }
+
+    /// A WebSocket session sending junk control frames as fast as it can.
+    async fn websocket(&mut self, url: &str) {
+        let frames = [
+            "{",
+            "[]",
+            "null",
+            r#"{"method":"SUBSCRIBE","params":["ethusdt@trade"],"id":1}"#,
+            r#"{"method":"SUBSCRIBE","params":[123],"id":"x"}"#,
+            r#"{"method":"UNSUBSCRIBE","params":"ethusdt@trade","id":2}"#,
+            r#"{"method":"LIST_SUBSCRIPTIONS","id":null}"#,
+            r#"{"method":"SET_PROPERTY","params":["combined","yes"],"id":3}"#,
+            r#"{"method":"GET_PROPERTY","params":["nothing"],"id":4}"#,
+            r#"{"method":"SUBSCRIBE","params":["%C3%A9@trade"],"id":18446744073709551616}"#,
+        ];
+        let path = [
+            "/ws",
+            "/ws/ethusdt@depth",
+            "/stream?streams=ethusdt@trade/junk",
+        ]
+        .choose(&mut self.rng)
+        .unwrap();
+        let ws_url = format!("{}{path}", url.replacen("http://", "ws://", 1));
+        let Ok((mut socket, _)) = tokio_tungstenite::connect_async(ws_url).await else {
+            self.tally
+                .fail(format!("websocket {path}: could not connect"));
+            return;
+        };
+        self.tally.ws_sessions += 1;
+        use tokio_tungstenite::tungstenite::Message;
+        for _ in 0..self.rng.random_range(1..8) {
+            let message = if self.rng.random_range(0..10) == 0 {
+                Message::Binary(vec![0xff; self.rng.random_range(1..4096)].into())
+            } else {
+                let text = frames.choose(&mut self.rng).unwrap();
+                Message::Text((*text).into())
+            };
+            if socket.send(message).await.is_err() {
+                break;
+            }
+            self.tally.ws_frames += 1;
+        }
+        // Read whatever comes until the server goes quiet or closes.
+        while let Ok(Some(Ok(_))) =
+            tokio::time::timeout(Duration::from_millis(150), socket.next()).await
+        {}
+        let _ = socket.close(None).await;
+    }
+}
+
+/// The refusal shape each face must use.
+fn check(face: &str, target: &str, answer: &Answer, tally: &mut Tally) {
+    let what = || {
+        format!(
+            "{face} {}: {}",
+            &target[..target.len().min(120)],
+            answer.status
+        )
+    };
+    if answer.status >= 500 {
+        tally.fail(format!(
+            "{}: {}",
+            what(),
+            String::from_utf8_lossy(&answer.body)
+        ));
+        return;
+    }
+    if answer.status == 200 && face != "etherscan" {
+        return;
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&answer.body) else {
+        if face != "raw" && !answer.body.is_empty() {
+            tally.fail(format!("{}: not JSON", what()));
+        }
+        return;
+    };
+    let shaped = match face {
+        "binance" => body["code"].is_i64() && body["msg"].is_string(),
+        "etherscan" => {
+            (answer.status == 200 && body["status"] != "0")
+                || (body["message"] == "NOTOK" && body["result"].is_string())
+                || (body["jsonrpc"] == "2.0"
+                    && (body.get("result").is_some() || body["error"]["message"].is_string()))
+        }
+        "coingecko" => body["error"].is_string() || body["status"]["error_code"].is_u64(),
+        _ => true,
+    };
+    if !shaped {
+        tally.fail(format!("{}: {body}", what()));
+    }
+}
+
+/// Every account's balances and open orders as the server shows them.
+async fn state(weiport: &Weiport, keys: &[&Key]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for key in keys {
+        for (path, params) in [
+            ("/api/v3/account", "omitZeroBalances=false"),
+            ("/api/v3/openOrders", ""),
+        ] {
+            let (status, mut answer) = weiport
+                .signed(reqwest::Method::GET, path, key, params)
+                .await;
+            assert_eq!(status, 200, "{answer}");
+            if let Some(object) = answer.as_object_mut() {
+                object.remove("updateTime");
+            }
+            out.push(answer);
+        }
+    }
+    out
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn log_length(dir: &std::path::Path) -> usize {
+    let store = Store::open(dir, &StoreOptions::default()).unwrap();
+    store
+        .commands()
+        .inspect(|c| assert!(c.is_ok(), "the log reads back"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
+    let requests = env_number("FUZZ_REQUESTS", 2_000);
+    let seed = env_number("FUZZ_SEED", 1);
+    let anvil = Anvil::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("WEIPORT_NODE__URL", anvil.url.as_str()),
+        ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "1000000000"),
+        ("WEIPORT_ACCESS__KEY_WEIGHT_PER_MINUTE", "1000000000"),
+        ("WEIPORT_ACCESS__ORDERS_PER_10S", "100000000"),
+        ("WEIPORT_ACCESS__ORDERS_PER_DAY", "1000000000"),
+        ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "1000000"),
+        // Blocks and bans would soon answer every request alike (they have
+        // tests of their own); the fuzzer wants the code behind them.
+        ("WEIPORT_ACCESS__INVALID_KEYS_PER_30S", "1000000000"),
+        ("WEIPORT_ACCESS__BAN_AFTER_REJECTIONS", "1000000000"),
+        // Withdrawals the fuzzer gets through stay pending: none settles behind its back.
+        ("WEIPORT_EXCHANGE__DEPOSIT_CONFIRMATIONS", "1000000000"),
+    ];
+    let mut weiport = Weiport::serve(dir.path(), &env);
+    let funds = [("USDT", "1000000"), ("ETH", "1000")];
+    let trader = weiport.funded_key(&["read", "trade"], &funds).await;
+    let reader = weiport.funded_key(&["read"], &[]).await;
+    let created = weiport
+        .create_key(json!({ "permissions": ["read", "withdraw"], "allowed_ips": ["127.0.0.1"] }))
+        .await;
+    let withdrawer = Key {
+        id: created["id"].as_str().unwrap().into(),
+        secret: created["secret"].as_str().unwrap().into(),
+        account: created["account"].as_u64().unwrap(),
+    };
+    weiport
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/credit", withdrawer.account),
+            json!({ "asset": "ETH", "amount": "100" }),
+        )
+        .await;
+    let document: Value = reqwest::get(format!("{}/openapi.json", weiport.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut routes = Vec::new();
+    for (path, methods) in document["paths"].as_object().unwrap() {
+        // WebSocket routes get sessions of their own below.
+        if path.starts_with("/ws") || path == "/stream" {
+            continue;
+        }
+        for (method, operation) in methods.as_object().unwrap() {
+            routes.push(Route {
+                method: method.to_uppercase(),
+                path: path.clone(),
+                signed: !operation["security"].as_array().unwrap().is_empty(),
+                names: operation["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["name"].as_str().unwrap().to_owned())
+                    .collect(),
+            });
+        }
+    }
+    let mut fuzzer = Fuzzer {
+        rng: StdRng::seed_from_u64(seed),
+        routes,
+        hostile: hostile_values(),
+        keys: Keys {
+            trader,
+            reader,
+            withdrawer,
+        },
+        tally: Tally::default(),
+    };
+
+    let started = Instant::now();
+    let mut connection = Connection::open(&weiport.url).await;
+    while fuzzer.tally.requests < requests {
+        let roll = fuzzer.rng.random_range(0..100);
+        if roll == 0 && fuzzer.tally.requests.is_multiple_of(4) {
+            let url = weiport.url.clone();
+            fuzzer.websocket(&url).await;
+        }
+        let (face, (method, target, headers, body), changes) = match roll {
+            0..=64 => {
+                let (m, t, h, b, c) = fuzzer.binance();
+                ("binance", (m, t, h, b), c)
+            }
+            65..=82 => ("etherscan", fuzzer.etherscan(), false),
+            83..=94 => ("coingecko", fuzzer.coingecko(), false),
+            _ => ("raw", fuzzer.raw(), false),
+        };
+        let header_refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        fuzzer.tally.requests += 1;
+        match connection
+            .request(&method, &target, &header_refs, &body)
+            .await
+        {
+            Some(answer) => {
+                *fuzzer.tally.by_status.entry(answer.status).or_default() += 1;
+                if changes && (answer.status / 100 == 2 || answer.status == 409) {
+                    fuzzer.tally.accepted_changes += 1;
+                }
+                check(face, &target, &answer, &mut fuzzer.tally);
+                let closes = answer
+                    .header("connection")
+                    .is_some_and(|c| c.eq_ignore_ascii_case("close"));
+                if closes {
+                    connection = Connection::open(&weiport.url).await;
+                }
+            }
+            None => {
+                fuzzer.tally.closed += 1;
+                if face == "binance"
+                    && headers.iter().all(|(_, v)| v.len() < 8192)
+                    && body.len() < 65536
+                {
+                    fuzzer.tally.fail(format!(
+                        "{face} {method} {}: connection closed",
+                        &target[..target.len().min(120)]
+                    ));
+                }
+                connection = Connection::open(&weiport.url).await;
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+
+    // The state the server holds, then the state its log rebuilds.
+    let keys = [
+        &fuzzer.keys.trader,
+        &fuzzer.keys.reader,
+        &fuzzer.keys.withdrawer,
+    ];
+    let held = state(&weiport, &keys).await;
+    let panicked: Vec<String> = weiport
+        .drain_log()
+        .iter()
+        .filter(|line| line.contains("panicked"))
+        .cloned()
+        .collect();
+    weiport
+        .stop("TERM", Duration::from_secs(30))
+        .expect("stopped");
+    let logged = log_length(dir.path());
+    let weiport = Weiport::serve(dir.path(), &env);
+    let rebuilt = state(&weiport, &keys).await;
+
+    let tally = &fuzzer.tally;
+    eprintln!(
+        "fuzz: seed {seed}, {} requests in {:.1} s ({:.0}/s), statuses {:?}, {} connections closed by the server, {} accepted engine changes, {} commands logged in all, {} WebSocket sessions with {} junk frames",
+        tally.requests,
+        elapsed.as_secs_f64(),
+        tally.requests as f64 / elapsed.as_secs_f64(),
+        tally.by_status,
+        tally.closed,
+        tally.accepted_changes,
+        logged,
+        tally.ws_sessions,
+        tally.ws_frames,
+    );
+    assert!(tally.failures.is_empty(), "{:#?}", tally.failures);
+    assert!(panicked.is_empty(), "{panicked:#?}");
+    // Three credits funded the accounts; every other command is an accepted request.
+    assert_eq!(logged as u64, 3 + tally.accepted_changes, "commands logged");
+    assert_eq!(held, rebuilt, "the state rebuilt from the log");
+}
