@@ -564,12 +564,7 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
             json!({ "asset": "ETH", "amount": "100" }),
         )
         .await;
-    let document: Value = reqwest::get(format!("{}/openapi.json", weiport.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document = weiport.openapi().await;
     let mut routes = Vec::new();
     for (path, methods) in document["paths"].as_object().unwrap() {
         // WebSocket routes get sessions of their own below.

@@ -73,12 +73,7 @@ async fn every_route_refuses_hostile_parameters_in_its_own_shape() {
     let dir = tempfile::tempdir().unwrap();
     let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
     let key = funded_key(&weiport, &["read", "trade"]).await;
-    let document: Value = reqwest::get(format!("{}/openapi.json", weiport.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document = weiport.openapi().await;
     let mut connection = Connection::open(&weiport.url).await;
     let values = hostile_values();
     let mut requests = 0;

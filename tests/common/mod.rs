@@ -450,6 +450,16 @@ impl Weiport {
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
+    /// The server's `/openapi.json`.
+    pub async fn openapi(&self) -> serde_json::Value {
+        reqwest::get(format!("{}/openapi.json", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Waits until `/readyz` reports `block` indexed.
     pub async fn wait_indexed(&self, block: u64) {
         for _ in 0..400 {
