@@ -168,6 +168,8 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     /// Bearer token; empty for a generated one.
     pub token: String,
+    /// Whether a listen address beyond loopback is allowed.
+    pub allow_remote: bool,
 }
 
 /// `[access]`.
@@ -541,6 +543,12 @@ impl Config {
         if let Err(e) = self.exchange.validate() {
             return invalid("exchange.markets", &e.to_string());
         }
+        if !self.admin.listen.ip().is_loopback() && !self.admin.allow_remote {
+            return invalid(
+                "admin.listen",
+                "not a loopback address; set admin.allow_remote = true to serve the admin API beyond this host",
+            );
+        }
         if self.exchange.deposit_confirmations == 0 {
             return invalid("exchange.deposit_confirmations", "must be at least 1");
         }
@@ -786,5 +794,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("wallet.coin"), "{err}");
+    }
+
+    #[test]
+    fn the_admin_api_stays_on_loopback_unless_allowed() {
+        let remote = [("WEIPORT_ADMIN__LISTEN", "0.0.0.0:8081")];
+        let err = Config::load(None, env(&remote)).unwrap_err().to_string();
+        assert!(err.contains("admin.listen"), "{err}");
+        let allowed = [
+            ("WEIPORT_ADMIN__LISTEN", "0.0.0.0:8081"),
+            ("WEIPORT_ADMIN__ALLOW_REMOTE", "true"),
+        ];
+        Config::load(None, env(&allowed)).unwrap();
+        Config::load(None, env(&[("WEIPORT_ADMIN__LISTEN", "[::1]:8081")])).unwrap();
     }
 }
