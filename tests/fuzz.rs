@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::hostile::hostile_values;
 use common::raw_http::{Answer, Connection};
-use common::{Anvil, Key, Weiport};
+use common::{Anvil, Key, Weiport, now_ms};
 use futures::{SinkExt, StreamExt};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -56,13 +56,6 @@ impl Tally {
             self.failures.push(what);
         }
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 /// A valid value for a parameter the routes read, so that the hostile part
@@ -546,6 +539,8 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
         ("WEIPORT_EXCHANGE__DEPOSIT_CONFIRMATIONS", "1000000000"),
     ];
     let mut weiport = Weiport::serve(dir.path(), &env);
+    // Fuzz the server at work, not one still catching up (that answers 503).
+    weiport.wait_indexed(0).await;
     let funds = [("USDT", "1000000"), ("ETH", "1000")];
     let trader = weiport.funded_key(&["read", "trade"], &funds).await;
     let reader = weiport.funded_key(&["read"], &[]).await;

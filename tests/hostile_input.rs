@@ -10,17 +10,9 @@ use std::time::{Duration, Instant};
 
 use common::hostile::hostile_values;
 use common::raw_http::Connection;
-use common::{Key, Weiport};
+use common::{Key, Weiport, now_ms};
 use serde_json::{Value, json};
 use weiport_access::sign_hmac_sha256;
-use weiport_storage::{CommandRecord, OrderRecord, Store, StoreOptions};
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 async fn funded_key(weiport: &Weiport, permissions: &[&str]) -> Key {
     weiport
@@ -512,70 +504,6 @@ async fn slow_and_idle_connections_are_closed_while_others_are_served() {
     assert!(served, "served again once the connections closed");
 }
 
-/// Writes a command log of `pairs` crossing orders between accounts 1 and 2,
-/// one trade a second ending a minute ago, as the engine would have logged
-/// it; the server replays it and writes the history rows on start.
-fn write_trading_log(dir: &std::path::Path, pairs: u64) -> (u64, u64) {
-    let store = Store::open(dir, &StoreOptions::default()).unwrap();
-    let first_ms = now_ms() - 60_000 - pairs * 1000;
-    let mut batch = store.exchange_batch();
-    let mut sequence = 0;
-    let mut append = |batch: &mut weiport_storage::ExchangeBatch, record: CommandRecord| {
-        sequence += 1;
-        batch.append_command(sequence, &record);
-    };
-    for (account, asset, amount) in [(1, "USDT", 10_000_000), (2, "ETH", 10_000)] {
-        append(
-            &mut batch,
-            CommandRecord::Credit {
-                account,
-                asset: asset.into(),
-                amount: amount * 100_000_000,
-            },
-        );
-    }
-    let order = |side: u8| OrderRecord {
-        symbol: "ETHUSDT".into(),
-        side,
-        order_type: 0,
-        time_in_force: 0,
-        quantity: Some(1_000_000),
-        quote_quantity: None,
-        price: Some(3000 * 100_000_000),
-        client_order_id: None,
-        response_type: 0,
-        stp: 0,
-        stop_price: None,
-        trailing_delta: None,
-    };
-    for i in 0..pairs {
-        let time_ms = first_ms + i * 1000;
-        append(
-            &mut batch,
-            CommandRecord::Place {
-                account: 2,
-                time_ms,
-                order: order(1),
-            },
-        );
-        append(
-            &mut batch,
-            CommandRecord::Place {
-                account: 1,
-                time_ms,
-                order: order(0),
-            },
-        );
-        if i % 10_000 == 9_999 {
-            std::mem::replace(&mut batch, store.exchange_batch())
-                .commit()
-                .unwrap();
-        }
-    }
-    batch.commit().unwrap();
-    (first_ms, first_ms + (pairs - 1) * 1000)
-}
-
 /// Median time of `runs` answers to `target` (all must be 200).
 async fn median_time(connection: &mut Connection, target: &str, key: Option<&Key>) -> Duration {
     let mut times = Vec::new();
@@ -605,7 +533,7 @@ async fn median_time(connection: &mut Connection, target: &str, key: Option<&Key
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_reads_far_from_the_data_cost_what_reads_near_it_cost() {
     let dir = tempfile::tempdir().unwrap();
-    let (first_ms, last_ms) = write_trading_log(dir.path(), 100_000);
+    let (first_ms, last_ms) = common::log::write_trading_log(dir.path(), 100_000);
     let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
     // The accounts of the log get their keys (account ids start at 1).
     let buyer = funded_key(&weiport, &["read"]).await;

@@ -5,6 +5,7 @@
 
 pub mod chain;
 pub mod hostile;
+pub mod log;
 pub mod proxy;
 pub mod raw_http;
 pub mod rpc_filter;
@@ -42,6 +43,14 @@ pub async fn run_client(script: &str, args: Vec<String>) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Wall-clock time in ms since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 /// [`repo_path`] as text, for command lines.
@@ -323,6 +332,12 @@ pub fn weiport_command(args: &[&str], env: &[(&str, &str)]) -> Command {
 impl Weiport {
     /// Starts `weiport serve` on an OS-chosen port with `data_dir` and `env`.
     pub fn serve(data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::serve_within(data_dir, env, Duration::from_secs(30))
+    }
+
+    /// [`Weiport::serve`], waiting at most `startup` for it to listen (a
+    /// long command log takes a while to replay).
+    pub fn serve_within(data_dir: &Path, env: &[(&str, &str)], startup: Duration) -> Self {
         let data_dir = data_dir.to_str().unwrap();
         let mut full_env = vec![
             ("WEIPORT_SERVER__LISTEN", "127.0.0.1:0"),
@@ -337,13 +352,8 @@ impl Weiport {
             .expect("start weiport");
         let stderr = watch_output(child.stderr.take().unwrap());
         let mut log = Vec::new();
-        let line = wait_for_line(
-            &stderr,
-            "weiport serving",
-            Duration::from_secs(30),
-            &mut log,
-        )
-        .unwrap_or_else(|| panic!("weiport did not start: {log:#?}"));
+        let line = wait_for_line(&stderr, "weiport serving", startup, &mut log)
+            .unwrap_or_else(|| panic!("weiport did not start: {log:#?}"));
         let field = |name: &str| {
             line.split_whitespace()
                 .find_map(|word| word.strip_prefix(name))

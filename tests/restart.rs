@@ -1,0 +1,90 @@
+//! A restart on a long command log: the first start replays it and writes the
+//! history rows it lacks, the next only replays; both end in the same state,
+//! with every trade of the log. Prints the times: `scripts/restart-time.sh`
+//! runs it on logs of 200,000 and 1,000,000 entries for RELIABILITY.md.
+//! `RESTART_PAIRS` (default 10,000) is the number of crossing order pairs
+//! (two log entries each).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::log::write_trading_log;
+use common::{Key, Weiport};
+use serde_json::{Value, json};
+
+/// Keys on accounts 1 and 2, the traders of the written log.
+async fn keys(weiport: &Weiport) -> Vec<Key> {
+    let mut keys = Vec::new();
+    for expected in [1, 2] {
+        let created = weiport.create_key(json!({ "permissions": ["read"] })).await;
+        assert_eq!(created["account"], expected);
+        keys.push(Key {
+            id: created["id"].as_str().unwrap().into(),
+            secret: created["secret"].as_str().unwrap().into(),
+            account: expected,
+        });
+    }
+    keys
+}
+
+async fn state(weiport: &Weiport, keys: &[Key]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for key in keys {
+        let (status, mut account) = weiport
+            .signed(reqwest::Method::GET, "/api/v3/account", key, "")
+            .await;
+        assert_eq!(status, 200, "{account}");
+        account.as_object_mut().unwrap().remove("updateTime");
+        out.push(account);
+    }
+    let last: Value = reqwest::get(format!(
+        "{}/api/v3/trades?symbol=ETHUSDT&limit=1",
+        weiport.url
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    out.push(last);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_command_log_replays_to_the_same_state_on_every_restart() {
+    let pairs: u64 = std::env::var("RESTART_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let dir = tempfile::tempdir().unwrap();
+    let written = Instant::now();
+    write_trading_log(dir.path(), pairs);
+    let written = written.elapsed();
+    let startup = Duration::from_secs(3600);
+
+    let started = Instant::now();
+    let mut weiport = Weiport::serve_within(dir.path(), &common::GENEROUS, startup);
+    let first = started.elapsed();
+    let keys = keys(&weiport).await;
+    let before = state(&weiport, &keys).await;
+    // Every pair traded once: the last trade's id is the number of pairs.
+    assert_eq!(before[2][0]["id"], pairs, "{}", before[2]);
+    weiport
+        .stop("TERM", Duration::from_secs(60))
+        .expect("stopped");
+
+    let started = Instant::now();
+    let weiport = Weiport::serve_within(dir.path(), &common::GENEROUS, startup);
+    let next = started.elapsed();
+    let after = state(&weiport, &keys).await;
+    assert_eq!(before, after);
+    let entries = 2 + 2 * pairs;
+    eprintln!(
+        "restart: {entries} log entries ({pairs} trades), written in {:.2} s; first start {:.2} s (replay and history rows), next start {:.2} s (replay): {:.1} s per million entries",
+        written.as_secs_f64(),
+        first.as_secs_f64(),
+        next.as_secs_f64(),
+        next.as_secs_f64() * 1e6 / entries as f64,
+    );
+}
