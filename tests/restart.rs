@@ -31,10 +31,20 @@ async fn keys(weiport: &Weiport) -> Vec<Key> {
 async fn state(weiport: &Weiport, keys: &[Key]) -> Vec<Value> {
     let mut out = Vec::new();
     for key in keys {
-        let (status, mut account) = weiport
-            .signed(reqwest::Method::GET, "/api/v3/account", key, "")
-            .await;
-        assert_eq!(status, 200, "{account}");
+        let mut answer = None;
+        // A request that waited past its recvWindow while the server was
+        // still busy with the log is signed again.
+        for _ in 0..600 {
+            let (status, account) = weiport
+                .signed(reqwest::Method::GET, "/api/v3/account", key, "")
+                .await;
+            if account["code"] != -1021 {
+                assert_eq!(status, 200, "{account}");
+                answer = Some(account);
+                break;
+            }
+        }
+        let mut account = answer.expect("the account read within its window");
         account.as_object_mut().unwrap().remove("updateTime");
         out.push(account);
     }
@@ -63,11 +73,12 @@ async fn a_long_command_log_replays_to_the_same_state_on_every_restart() {
     let written = written.elapsed();
     let startup = Duration::from_secs(3600);
 
+    // Until the first answer from the replayed state, not only until listening.
     let started = Instant::now();
     let mut weiport = Weiport::serve_within(dir.path(), &common::GENEROUS, startup);
-    let first = started.elapsed();
     let keys = keys(&weiport).await;
     let before = state(&weiport, &keys).await;
+    let first = started.elapsed();
     // Every pair traded once: the last trade's id is the number of pairs.
     assert_eq!(before[2][0]["id"], pairs, "{}", before[2]);
     weiport
@@ -76,12 +87,12 @@ async fn a_long_command_log_replays_to_the_same_state_on_every_restart() {
 
     let started = Instant::now();
     let weiport = Weiport::serve_within(dir.path(), &common::GENEROUS, startup);
-    let next = started.elapsed();
     let after = state(&weiport, &keys).await;
+    let next = started.elapsed();
     assert_eq!(before, after);
     let entries = 2 + 2 * pairs;
     eprintln!(
-        "restart: {entries} log entries ({pairs} trades), written in {:.2} s; first start {:.2} s (replay and history rows), next start {:.2} s (replay): {:.1} s per million entries",
+        "restart: {entries} log entries ({pairs} trades), written in {:.2} s; first start {:.2} s (replay and history rows), next start {:.2} s (replay), each until the first answer: {:.1} s per million entries",
         written.as_secs_f64(),
         first.as_secs_f64(),
         next.as_secs_f64(),

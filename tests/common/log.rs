@@ -17,7 +17,9 @@ pub fn write_trading_log(dir: &std::path::Path, pairs: u64) -> (u64, u64) {
         sequence += 1;
         batch.append_command(sequence, &record);
     };
-    for (account, asset, amount) in [(1, "USDT", 10_000_000), (2, "ETH", 10_000)] {
+    // Enough for every pair to trade: 30 USDT and 0.01 ETH each.
+    let (usdt, eth) = (10_000_000.max(pairs * 30), 10_000.max(pairs / 100));
+    for (account, asset, amount) in [(1, "USDT", usdt), (2, "ETH", eth)] {
         append(
             &mut batch,
             CommandRecord::Credit {
