@@ -118,7 +118,12 @@ fn sigkill_never_loses_an_acknowledged_command() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut acknowledged = HashSet::new();
     let mut kills_mid_stream = 0;
-    for run in 0..12u64 {
+    // scripts/drills.sh asks for more.
+    let runs: u64 = std::env::var("DRILL_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    for run in 0..runs {
         let mut child = Process::new(&exe)
             .args([
                 "--exact",
@@ -159,7 +164,7 @@ fn sigkill_never_loses_an_acknowledged_command() {
         }
     }
     assert!(
-        kills_mid_stream >= 10,
+        kills_mid_stream >= runs - runs / 6,
         "only {kills_mid_stream} kills landed while orders were flowing"
     );
 
@@ -185,6 +190,10 @@ fn sigkill_never_loses_an_acknowledged_command() {
     assert!(
         acknowledged.len() > 100,
         "{} orders acknowledged",
+        acknowledged.len()
+    );
+    eprintln!(
+        "drill: engine SIGKILLed {runs} times, {kills_mid_stream} while orders flowed; {} acknowledged orders, none lost; log of {previous} commands without holes",
         acknowledged.len()
     );
 }

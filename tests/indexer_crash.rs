@@ -19,6 +19,14 @@ use weiport_storage::{Store, StoreOptions};
 
 const BLOCKS: u64 = 2_100;
 
+/// `DRILL_<name>` from the environment (scripts/drills.sh), else `default`.
+fn drill(name: &str, default: u64) -> u64 {
+    std::env::var(format!("DRILL_{name}"))
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
     let anvil = Anvil::start(&["--accounts", "5", "--prune-history", "10000"]);
@@ -26,12 +34,13 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
     let dev = chain.accounts().await;
     let fresh: Vec<Address> = (1..=20u8).map(|i| Address::repeat_byte(0x30 + i)).collect();
     let mut rng = StdRng::seed_from_u64(42);
+    let (blocks, kills) = (drill("BLOCKS", BLOCKS), drill("KILLS", 8));
 
     // One to three transfers per block, sent in one JSON-RPC batch with
     // explicit nonces, then mined.
     chain.set_automine(false).await;
     let mut nonces = vec![0u64; dev.len()];
-    for block in 0..BLOCKS {
+    for block in 0..blocks {
         let txs: Vec<serde_json::Value> = (0..rng.random_range(1..=3usize))
             .map(|i| {
                 let sender = (block as usize + i) % dev.len();
@@ -49,7 +58,7 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
         chain.mine().await;
     }
     let head = chain.head().await;
-    assert!(head >= BLOCKS, "head {head}");
+    assert!(head >= blocks, "head {head}");
 
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().to_str().unwrap().to_owned();
@@ -67,7 +76,9 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
 
     let mut kills_mid_catch_up = 0;
     let mut last = 0;
-    for _ in 0..60 {
+    let mut runs = 0;
+    for _ in 0..60.max(kills * 8) {
+        runs += 1;
         let mut child = weiport_command(&["index", "--until", &until], &env)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -83,13 +94,16 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
             kills_mid_catch_up += 1;
         }
         last = now;
-        if kills_mid_catch_up >= 8 || now >= head {
+        if kills_mid_catch_up >= kills || now >= head {
             break;
         }
     }
     assert!(
-        kills_mid_catch_up >= 5,
+        kills_mid_catch_up >= kills.min(5),
         "only {kills_mid_catch_up} kills landed during the catch-up"
+    );
+    eprintln!(
+        "drill: indexer SIGKILLed {runs} times, {kills_mid_catch_up} during the catch-up of {head} blocks"
     );
 
     let output = weiport_command(&["index", "--until", &until], &env)
