@@ -10,6 +10,7 @@
 //! ```
 
 mod account;
+mod admin;
 pub mod api;
 mod calendar;
 mod capital;
@@ -26,7 +27,8 @@ mod ticker;
 mod trading;
 mod wire;
 
+pub use admin::admin_router;
 pub use api::Exchange;
 pub use error::{BinanceError, BinanceFace};
-pub use routes::{admin_router, openapi, router};
+pub use routes::{openapi, router};
 pub use weiport_exchange::now_ms;

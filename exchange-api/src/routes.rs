@@ -1,19 +1,15 @@
-//! The Binance Spot-compatible routes, each with its security and weight,
-//! and the admin routes that move funds in and out of the ledger.
+//! The Binance Spot-compatible routes, each with its security and weight:
+//! the table the router and the OpenAPI document are both built from.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 use weiport_access::{Endpoint, Permission, Security, guarded};
 
 use crate::api::{self, Exchange};
 use crate::error::BinanceFace;
-use weiport_exchange::amount::Amount;
-use weiport_exchange::engine::{Command, Event, Reject};
 
 /// One route: what it answers, who may call it and what it costs, and its
 /// handler. The router and the OpenAPI document are both built from the
@@ -771,98 +767,6 @@ pub fn openapi() -> serde_json::Value {
     })
 }
 
-#[derive(serde::Deserialize)]
-struct Transfer {
-    asset: String,
-    amount: String,
-}
-
-/// `POST /admin/accounts/{id}/credit` (`CREDIT`) or `/debit` with `{"asset","amount"}`.
-async fn transfer<const CREDIT: bool>(
-    State(exchange): State<Arc<Exchange>>,
-    Path(account): Path<u64>,
-    body: Result<Json<Transfer>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let refuse = |status, message: String| {
-        (status, Json(serde_json::json!({ "error": message }))).into_response()
-    };
-    let bad = axum::http::StatusCode::BAD_REQUEST;
-    let Ok(Json(transfer)) = body else {
-        return refuse(
-            bad,
-            "expected a JSON body {\"asset\": …, \"amount\": \"decimal\"}".into(),
-        );
-    };
-    let Some(asset) = exchange.catalog.asset_id(&transfer.asset) else {
-        return refuse(bad, format!("unknown asset {}", transfer.asset));
-    };
-    let amount: Amount = match transfer.amount.parse() {
-        Ok(amount) => amount,
-        Err(error) => return refuse(bad, format!("amount: {error}")),
-    };
-    match exchange.access.keys.account_exists(account) {
-        Ok(true) => {}
-        Ok(false) => {
-            return refuse(
-                axum::http::StatusCode::NOT_FOUND,
-                format!("no account {account}"),
-            );
-        }
-        Err(error) => {
-            return refuse(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                error.to_string(),
-            );
-        }
-    }
-    let command = if CREDIT {
-        Command::Credit {
-            account,
-            asset,
-            amount,
-        }
-    } else {
-        Command::Debit {
-            account,
-            asset,
-            amount,
-        }
-    };
-    let outcome = match exchange.sequencer.submit(command).await {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            return refuse(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                error.to_string(),
-            );
-        }
-    };
-    match outcome.events.first() {
-        Some(Event::Balance { free, locked, .. }) => Json(serde_json::json!({
-            "account": account,
-            "asset": transfer.asset,
-            "free": free.to_string(),
-            "locked": locked.to_string(),
-        }))
-        .into_response(),
-        Some(Event::Rejected(Reject::InsufficientBalance)) => refuse(
-            axum::http::StatusCode::CONFLICT,
-            "insufficient free balance".into(),
-        ),
-        other => refuse(bad, format!("refused: {other:?}")),
-    }
-}
-
-/// Admin routes that credit and debit accounts (merged into the admin
-/// listener, behind its bearer token).
-pub fn admin_router(exchange: Arc<Exchange>) -> Router {
-    Router::new()
-        .route("/admin/accounts/{id}/credit", post(transfer::<true>))
-        .route("/admin/accounts/{id}/debit", post(transfer::<false>))
-        .route("/admin/wallet", get(crate::capital::wallet_report))
-        .with_state(exchange)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -871,6 +775,7 @@ mod tests {
     use tower::ServiceExt;
     use weiport_access::{KeyStore, Limiter, LimitsConfig, MasterKey, NewKey};
     use weiport_exchange::Catalog;
+    use weiport_exchange::engine::Command;
     use weiport_exchange::market::tests_support::eth_usdt;
     use weiport_storage::{Store, StoreOptions};
 

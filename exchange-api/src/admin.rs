@@ -1,0 +1,172 @@
+//! The exchange's admin routes, merged into the admin listener behind its
+//! bearer token: credits and debits through the engine, and the wallet's
+//! books beside the chain.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use weiport_exchange::amount::Amount;
+use weiport_exchange::engine::{Command, Event, Reject, WithdrawalStage};
+
+use crate::api::Exchange;
+
+#[derive(serde::Deserialize)]
+struct Transfer {
+    asset: String,
+    amount: String,
+}
+
+/// `POST /admin/accounts/{id}/credit` (`CREDIT`) or `/debit` with `{"asset","amount"}`.
+async fn transfer<const CREDIT: bool>(
+    State(exchange): State<Arc<Exchange>>,
+    Path(account): Path<u64>,
+    body: Result<Json<Transfer>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let refuse = |status, message: String| {
+        (status, Json(serde_json::json!({ "error": message }))).into_response()
+    };
+    let bad = axum::http::StatusCode::BAD_REQUEST;
+    let Ok(Json(transfer)) = body else {
+        return refuse(
+            bad,
+            "expected a JSON body {\"asset\": …, \"amount\": \"decimal\"}".into(),
+        );
+    };
+    let Some(asset) = exchange.catalog.asset_id(&transfer.asset) else {
+        return refuse(bad, format!("unknown asset {}", transfer.asset));
+    };
+    let amount: Amount = match transfer.amount.parse() {
+        Ok(amount) => amount,
+        Err(error) => return refuse(bad, format!("amount: {error}")),
+    };
+    match exchange.access.keys.account_exists(account) {
+        Ok(true) => {}
+        Ok(false) => {
+            return refuse(
+                axum::http::StatusCode::NOT_FOUND,
+                format!("no account {account}"),
+            );
+        }
+        Err(error) => {
+            return refuse(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                error.to_string(),
+            );
+        }
+    }
+    let command = if CREDIT {
+        Command::Credit {
+            account,
+            asset,
+            amount,
+        }
+    } else {
+        Command::Debit {
+            account,
+            asset,
+            amount,
+        }
+    };
+    let outcome = match exchange.sequencer.submit(command).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            return refuse(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                error.to_string(),
+            );
+        }
+    };
+    match outcome.events.first() {
+        Some(Event::Balance { free, locked, .. }) => Json(serde_json::json!({
+            "account": account,
+            "asset": transfer.asset,
+            "free": free.to_string(),
+            "locked": locked.to_string(),
+        }))
+        .into_response(),
+        Some(Event::Rejected(Reject::InsufficientBalance)) => refuse(
+            axum::http::StatusCode::CONFLICT,
+            "insufficient free balance".into(),
+        ),
+        other => refuse(bad, format!("refused: {other:?}")),
+    }
+}
+
+/// Admin routes that credit and debit accounts (merged into the admin
+/// listener, behind its bearer token).
+pub fn admin_router(exchange: Arc<Exchange>) -> Router {
+    Router::new()
+        .route("/admin/accounts/{id}/credit", post(transfer::<true>))
+        .route("/admin/accounts/{id}/debit", post(transfer::<false>))
+        .route("/admin/wallet", get(wallet_report))
+        .with_state(exchange)
+}
+
+/// `GET /admin/wallet`: the chain coin's books side by side with the chain:
+/// every account's holding (fees included), pending withdrawals, deposits
+/// credited and withdrawals completed, and what the hot wallet and deposit
+/// addresses hold. Accounts + pending = credited − completed (+ admin
+/// credits − debits) always; the chain should hold at least the accounts'
+/// and pending amounts.
+pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Response {
+    let Some(wallet) = exchange.wallet.get() else {
+        return (
+            axum::http::StatusCode::NOT_FOUND,
+            Json(json!({ "error": "no wallet" })),
+        )
+            .into_response();
+    };
+    let asset = wallet.config().asset;
+    let (accounts, pending, deposited, withdrawn) = {
+        let view = exchange.sequencer.view();
+        let accounts = view
+            .accounts
+            .values()
+            .filter_map(|a| a.balances.get(&asset))
+            .fold(0u128, |sum, (free, locked)| {
+                sum + u128::from(free.units()) + u128::from(locked.units())
+            });
+        let pending = view
+            .chain
+            .withdrawals
+            .values()
+            .filter(|w| w.asset == asset && w.stage == WithdrawalStage::Requested)
+            .fold(0u128, |sum, w| {
+                sum + u128::from(w.amount.units()) + u128::from(w.fee.units())
+            });
+        let sum = |map: &std::collections::BTreeMap<_, Amount>| {
+            map.get(&asset).copied().unwrap_or_default()
+        };
+        (
+            accounts,
+            pending,
+            sum(&view.chain.deposited),
+            sum(&view.chain.withdrawn),
+        )
+    };
+    let units = |n: u128| Amount::from_units(u64::try_from(n).unwrap_or(u64::MAX)).to_string();
+    match wallet.holdings() {
+        Ok(on_chain) => Json(json!({
+            "coin": wallet.config().coin,
+            "accounts": units(accounts),
+            "withdrawals_pending": units(pending),
+            "deposits_credited": deposited.to_string(),
+            "withdrawals_completed": withdrawn.to_string(),
+            "hot_wallet": wallet.hot_address().to_checksum(None),
+            "on_chain_wei": on_chain.to_string(),
+        }))
+        .into_response(),
+        Err(error) => {
+            tracing::error!(%error, "reading the wallet's holdings failed");
+            (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "error": "storage" })),
+            )
+                .into_response()
+        }
+    }
+}
