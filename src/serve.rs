@@ -355,11 +355,20 @@ impl weiport_wallet::Ledger for ExchangeLedger {
         })
     }
 
-    fn chain(&self) -> weiport_exchange::view::ChainView {
-        self.0
-            .upgrade()
-            .map(|exchange| exchange.sequencer.view().chain.clone())
-            .unwrap_or_default()
+    fn last_deposit_id(&self) -> u64 {
+        self.0.upgrade().map_or(0, |exchange| {
+            exchange.sequencer.view().chain.last_deposit_id
+        })
+    }
+
+    fn pending_withdrawals(&self) -> Vec<(u64, weiport_exchange::view::WithdrawalView)> {
+        self.0.upgrade().map_or_else(Vec::new, |exchange| {
+            let view = exchange.sequencer.view();
+            view.chain
+                .pending()
+                .map(|(id, w)| (id, w.clone()))
+                .collect()
+        })
     }
 }
 

@@ -544,14 +544,9 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
     let funds = [("USDT", "1000000"), ("ETH", "1000")];
     let trader = weiport.funded_key(&["read", "trade"], &funds).await;
     let reader = weiport.funded_key(&["read"], &[]).await;
-    let created = weiport
-        .create_key(json!({ "permissions": ["read", "withdraw"], "allowed_ips": ["127.0.0.1"] }))
+    let withdrawer = weiport
+        .key(json!({ "permissions": ["read", "withdraw"], "allowed_ips": ["127.0.0.1"] }))
         .await;
-    let withdrawer = Key {
-        id: created["id"].as_str().unwrap().into(),
-        secret: created["secret"].as_str().unwrap().into(),
-        account: created["account"].as_u64().unwrap(),
-    };
     weiport
         .admin(
             reqwest::Method::POST,

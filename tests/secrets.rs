@@ -56,14 +56,9 @@ async fn no_secret_reaches_a_log_an_answer_or_the_metrics() {
     let trader = weiport
         .funded_key(&["read", "trade"], &[("USDT", "10000"), ("ETH", "10")])
         .await;
-    let created = weiport
-        .create_key(json!({ "permissions": ["read", "withdraw"], "allowed_ips": ["127.0.0.1"] }))
+    let withdrawer = weiport
+        .key(json!({ "permissions": ["read", "withdraw"], "allowed_ips": ["127.0.0.1"] }))
         .await;
-    let withdrawer = Key {
-        id: created["id"].as_str().unwrap().into(),
-        secret: created["secret"].as_str().unwrap().into(),
-        account: created["account"].as_u64().unwrap(),
-    };
     let mut secrets = vec![
         trader.secret.clone(),
         withdrawer.secret.clone(),

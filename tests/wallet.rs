@@ -31,20 +31,23 @@ fn serve(dir: &std::path::Path, anvil: &Anvil, extra: &[(&str, &str)]) -> Weipor
     Weiport::serve(dir, &env)
 }
 
+/// A fresh anvil, a client of it, its dev accounts, and a data dir.
+async fn node() -> (Anvil, Chain, Vec<Address>, tempfile::TempDir) {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    (anvil, chain, dev, tempfile::tempdir().unwrap())
+}
+
 /// No sweeps: a deposit address keeps what it received.
 const NO_SWEEPS: (&str, &str) = ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000");
 
 /// A key on a new account with `permissions`, bound to 127.0.0.1 when `bound`.
 async fn key(weiport: &Weiport, permissions: &[&str], bound: bool) -> Key {
     let ips: Vec<&str> = if bound { vec!["127.0.0.1"] } else { vec![] };
-    let created = weiport
-        .create_key(json!({ "permissions": permissions, "allowed_ips": ips }))
-        .await;
-    Key {
-        id: created["id"].as_str().unwrap().into(),
-        secret: created["secret"].as_str().unwrap().into(),
-        account: created["account"].as_u64().unwrap(),
-    }
+    weiport
+        .key(json!({ "permissions": permissions, "allowed_ips": ips }))
+        .await
 }
 
 /// ccxt's answer to `action` as `key`.
@@ -192,10 +195,7 @@ async fn wait_indexed_head(weiport: &Weiport, chain: &Chain) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deposits_are_credited_once_final_never_when_reorganised_away() {
-    let anvil = Anvil::start(&[]);
-    let chain = Chain::new(&anvil.url);
-    let dev = chain.accounts().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (anvil, chain, dev, dir) = node().await;
     // No sweeps here: the block reorganised away below must be the deposit's.
     let weiport = serve(dir.path(), &anvil, &[NO_SWEEPS]);
     let alice = key(&weiport, &["read", "trade"], false).await;
@@ -269,10 +269,7 @@ async fn deposits_are_credited_once_final_never_when_reorganised_away() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
-    let anvil = Anvil::start(&[]);
-    let chain = Chain::new(&anvil.url);
-    let dev = chain.accounts().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (anvil, chain, dev, dir) = node().await;
     // No sweeps: the test counts blocks, and a sweep would mine one.
     let mut weiport = serve(dir.path(), &anvil, &[NO_SWEEPS]);
     let alice = key(&weiport, &["read", "trade"], false).await;
@@ -317,10 +314,7 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn withdrawals_reach_the_chain_or_are_refunded() {
-    let anvil = Anvil::start(&[]);
-    let chain = Chain::new(&anvil.url);
-    let dev = chain.accounts().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (anvil, chain, dev, dir) = node().await;
     let weiport = serve(dir.path(), &anvil, &[]);
     let alice = key(&weiport, &["read", "trade", "withdraw"], true).await;
 
@@ -476,10 +470,7 @@ async fn query_balance(weiport: &Weiport, key: &Key, address: Address) -> (u16, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_withdrawal_is_followed_across_a_kill_replaced_and_paid_once() {
-    let anvil = Anvil::start(&[]);
-    let chain = Chain::new(&anvil.url);
-    let dev = chain.accounts().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (anvil, chain, dev, dir) = node().await;
     // Replaced after a second stuck.
     let settings = [NO_SWEEPS, ("WEIPORT_WALLET__REPLACE_AFTER_SECS", "1")];
     let mut weiport = serve(dir.path(), &anvil, &settings);

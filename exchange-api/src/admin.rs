@@ -130,23 +130,25 @@ pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Resp
             .fold(0u128, |sum, (free, locked)| {
                 sum + u128::from(free.units()) + u128::from(locked.units())
             });
-        let pending = view
-            .chain
-            .withdrawals
-            .values()
-            .filter(|w| w.asset == asset && w.stage == WithdrawalStage::Requested)
-            .fold(0u128, |sum, w| {
-                sum + u128::from(w.amount.units()) + u128::from(w.fee.units())
-            });
-        let sum = |map: &std::collections::BTreeMap<_, Amount>| {
-            map.get(&asset).copied().unwrap_or_default()
+        let of_asset = |stage| {
+            view.chain
+                .withdrawals
+                .values()
+                .filter(move |w| w.asset == asset && w.stage == stage)
         };
-        (
-            accounts,
-            pending,
-            sum(&view.chain.deposited),
-            sum(&view.chain.withdrawn),
-        )
+        let pending = of_asset(WithdrawalStage::Requested).fold(0u128, |sum, w| {
+            sum + u128::from(w.amount.units()) + u128::from(w.fee.units())
+        });
+        // A completed withdrawal's amount left the ledger; its fee stayed, with the fee account.
+        let withdrawn = of_asset(WithdrawalStage::Completed)
+            .fold(0u128, |sum, w| sum + u128::from(w.amount.units()));
+        let deposited = view
+            .chain
+            .deposited
+            .get(&asset)
+            .copied()
+            .unwrap_or_default();
+        (accounts, pending, u128::from(deposited.units()), withdrawn)
     };
     let units = |n: u128| Amount::from_units(u64::try_from(n).unwrap_or(u64::MAX)).to_string();
     match wallet.holdings() {
@@ -154,8 +156,8 @@ pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Resp
             "coin": wallet.config().coin,
             "accounts": units(accounts),
             "withdrawals_pending": units(pending),
-            "deposits_credited": deposited.to_string(),
-            "withdrawals_completed": withdrawn.to_string(),
+            "deposits_credited": units(deposited),
+            "withdrawals_completed": units(withdrawn),
             "hot_wallet": wallet.hot_address().to_checksum(None),
             "on_chain_wei": on_chain.to_string(),
         }))

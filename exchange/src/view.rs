@@ -154,9 +154,16 @@ pub struct ChainView {
     pub withdrawals: BTreeMap<u64, WithdrawalView>,
     /// Per asset: every deposit credited, summed.
     pub deposited: BTreeMap<AssetId, Amount>,
-    /// Per asset: what completed withdrawals took out of the ledger (their
-    /// amounts; their fees stay, with the fee account).
-    pub withdrawn: BTreeMap<AssetId, Amount>,
+}
+
+impl ChainView {
+    /// The withdrawals the engine still holds (requested, not yet ended), by id.
+    pub fn pending(&self) -> impl Iterator<Item = (u64, &WithdrawalView)> {
+        self.withdrawals
+            .iter()
+            .filter(|(_, w)| w.stage == WithdrawalStage::Requested)
+            .map(|(id, w)| (*id, w))
+    }
 }
 
 /// One withdrawal as the engine has it.
@@ -259,10 +266,6 @@ impl View {
                     destination,
                     requested_ms,
                 } if *stage != WithdrawalStage::Repeated => {
-                    if *stage == WithdrawalStage::Completed {
-                        let sum = self.chain.withdrawn.entry(*asset).or_default();
-                        *sum = sum.saturating_add(*amount);
-                    }
                     let client_id = match &changes.withdrawal_client_id {
                         Some((id, name)) if id == withdrawal_id => Some(name.clone()),
                         _ => self

@@ -409,17 +409,22 @@ impl Weiport {
         created
     }
 
-    /// A key with `permissions` on a new account credited with `funds`
-    /// (asset, decimal amount) through the admin API.
-    pub async fn funded_key(&self, permissions: &[&str], funds: &[(&str, &str)]) -> Key {
-        let created = self
-            .create_key(serde_json::json!({ "permissions": permissions }))
-            .await;
-        let key = Key {
+    /// [`Weiport::create_key`] as a [`Key`].
+    pub async fn key(&self, request: serde_json::Value) -> Key {
+        let created = self.create_key(request).await;
+        Key {
             id: created["id"].as_str().unwrap().into(),
             secret: created["secret"].as_str().unwrap().into(),
             account: created["account"].as_u64().unwrap(),
-        };
+        }
+    }
+
+    /// A key with `permissions` on a new account credited with `funds`
+    /// (asset, decimal amount) through the admin API.
+    pub async fn funded_key(&self, permissions: &[&str], funds: &[(&str, &str)]) -> Key {
+        let key = self
+            .key(serde_json::json!({ "permissions": permissions }))
+            .await;
         for (asset, amount) in funds {
             let (status, answer) = self
                 .admin(

@@ -44,7 +44,7 @@ impl Scanner {
             return Ok(());
         };
         let final_through = wallet.final_through();
-        let last = ledger.chain().last_deposit_id;
+        let last = ledger.last_deposit_id();
         // The block of the last deposit credited is scanned again: its later
         // deposits may not be, and its row may not be stored yet.
         let after = (last >> INDEX_BITS).saturating_sub(1);

@@ -30,7 +30,7 @@ use weiport_exchange::AssetId;
 use weiport_exchange::amount::Amount;
 use weiport_exchange::engine::Command;
 use weiport_exchange::sequencer::{Outcome, SequencerError};
-use weiport_exchange::view::ChainView;
+use weiport_exchange::view::WithdrawalView;
 use weiport_indexer::{NodeClient, NodeError};
 use weiport_storage::{DepositRow, StorageError, Store, WithdrawalTxRow};
 
@@ -73,8 +73,10 @@ pub enum WalletError {
 pub trait Ledger: Send + Sync + 'static {
     /// Sequences `command` (durable once answered).
     fn submit(&self, command: Command) -> BoxFuture<'static, Result<Arc<Outcome>, SequencerError>>;
-    /// Deposits credited and withdrawals, as the engine has them now.
-    fn chain(&self) -> ChainView;
+    /// The id of the last deposit the engine credited (0: none).
+    fn last_deposit_id(&self) -> u64;
+    /// The withdrawals the engine holds now (requested, not yet ended), by id.
+    fn pending_withdrawals(&self) -> Vec<(u64, WithdrawalView)>;
 }
 
 /// How the wallet works.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use alloy_primitives::{Address, U256};
-use weiport_exchange::engine::{Command, Event, Reject, WithdrawalStage};
+use weiport_exchange::engine::{Command, Event, Reject};
 use weiport_exchange::view::WithdrawalView;
 use weiport_storage::{SentTx, WithdrawalTxRow};
 
@@ -20,6 +20,8 @@ pub(crate) struct Sender {
     chain_id: u64,
     /// When each withdrawal's latest transaction was sent by this process.
     sent_at: HashMap<u64, Instant>,
+    /// The nonce after the last one this wallet signed, once read from storage.
+    signed_through: Option<u64>,
 }
 
 /// A replacement must pay at least 10 % more (geth's rule); 12.5 % leaves room.
@@ -32,6 +34,7 @@ impl Sender {
         Self {
             chain_id,
             sent_at: HashMap::new(),
+            signed_through: None,
         }
     }
 
@@ -40,15 +43,11 @@ impl Sender {
         wallet: &Wallet,
         ledger: &dyn Ledger,
     ) -> Result<(), WalletError> {
-        let chain = ledger.chain();
-        for (id, withdrawal) in &chain.withdrawals {
-            if withdrawal.stage != WithdrawalStage::Requested {
-                continue;
-            }
-            match wallet.store.withdrawal_tx(*id)? {
-                None => self.first_send(wallet, ledger, *id, withdrawal).await?,
-                Some(row) if row.refused.is_some() => settle(ledger, *id, false).await?,
-                Some(row) => self.follow(wallet, ledger, *id, row).await?,
+        for (id, withdrawal) in ledger.pending_withdrawals() {
+            match wallet.store.withdrawal_tx(id)? {
+                None => self.first_send(wallet, ledger, id, &withdrawal).await?,
+                Some(row) if row.refused.is_some() => settle(ledger, id, false).await?,
+                Some(row) => self.follow(wallet, ledger, (id, &withdrawal), row).await?,
             }
         }
         Ok(())
@@ -56,16 +55,21 @@ impl Sender {
 
     /// The hot wallet's next nonce: past every transaction the node has or
     /// this wallet signed.
-    async fn next_nonce(&self, wallet: &Wallet) -> Result<u64, WalletError> {
+    async fn next_nonce(&mut self, wallet: &Wallet) -> Result<u64, WalletError> {
         let node = wallet.node.pending_nonce(wallet.hot.address()).await?;
-        let signed = wallet
-            .store
-            .withdrawal_txs()?
-            .into_iter()
-            .filter(|(_, row)| row.refused.is_none() && !row.sent.is_empty())
-            .map(|(_, row)| row.nonce + 1)
-            .max()
-            .unwrap_or(0);
+        let signed = match self.signed_through {
+            Some(next) => next,
+            // Read once: from then on this wallet is the only signer.
+            None => wallet
+                .store
+                .withdrawal_txs()?
+                .into_iter()
+                .filter(|(_, row)| row.refused.is_none() && !row.sent.is_empty())
+                .map(|(_, row)| row.nonce + 1)
+                .max()
+                .unwrap_or(0),
+        };
+        self.signed_through = Some(signed);
         Ok(node.max(signed))
     }
 
@@ -126,6 +130,7 @@ impl Sender {
         match wallet.node.send_raw(&raw).await {
             Ok(()) => {
                 self.sent_at.insert(id, Instant::now());
+                self.signed_through = Some(nonce + 1);
                 Ok(())
             }
             Err(WalletError::Node(error)) if !error.is_transient() => {
@@ -142,7 +147,7 @@ impl Sender {
         &mut self,
         wallet: &Wallet,
         ledger: &dyn Ledger,
-        id: u64,
+        (id, withdrawal): (u64, &WithdrawalView),
         mut row: WithdrawalTxRow,
     ) -> Result<(), WalletError> {
         let mut mined = None;
@@ -181,12 +186,9 @@ impl Sender {
         if sent_at.elapsed() < wallet.config.replace_after {
             return Ok(());
         }
-        let Some(withdrawal) = ledger.chain().withdrawals.get(&id).cloned() else {
-            return Ok(());
-        };
         let (max_fee, tip) = wallet.node.fees().await?;
         let fees = (bumped(latest.max_fee, max_fee), bumped(latest.tip, tip));
-        let transfer = self.transfer(wallet, &withdrawal, row.nonce, fees).await?;
+        let transfer = self.transfer(wallet, withdrawal, row.nonce, fees).await?;
         let (max_fee, tip) = fees;
         let (hash, raw) = sign(&wallet.hot, &transfer)?;
         row.sent.push(SentTx {

@@ -52,7 +52,7 @@ impl Withdrawal {
 
 /// Deposits credited and withdrawals, pending and ended.
 #[derive(Debug, Default)]
-pub struct Withdrawals {
+pub(crate) struct Withdrawals {
     /// The last deposit id credited (0: none).
     pub(crate) last_deposit_id: u64,
     pub(crate) next_withdrawal_id: u64,

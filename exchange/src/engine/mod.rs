@@ -31,7 +31,8 @@ mod matching;
 mod messages;
 
 use book::{Book, Level, List, Order, Pending};
-pub use chain::{WithdrawalStage, Withdrawals};
+pub use chain::WithdrawalStage;
+use chain::Withdrawals;
 use ledger::Ledger;
 pub use messages::*;
 
