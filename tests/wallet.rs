@@ -99,6 +99,20 @@ where
     panic!("timed out waiting for: {what}");
 }
 
+/// The raw deposit history (`/sapi/v1/capital/deposit/hisrec`) of `key`.
+async fn hisrec(weiport: &Weiport, key: &Key) -> Value {
+    let (status, rows) = weiport
+        .signed(
+            reqwest::Method::GET,
+            "/sapi/v1/capital/deposit/hisrec",
+            key,
+            "coin=ETH",
+        )
+        .await;
+    assert_eq!(status, 200, "{rows}");
+    rows
+}
+
 async fn deposits(weiport: &Weiport, key: &Key) -> Vec<Value> {
     ccxt(weiport, key, "deposits", &[])
         .await
@@ -299,14 +313,7 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
     assert_eq!(eth_free(&weiport, &alice).await, "2.00000000");
     let seen = deposits(&weiport, &alice).await;
     assert_eq!(seen.len(), 1, "{seen:?}");
-    let (_, rows) = weiport
-        .signed(
-            reqwest::Method::GET,
-            "/sapi/v1/capital/deposit/hisrec",
-            &alice,
-            "coin=ETH",
-        )
-        .await;
+    let rows = hisrec(&weiport, &alice).await;
     assert_eq!(rows[0]["amount"], "2.00000000", "{rows}");
     assert_eq!(rows[0]["weiReceived"], "2000000000000012345", "{rows}");
     assert_books_match_the_chain(&weiport).await;
@@ -428,14 +435,7 @@ async fn withdrawals_reach_the_chain_or_are_refunded() {
     // The deposit was swept into the hot wallet meanwhile (status 1), and
     // the sweep was never taken for a deposit.
     eventually("the deposit swept", || async {
-        let (_, rows) = weiport
-            .signed(
-                reqwest::Method::GET,
-                "/sapi/v1/capital/deposit/hisrec",
-                &alice,
-                "coin=ETH",
-            )
-            .await;
+        let rows = hisrec(&weiport, &alice).await;
         rows[0]["status"] == 1
     })
     .await;
