@@ -33,6 +33,8 @@ apt_install() {
 apt_install libclang-dev
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 command -v curl >/dev/null 2>&1 || apt_install curl
+# libfaketime: the clock-skew drill runs the server on a shifted clock.
+apt_install faketime
 
 # The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
 tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"

@@ -12,6 +12,8 @@ pub mod params;
 pub mod sealing;
 pub mod signature;
 pub mod telemetry;
+#[cfg(test)]
+mod timing;
 
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -447,10 +447,20 @@ impl Weiport {
         key: &Key,
         params: &str,
     ) -> (u16, serde_json::Value) {
-        let timestamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis();
+        self.signed_with_clock(method, path, key, params, 0).await
+    }
+
+    /// [`Weiport::signed`] from a client whose clock is `clock_offset_ms`
+    /// off the true time (a skewed clock, or one corrected by the server's).
+    pub async fn signed_with_clock(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &Key,
+        params: &str,
+        clock_offset_ms: i64,
+    ) -> (u16, serde_json::Value) {
+        let timestamp = now_ms() as i64 + clock_offset_ms;
         let query = format!("{params}&timestamp={timestamp}");
         let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
         let response = reqwest::Client::new()

@@ -1,0 +1,172 @@
+//! A statistical check that comparing a presented secret (a request's HMAC
+//! signature, the admin bearer token) takes the same time however many of its
+//! leading bytes are right, so a client cannot find a signature byte by byte.
+//!
+//! The method is dudect's: two classes of input, interleaved in random order
+//! so drift in the machine's speed hits both alike, each call timed alone;
+//! the slowest tenth of the pooled timings (interrupts, preemption) is cut and
+//! Welch's t statistic compares the two classes. |t| above 10 means the
+//! classes differ beyond doubt. A positive control — the same HMAC check with
+//! an early-exit comparison — must be caught by the same statistic, so the
+//! check cannot pass by being blind.
+//!
+//! `TIMING_SAMPLES` (per class, default 20,000) sets the size; the full run is
+//! `scripts/hmac-timing.sh`, in a release build.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use hmac::{Hmac, KeyInit, Mac};
+use rand::Rng;
+use sha2::Sha256;
+
+use crate::admin::token_matches;
+use crate::signature::{HmacKey, SignedPayload, sign_hmac_sha256};
+
+/// Beyond this |t| the two classes' timings differ beyond doubt (dudect's bound).
+const LEAK_T: f64 = 10.0;
+
+const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
+const PAYLOAD: &str = "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=2500&recvWindow=5000&timestamp=1700000000000";
+
+fn samples_per_class() -> usize {
+    std::env::var("TIMING_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
+}
+
+/// Times `check` on the two classes' inputs, interleaved at random, and
+/// returns Welch's t over the timings below the pooled 90th percentile.
+fn welch_t_of<I>(inputs: [&I; 2], check: impl Fn(&I) -> bool) -> Comparison
+where
+    I: ?Sized,
+{
+    let samples = samples_per_class();
+    for _ in 0..1_000 {
+        black_box(check(black_box(inputs[0])));
+        black_box(check(black_box(inputs[1])));
+    }
+    let mut rng = rand::rng();
+    let mut timings: [Vec<f64>; 2] = [
+        Vec::with_capacity(samples * 2),
+        Vec::with_capacity(samples * 2),
+    ];
+    while timings[0].len() < samples || timings[1].len() < samples {
+        let class = usize::from(rng.random::<bool>());
+        let input = black_box(inputs[class]);
+        let start = Instant::now();
+        black_box(check(input));
+        timings[class].push(start.elapsed().as_nanos() as f64);
+    }
+    let mut pooled: Vec<f64> = timings.iter().flatten().copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    let cut = pooled[pooled.len() * 9 / 10];
+    let [a, b] = timings.map(|t| t.into_iter().filter(|x| *x < cut).collect::<Vec<_>>());
+    Comparison {
+        t: welch_t(&a, &b),
+        mean_ns: [mean(&a), mean(&b)],
+    }
+}
+
+struct Comparison {
+    t: f64,
+    mean_ns: [f64; 2],
+}
+
+impl std::fmt::Display for Comparison {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "t = {:+.2}, mean {:.1} ns vs {:.1} ns, {} samples per class",
+            self.t,
+            self.mean_ns[0],
+            self.mean_ns[1],
+            samples_per_class()
+        )
+    }
+}
+
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+fn welch_t(a: &[f64], b: &[f64]) -> f64 {
+    let variance =
+        |x: &[f64], m: f64| x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64;
+    let (ma, mb) = (mean(a), mean(b));
+    let se = (variance(a, ma) / a.len() as f64 + variance(b, mb) / b.len() as f64).sqrt();
+    (ma - mb) / se
+}
+
+/// The right signature with one byte (hex pair) changed: the first or the last.
+fn signature_wrong_at(byte: usize) -> String {
+    let mut signature = sign_hmac_sha256(SECRET, PAYLOAD.as_bytes()).into_bytes();
+    signature[byte * 2] = if signature[byte * 2] == b'0' {
+        b'1'
+    } else {
+        b'0'
+    };
+    String::from_utf8(signature).unwrap()
+}
+
+fn requests_wrong_first_and_last() -> [String; 2] {
+    [0, 31].map(|byte| format!("{PAYLOAD}&signature={}", signature_wrong_at(byte)))
+}
+
+#[test]
+fn hmac_check_time_does_not_depend_on_matching_leading_bytes() {
+    let key = HmacKey::new(SECRET);
+    let [first, last] = requests_wrong_first_and_last();
+    let comparison = welch_t_of([first.as_str(), last.as_str()], |request| {
+        SignedPayload::from_request(request, b"", true)
+            .and_then(|signed| signed.verify_hmac(&key))
+            .is_ok()
+    });
+    println!("HMAC signature wrong in its first vs its last byte: {comparison}");
+    assert!(comparison.t.abs() < LEAK_T, "timing leak: {comparison}");
+}
+
+#[test]
+fn an_early_exit_comparison_is_caught_by_the_same_statistic() {
+    fn early_exit_eq(a: &[u8], b: &[u8]) -> bool {
+        for (x, y) in a.iter().zip(b) {
+            if black_box(x) != black_box(y) {
+                return false;
+            }
+        }
+        a.len() == b.len()
+    }
+    let [first, last] = [0, 31].map(|byte| {
+        let hex = signature_wrong_at(byte);
+        (0..32)
+            .map(|i| u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+    });
+    let comparison = welch_t_of([first.as_slice(), last.as_slice()], |presented| {
+        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET).unwrap();
+        mac.update(PAYLOAD.as_bytes());
+        early_exit_eq(&mac.finalize().into_bytes(), presented)
+    });
+    println!("early-exit comparison (positive control): {comparison}");
+    assert!(
+        comparison.t.abs() > LEAK_T,
+        "the check is blind: {comparison}"
+    );
+}
+
+#[test]
+fn admin_token_check_time_does_not_depend_on_matching_leading_bytes() {
+    let token = "q3Zk9v0bX2mYl7TnR4sWc8pHd1fJe6gA5uKiOzNyVxB";
+    let wrong_at = |i: usize| {
+        let mut bytes = token.as_bytes().to_vec();
+        bytes[i] = if bytes[i] == b'0' { b'1' } else { b'0' };
+        String::from_utf8(bytes).unwrap()
+    };
+    let (first, last) = (wrong_at(0), wrong_at(token.len() - 1));
+    let comparison = welch_t_of([first.as_str(), last.as_str()], |presented| {
+        token_matches(Some(presented), token)
+    });
+    println!("admin token wrong in its first vs its last byte: {comparison}");
+    assert!(comparison.t.abs() < LEAK_T, "timing leak: {comparison}");
+}
