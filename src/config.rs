@@ -339,6 +339,8 @@ pub struct StorageConfig {
     pub block_cache_mb: usize,
     /// Background jobs.
     pub background_jobs: i32,
+    /// Memtable size per column family in MiB.
+    pub write_buffer_mb: usize,
 }
 
 impl StorageConfig {
@@ -347,6 +349,7 @@ impl StorageConfig {
         weiport_storage::StoreOptions {
             block_cache_bytes: self.block_cache_mb << 20,
             background_jobs: self.background_jobs,
+            write_buffer_bytes: self.write_buffer_mb << 20,
         }
     }
 }
@@ -575,6 +578,9 @@ impl Config {
         }
         if self.storage.background_jobs < 1 {
             return invalid("storage.background_jobs", "must be at least 1");
+        }
+        if !(1..=4096).contains(&self.storage.write_buffer_mb) {
+            return invalid("storage.write_buffer_mb", "must be 1 to 4096");
         }
         if self.server.max_body_bytes == 0 {
             return invalid("server.max_body_bytes", "must be at least 1");

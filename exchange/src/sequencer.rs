@@ -4,9 +4,12 @@
 //! acknowledged and published. On start the log is replayed, which rebuilds
 //! books, balances and id counters exactly.
 
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::sync::mpsc::{
+    Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError, sync_channel,
+};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tokio::sync::{broadcast, oneshot};
 use weiport_storage::{CommandRecord, OrderRecord, StorageError, Store};
@@ -41,9 +44,13 @@ pub enum SequencerError {
     /// The stored history could not be read to sum its candles.
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
-    /// The engine thread stopped (after a failed write); nothing more is accepted.
+    /// The engine thread stopped; nothing more is accepted.
     #[error("the exchange engine has stopped")]
     Stopped,
+    /// The command log could not be written (a full disk): the command was
+    /// not applied, and commands are refused until the store takes writes again.
+    #[error("the command log cannot be written now; the command was not applied")]
+    Unwritable,
 }
 
 /// What an acknowledged command did.
@@ -110,7 +117,7 @@ impl Sink for broadcast::Sender<Arc<Outcome>> {
 
 struct Request {
     command: Command,
-    reply: oneshot::Sender<Arc<Outcome>>,
+    reply: oneshot::Sender<Result<Arc<Outcome>, SequencerError>>,
 }
 
 /// Handle to the engine thread.
@@ -504,6 +511,69 @@ fn from_record(
     })
 }
 
+/// The state the command log rebuilds.
+struct Replayed {
+    engine: Engine,
+    recorder: Recorder,
+    view: View,
+    /// Sequence number of the next command.
+    next: u64,
+    /// The latest engine time in the log.
+    clock: u64,
+}
+
+/// Replays the command log of `store` into a new engine, recorder and read
+/// side, writing the history rows a log older than the history tables lacks.
+fn replay(
+    store: &Store,
+    catalog: &Arc<Catalog>,
+    fee_account: u64,
+) -> Result<Replayed, SequencerError> {
+    let mut engine = Engine::new(catalog.clone(), fee_account);
+    let mut view = View::new(catalog);
+    let mut recorder = Recorder::new(catalog);
+    // History rows are written with their commands; a log older than
+    // the history tables gets its missing rows written now.
+    let recorded = store.exchange_history_sequence()?;
+    let mut backfill = store.exchange_batch();
+    let mut backfilled = 0u64;
+    let mut next = 1;
+    let mut events = Vec::new();
+    let mut clock = 0;
+    for item in store.commands() {
+        let (sequence, record) = item?;
+        let command = from_record(catalog, sequence, record)?;
+        clock = clock.max(command.time_ms().unwrap_or(0));
+        events.clear();
+        engine.apply_into(command.clone(), &mut events);
+        let changes = recorder.record(&command, &events);
+        if sequence > recorded {
+            changes.write(catalog, &mut backfill);
+            backfill.set_history_sequence(sequence);
+            backfilled += 1;
+            if backfilled.is_multiple_of(10_000) {
+                std::mem::replace(&mut backfill, store.exchange_batch()).commit()?;
+            }
+        }
+        view.apply(command.time_ms(), &events, &changes);
+        next = sequence + 1;
+    }
+    if backfilled > 0 {
+        backfill.commit()?;
+        tracing::info!(
+            commands = backfilled,
+            "exchange history written for older log entries"
+        );
+    }
+    Ok(Replayed {
+        engine,
+        recorder,
+        view,
+        next,
+        clock,
+    })
+}
+
 impl Sequencer {
     /// Replays the command log of `store` into a new engine over the catalog's markets
     /// and starts the engine thread with a queue of `capacity` commands.
@@ -527,42 +597,13 @@ impl Sequencer {
         sinks: Vec<Box<dyn Sink>>,
     ) -> Result<Self, SequencerError> {
         crate::history::build_coarse_candles(&store, &catalog)?;
-        let mut engine = Engine::new(catalog.clone(), fee_account);
-        let mut view = View::new(&catalog);
-        let mut recorder = Recorder::new(&catalog);
-        // History rows are written with their commands; a log older than
-        // the history tables gets its missing rows written now.
-        let recorded = store.exchange_history_sequence()?;
-        let mut backfill = store.exchange_batch();
-        let mut backfilled = 0u64;
-        let mut next = 1;
-        let mut events = Vec::new();
-        let mut clock = 0;
-        for item in store.commands() {
-            let (sequence, record) = item?;
-            let command = from_record(&catalog, sequence, record)?;
-            clock = clock.max(command.time_ms().unwrap_or(0));
-            events.clear();
-            engine.apply_into(command.clone(), &mut events);
-            let changes = recorder.record(&command, &events);
-            if sequence > recorded {
-                changes.write(&catalog, &mut backfill);
-                backfill.set_history_sequence(sequence);
-                backfilled += 1;
-                if backfilled.is_multiple_of(10_000) {
-                    std::mem::replace(&mut backfill, store.exchange_batch()).commit()?;
-                }
-            }
-            view.apply(command.time_ms(), &events, &changes);
-            next = sequence + 1;
-        }
-        if backfilled > 0 {
-            backfill.commit()?;
-            tracing::info!(
-                commands = backfilled,
-                "exchange history written for older log entries"
-            );
-        }
+        let Replayed {
+            engine,
+            recorder,
+            view,
+            next,
+            clock,
+        } = replay(&store, &catalog, fee_account)?;
         let view = Arc::new(RwLock::new(view));
         let (requests, receiver) = sync_channel(capacity.max(1));
         let (events, _) = broadcast::channel(4096);
@@ -579,7 +620,15 @@ impl Sequencer {
         }
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
-            .spawn(move || run(engine, recorder, Log { store, next, clock }, all, receiver))
+            .spawn(move || {
+                let log = Log {
+                    store,
+                    next,
+                    clock,
+                    fee_account,
+                };
+                run(engine, recorder, log, all, receiver)
+            })
             .expect("spawning the engine thread");
         Ok(Self {
             view,
@@ -609,7 +658,7 @@ impl Sequencer {
             }
             Err(TrySendError::Disconnected(_)) => return Err(SequencerError::Stopped),
         }
-        answer.await.map_err(|_| SequencerError::Stopped)
+        answer.await.map_err(|_| SequencerError::Stopped)?
     }
 
     /// The read side, current with every acknowledged command.
@@ -653,6 +702,8 @@ struct Log {
     next: u64,
     /// Engine time: wall-clock ms, never going backwards.
     clock: u64,
+    /// The engine's fee account, for rebuilding it.
+    fee_account: u64,
 }
 
 fn run(
@@ -702,10 +753,19 @@ fn run(
             write.commit()
         };
         if let Err(error) = written {
-            // Memory is now ahead of disk: acknowledge nothing and stop; a
-            // restart replays what is durable.
-            tracing::error!(%error, "writing the command log failed; the exchange engine stops");
-            return engine;
+            // Memory is now ahead of disk: acknowledge nothing, and rebuild
+            // the engine from what is durable once the store takes writes.
+            tracing::error!(%error, "writing the command log failed (disk full?): none of the batch's {} commands was applied; refusing commands until the store takes writes again", replies.len());
+            for (reply, _) in replies {
+                let _ = reply.send(Err(SequencerError::Unwritable));
+            }
+            match recover(&log, engine.catalog(), &receiver) {
+                Some(rebuilt) => {
+                    (engine, recorder, log.next) = (rebuilt.engine, rebuilt.recorder, rebuilt.next);
+                }
+                None => return engine,
+            }
+            continue;
         }
         log.next = sequence;
         outcomes.extend(
@@ -720,10 +780,66 @@ fn run(
             }
         }
         for (reply, outcome) in replies {
-            let _ = reply.send(outcome);
+            let _ = reply.send(Ok(outcome));
         }
     }
     engine
+}
+
+/// How often a store that refused the log is probed while commands wait.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// After a failed commit: refuses every command that arrives until a probe
+/// write to the store succeeds, then replays the log into a fresh engine and
+/// recorder (the read side and the sinks only ever saw durable batches, so
+/// they need nothing). `None` when the sequencer is shut down meanwhile.
+fn recover(log: &Log, catalog: &Arc<Catalog>, receiver: &Receiver<Request>) -> Option<Replayed> {
+    let mut probes = 0u64;
+    loop {
+        let deadline = std::time::Instant::now() + PROBE_EVERY;
+        loop {
+            let wait = deadline.saturating_duration_since(std::time::Instant::now());
+            match receiver.recv_timeout(wait) {
+                Ok(Request { reply, .. }) => {
+                    let _ = reply.send(Err(SequencerError::Unwritable));
+                }
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+        probes += 1;
+        // Rewriting the history mark with its own value changes nothing
+        // but needs a synced write to go through.
+        let mut probe = log.store.exchange_batch();
+        probe.set_history_sequence(log.next - 1);
+        if let Err(error) = probe.commit() {
+            if probes.is_multiple_of(20) {
+                tracing::error!(%error, "the command log still cannot be written; commands are refused");
+            }
+            continue;
+        }
+        match replay(&log.store, catalog, log.fee_account) {
+            Ok(replayed) => {
+                if replayed.next != log.next {
+                    // RocksDB writes a batch whole or not at all; a failed
+                    // write that still landed would show here.
+                    tracing::error!(
+                        durable = replayed.next - 1,
+                        expected = log.next - 1,
+                        "the command log ends elsewhere than the engine's last commit; the durable log wins"
+                    );
+                }
+                tracing::info!(
+                    commands = replayed.next - 1,
+                    "the command log takes writes again; the engine was rebuilt from it and accepts commands"
+                );
+                return Some(replayed);
+            }
+            Err(error) => {
+                tracing::error!(%error, "replaying the command log failed; retrying");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

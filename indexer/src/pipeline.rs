@@ -115,7 +115,11 @@ pub enum IndexerError {
 impl IndexerError {
     /// Errors that pause indexing instead of stopping it.
     fn is_transient(&self) -> bool {
-        matches!(self, Self::Node(e) if e.is_transient() || matches!(e, NodeError::Rpc { .. }))
+        match self {
+            Self::Node(e) => e.is_transient() || matches!(e, NodeError::Rpc { .. }),
+            Self::Storage(e) => e.is_unavailable(),
+            _ => false,
+        }
     }
 }
 
@@ -278,9 +282,14 @@ impl Indexer {
                 Ok(()) => return Ok(()),
                 Err(error) if error.is_transient() => {
                     failures += 1;
-                    metrics::counter!("weiport_indexer_node_errors_total").increment(1);
                     let delay = Duration::from_millis(250u64 << failures.min(5));
-                    tracing::warn!(%error, ?delay, "indexing paused: node unavailable or inconsistent; retrying");
+                    if let IndexerError::Storage(_) = error {
+                        metrics::counter!("weiport_indexer_storage_errors_total").increment(1);
+                        tracing::error!(%error, ?delay, "indexing paused: the store refused a write (disk full?); nothing of the block was kept; retrying");
+                    } else {
+                        metrics::counter!("weiport_indexer_node_errors_total").increment(1);
+                        tracing::warn!(%error, ?delay, "indexing paused: node unavailable or inconsistent; retrying");
+                    }
                     tokio::select! {
                         _ = tokio::time::sleep(delay) => {}
                         _ = shutdown.changed() => {}

@@ -130,3 +130,20 @@ pub enum StorageError {
         len: usize,
     },
 }
+
+impl StorageError {
+    /// A failure of the disk under the store (full, or refusing I/O) rather
+    /// than of the data: RocksDB refuses writes until it recovers, which it
+    /// does by itself once space returns, so a writer can wait and retry.
+    pub fn is_unavailable(&self) -> bool {
+        use rocksdb::ErrorKind;
+        match self {
+            Self::Rocks(error) => matches!(
+                error.kind(),
+                ErrorKind::IOError | ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain
+            ),
+            Self::DataDir { .. } => true,
+            _ => false,
+        }
+    }
+}

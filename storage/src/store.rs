@@ -34,6 +34,8 @@ pub struct StoreOptions {
     pub block_cache_bytes: usize,
     /// Background compaction and flush threads.
     pub background_jobs: i32,
+    /// Memtable size of each column family: written to disk when full.
+    pub write_buffer_bytes: usize,
 }
 
 impl Default for StoreOptions {
@@ -41,6 +43,7 @@ impl Default for StoreOptions {
         Self {
             block_cache_bytes: 256 << 20,
             background_jobs: 4,
+            write_buffer_bytes: 64 << 20,
         }
     }
 }
@@ -113,7 +116,7 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn column_family_options(name: &str, cache: &Cache) -> Options {
+fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -> Options {
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(cache);
     table.set_cache_index_and_filter_blocks(true);
@@ -123,6 +126,7 @@ fn column_family_options(name: &str, cache: &Cache) -> Options {
     table.set_bloom_filter(10.0, false);
 
     let mut opts = Options::default();
+    opts.set_write_buffer_size(write_buffer_bytes);
     opts.set_level_compaction_dynamic_level_bytes(true);
     opts.set_compression_type(DBCompressionType::Lz4);
     opts.set_bottommost_compression_type(DBCompressionType::Zstd);
@@ -159,9 +163,12 @@ impl Store {
         // write: appending to a fresh file also rewrites its inode (size) on
         // every fdatasync.
         db_opts.set_recycle_log_file_num(4);
-        let descriptors = cf::ALL
-            .iter()
-            .map(|name| ColumnFamilyDescriptor::new(*name, column_family_options(name, &cache)));
+        let descriptors = cf::ALL.iter().map(|name| {
+            ColumnFamilyDescriptor::new(
+                *name,
+                column_family_options(name, &cache, options.write_buffer_bytes),
+            )
+        });
         let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         let store = Self {
             history_readers: Arc::default(),
