@@ -460,19 +460,17 @@ impl Weiport {
         params: &str,
         clock_offset_ms: i64,
     ) -> (u16, serde_json::Value) {
-        let timestamp = now_ms() as i64 + clock_offset_ms;
-        let query = format!("{params}&timestamp={timestamp}");
-        let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
-        let response = reqwest::Client::new()
-            .request(
-                method,
-                format!("{}{path}?{query}&signature={signature}", self.url),
-            )
-            .header("X-MBX-APIKEY", &key.id)
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), response.json().await.unwrap())
+        let client = reqwest::Client::new();
+        signed_request(
+            &client,
+            &self.url,
+            method,
+            path,
+            key,
+            params,
+            clock_offset_ms,
+        )
+        .await
     }
 
     /// The server's `/openapi.json`.
@@ -540,6 +538,33 @@ pub async fn order(weiport: &Weiport, key: &Key, params: &str) -> serde_json::Va
         .await;
     assert_eq!(status, 200, "{answer}");
     answer
+}
+
+/// A signed Binance request to the server at `base_url` through `client`
+/// (kept-alive connections for load), timestamped `clock_offset_ms` off the
+/// true time; the status and the JSON answer.
+pub async fn signed_request(
+    client: &reqwest::Client,
+    base_url: &str,
+    method: reqwest::Method,
+    path: &str,
+    key: &Key,
+    params: &str,
+    clock_offset_ms: i64,
+) -> (u16, serde_json::Value) {
+    let timestamp = now_ms() as i64 + clock_offset_ms;
+    let query = format!("{params}&timestamp={timestamp}");
+    let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
+    let response = client
+        .request(
+            method,
+            format!("{base_url}{path}?{query}&signature={signature}"),
+        )
+        .header("X-MBX-APIKEY", &key.id)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
 }
 
 /// A server with the exchange's limits out of the way (indexer off).
