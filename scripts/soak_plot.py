@@ -8,7 +8,7 @@ source, target = sys.argv[1:]
 rows = []
 for line in open(source):
     if line.startswith("soak-sample ") and not line.startswith("soak-sample seconds"):
-        t, rss, fds, rate, _indexed = line.split()[1].split(",")
+        t, rss, fds, rate = line.split()[1].split(",")[:4]
         rows.append((float(t), float(rss), float(fds), float(rate)))
 if not rows:
     sys.exit("no samples")

@@ -289,6 +289,8 @@ pub struct IndexerSection {
     pub max_reorg_depth: u64,
     /// Largest lag still reported ready.
     pub ready_max_lag: u64,
+    /// Index each address's transactions (`txlist`).
+    pub transactions: bool,
 }
 
 /// `indexer.balance_source`.
@@ -327,6 +329,7 @@ impl IndexerSection {
             poll_interval: Duration::from_millis(self.poll_interval_ms),
             max_reorg_depth: self.max_reorg_depth,
             until,
+            transactions: self.transactions,
         }
     }
 }
@@ -341,6 +344,8 @@ pub struct StorageConfig {
     pub background_jobs: i32,
     /// Memtable size per column family in MiB.
     pub write_buffer_mb: usize,
+    /// All memtables together, in MiB.
+    pub memtable_budget_mb: usize,
 }
 
 impl StorageConfig {
@@ -350,6 +355,7 @@ impl StorageConfig {
             block_cache_bytes: self.block_cache_mb << 20,
             background_jobs: self.background_jobs,
             write_buffer_bytes: self.write_buffer_mb << 20,
+            memtable_budget_bytes: self.memtable_budget_mb << 20,
         }
     }
 }
@@ -581,6 +587,9 @@ impl Config {
         }
         if !(1..=4096).contains(&self.storage.write_buffer_mb) {
             return invalid("storage.write_buffer_mb", "must be 1 to 4096");
+        }
+        if !(1..=65536).contains(&self.storage.memtable_budget_mb) {
+            return invalid("storage.memtable_budget_mb", "must be 1 to 65536");
         }
         if self.server.max_body_bytes == 0 {
             return invalid("server.max_body_bytes", "must be at least 1");

@@ -441,6 +441,9 @@ async fn reorganisations_of_depth_1_5_and_30_and_rollbacks_reconverge_exactly() 
     let head = chain.head().await;
     let all: Vec<u64> = (0..=head).collect();
     assert_index_matches(&running.store, &chain, &addresses, &all).await;
+    // The replaced blocks' transactions are gone from every list, the new
+    // branches' are there.
+    common::history::assert_transactions_indexed(&running.store, &chain, head).await;
     running.stop().await;
 }
 

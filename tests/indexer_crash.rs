@@ -157,4 +157,7 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
             "{address}"
         );
     }
+    // Every address's transactions, once each, in order, despite the kills.
+    let transactions = common::history::assert_transactions_indexed(&store, &chain, head).await;
+    eprintln!("drill: {transactions} transactions indexed exactly after the kills");
 }

@@ -5,7 +5,8 @@
 //! WebSocket trade and depth streams. Every `SOAK_SAMPLE_SECONDS` (10) it
 //! prints the server's resident memory, its open descriptors and the request
 //! rate; at the end per-route throughput, p50 and p99, and then it checks:
-//! no unexpected answer, descriptors flat after warm-up, every indexed
+//! no unexpected answer, descriptors flat after warm-up (and memory too, in
+//! runs of 5 minutes or more, long enough to reach its ceiling), every indexed
 //! balance equal to the node's, the books rebuilt by a restart equal to the
 //! books served (the engine itself asserts its ledger invariants after every
 //! command in this build), and no secret in the server's log.
@@ -88,15 +89,47 @@ async fn timed_get(
     }
 }
 
-fn process_figures(pid: u32) -> (u64, usize) {
+/// What the server holds: resident memory, and its descriptors split into
+/// RocksDB's table files (one per live file: they grow with the data, up to
+/// `max_open_files`), handles of files already deleted (a leak), and the
+/// rest (sockets, logs, pipes).
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    rss_kib: u64,
+    tables: usize,
+    deleted: usize,
+    other: usize,
+}
+
+fn held(pid: u32) -> Held {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss_kib = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
-    (rss_kib, fds)
+    let mut held = Held {
+        rss_kib,
+        tables: 0,
+        deleted: 0,
+        other: 0,
+    };
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let target = std::fs::read_link(entry.path()).unwrap_or_default();
+        let target = target.to_string_lossy();
+        if target.ends_with(" (deleted)") {
+            held.deleted += 1;
+        } else if target.ends_with(".sst") {
+            held.tables += 1;
+        } else {
+            held.other += 1;
+        }
+    }
+    held
 }
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
@@ -267,6 +300,11 @@ fn serve_on(data_dir: &std::path::Path, node_url: &str) -> Weiport {
         ("WEIPORT_NODE__URL", node_url),
         ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "1000000"),
         ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
+        // A quarter of the default memtable budget and an eighth of the
+        // default block cache, so memory reaches its ceiling within minutes:
+        // with the defaults the same curve flattens higher.
+        ("WEIPORT_STORAGE__MEMTABLE_BUDGET_MB", "64"),
+        ("WEIPORT_STORAGE__BLOCK_CACHE_MB", "32"),
     ]);
     Weiport::serve(data_dir, &env)
 }
@@ -293,6 +331,10 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
                 .await,
         );
     }
+    // /readyz shows block 0 before the index exists: wait for a real block.
+    let dev = chain.accounts().await;
+    chain.transfer(dev[5], addresses[0], U256::from(1u8)).await;
+    weiport.wait_indexed(chain.settled_head().await).await;
     let reader = weiport
         .key(serde_json::json!({ "permissions": ["read"] }))
         .await;
@@ -329,16 +371,16 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
     ));
 
     let started = Instant::now();
-    let mut samples: Vec<(f64, u64, usize)> = Vec::new();
+    let mut samples: Vec<Held> = Vec::new();
     let mut last_requests = 0;
     println!(
         "soak: {seconds} s, a sample every {} s",
         sample_every.as_secs()
     );
-    println!("soak-sample seconds,rss_mib,fds,requests_per_s,indexed");
+    println!("soak-sample seconds,rss_mib,fds,requests_per_s,indexed,table_fds,deleted_fds");
     while started.elapsed() < Duration::from_secs(seconds) {
         tokio::time::sleep(sample_every).await;
-        let (rss_kib, fds) = process_figures(pid);
+        let now = held(pid);
         let requests = figures.requests.load(Ordering::Relaxed);
         let rate = (requests - last_requests) as f64 / sample_every.as_secs_f64();
         last_requests = requests;
@@ -350,11 +392,14 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
             .unwrap();
         let at = started.elapsed().as_secs_f64();
         println!(
-            "soak-sample {at:.0},{:.1},{fds},{rate:.0},{}",
-            rss_kib as f64 / 1024.0,
-            ready["indexed"]
+            "soak-sample {at:.0},{:.1},{},{rate:.0},{},{},{}",
+            now.rss_kib as f64 / 1024.0,
+            now.tables + now.deleted + now.other,
+            ready["indexed"],
+            now.tables,
+            now.deleted
         );
-        samples.push((at, rss_kib, fds));
+        samples.push(now);
     }
     running.store(false, Ordering::Relaxed);
     while load.join_next().await.is_some() {}
@@ -387,11 +432,31 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
         "{stream_messages:?}"
     );
 
-    // Descriptors flat once warm: the first third of the run is warm-up.
+    // Descriptors other than table files flat once warm (the first third of
+    // the run is warm-up), and no handle kept on a deleted file.
     let warm = samples.len() / 3;
-    let warm_fds = samples[warm..].iter().map(|s| s.2).min().unwrap();
-    let last_fds = samples.last().unwrap().2;
-    assert!(last_fds <= warm_fds + 16, "descriptors grew: {samples:?}");
+    let warm_other = samples[warm..].iter().map(|s| s.other).min().unwrap();
+    let last = *samples.last().unwrap();
+    assert!(
+        last.other <= warm_other + 8,
+        "descriptors grew: {samples:?}"
+    );
+    assert!(last.deleted <= 2, "handles on deleted files: {samples:?}");
+    // Memory: memtables (64 MiB together here) and the block cache (32 MiB)
+    // fill over the first minutes; once the run is long enough to have
+    // reached them, the last third must stay within the middle third's peak.
+    if seconds >= 300 {
+        let middle_peak = samples[warm..2 * warm]
+            .iter()
+            .map(|s| s.rss_kib)
+            .max()
+            .unwrap();
+        let last_peak = samples[2 * warm..].iter().map(|s| s.rss_kib).max().unwrap();
+        assert!(
+            last_peak <= middle_peak + middle_peak / 8 + 16 * 1024,
+            "memory kept growing: {samples:?}"
+        );
+    }
 
     let head = chain.settled_head().await;
     let deadline = Instant::now() + Duration::from_secs(120);

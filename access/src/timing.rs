@@ -10,7 +10,7 @@
 //! an early-exit comparison — must be caught by the same statistic, so the
 //! check cannot pass by being blind.
 //!
-//! `TIMING_SAMPLES` (per class, default 20,000) sets the size; the full run is
+//! `TIMING_SAMPLES` (per class, default 50,000) sets the size; the full run is
 //! `scripts/hmac-timing.sh`, in a release build.
 
 use std::hint::black_box;
@@ -33,7 +33,7 @@ fn samples_per_class() -> usize {
     std::env::var("TIMING_SAMPLES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000)
+        .unwrap_or(50_000)
 }
 
 /// Times `check` on the two classes' inputs, interleaved at random, and

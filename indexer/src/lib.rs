@@ -5,6 +5,7 @@ pub mod genesis;
 pub mod node;
 mod pipeline;
 pub mod source;
+mod transactions;
 
 pub use node::{NodeClient, NodeError, NodeOptions, StateAt};
 pub use pipeline::{Indexer, IndexerConfig, IndexerError, Progress};

@@ -178,6 +178,9 @@ pub struct BlockSummary {
     pub parent_hash: B256,
     /// Fee recipient.
     pub miner: Address,
+    /// Seconds since the Unix epoch.
+    #[serde(default)]
+    pub timestamp: U64,
     /// Proof-of-work difficulty; zero or absent after the merge.
     #[serde(default)]
     pub difficulty: Option<U256>,

@@ -36,6 +36,9 @@ pub struct IndexerConfig {
     pub max_reorg_depth: u64,
     /// Stop once this block is indexed.
     pub until: Option<u64>,
+    /// Keep each address's transactions (`txlist`): the block's bodies and
+    /// receipts are fetched with it.
+    pub transactions: bool,
 }
 
 impl Default for IndexerConfig {
@@ -49,6 +52,7 @@ impl Default for IndexerConfig {
             poll_interval: Duration::from_millis(500),
             max_reorg_depth: 128,
             until: None,
+            transactions: true,
         }
     }
 }
@@ -350,7 +354,40 @@ impl Indexer {
         if self.store.chain_id()?.is_none() {
             self.bootstrap(chain_id, &genesis, &plan).await?;
         }
+        self.reconcile_transaction_index().await?;
         Ok(plan)
+    }
+
+    /// Records from which block transactions are indexed: the index's start
+    /// for a new index, the next block when the switch was turned on for an
+    /// existing one. Turned off, the mark is removed, so turning it on later
+    /// never claims the blocks indexed meanwhile.
+    async fn reconcile_transaction_index(&self) -> Result<(), IndexerError> {
+        let recorded = self.store.transactions_indexed_from()?;
+        let mut batch = self.store.index_batch();
+        match (self.config.transactions, recorded) {
+            (true, None) => {
+                let cursor = self.store.cursor()?.ok_or_else(|| {
+                    IndexerError::Inconsistent("bootstrapped index has no cursor".into())
+                })?;
+                let start = self.store.index_start()?.unwrap_or(0);
+                // A new index holds no block past its start yet.
+                let from = if cursor.number <= start {
+                    start
+                } else {
+                    cursor.number + 1
+                };
+                batch.set_transactions_indexed_from(from);
+                tracing::info!(from, "indexing transactions");
+            }
+            (false, Some(_)) => {
+                batch.clear_transactions_indexed_from();
+                tracing::info!("transaction index off: txlist answers nothing");
+            }
+            _ => return Ok(()),
+        }
+        commit(batch).await?;
+        Ok(())
     }
 
     async fn bootstrap(
@@ -546,10 +583,11 @@ impl Indexer {
         let (tx, mut rx) = mpsc::channel(self.config.concurrency * 4);
         let node = self.node.clone();
         let concurrency = self.config.concurrency;
+        let with_transactions = self.config.transactions;
         let first = cursor.number + 1;
         let _fetcher = AbortOnDrop(tokio::spawn(async move {
             let mut blocks = futures::stream::iter(first..=target)
-                .map(|number| fetch_block(&node, plan, number))
+                .map(|number| fetch_block(&node, plan, number, with_transactions))
                 .buffered(concurrency);
             while let Some(fetched) = blocks.next().await {
                 let failed = fetched.is_err();
@@ -610,6 +648,10 @@ impl Indexer {
         for block in &pending.blocks {
             for (address, wei) in &block.balances {
                 batch.set_balance(address, block.number, wei);
+            }
+            for (index, transaction) in block.transactions.iter().enumerate() {
+                let index = u32::try_from(index).expect("fewer than 2^32 transactions a block");
+                batch.put_transaction(block.number, index, transaction);
             }
             let keep_undo =
                 cursor.number.saturating_sub(block.number) <= self.config.max_reorg_depth;
@@ -697,6 +739,7 @@ impl Indexer {
             })?;
             touched.extend(record.touched);
             batch.delete_block(dropped);
+            batch.delete_block_transactions(dropped)?;
         }
         for address in &touched {
             batch.rewind_address(address, ancestor.number)?;
@@ -719,6 +762,7 @@ async fn fetch_block(
     node: &NodeClient,
     plan: NodePlan,
     number: u64,
+    with_transactions: bool,
 ) -> Result<BlockChanges, NodeError> {
     let block = node
         .block(number)
@@ -727,7 +771,11 @@ async fn fetch_block(
             method: "eth_getBlockByNumber",
             detail: format!("block {number} vanished (chain reorganised)"),
         })?;
-    source::block_changes(node, &plan, &block).await
+    let mut changes = source::block_changes(node, &plan, &block).await?;
+    if with_transactions {
+        changes.transactions = crate::transactions::block_transactions(node, &plan, &block).await?;
+    }
+    Ok(changes)
 }
 
 /// Commits on a blocking thread: the synced WAL write must not stall the runtime.

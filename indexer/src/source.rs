@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U64, U128, U256};
 use serde::Deserialize;
 
 use crate::node::{BlockSummary, NodeClient, NodeError, StateAt};
@@ -182,6 +182,8 @@ pub struct BlockChanges {
     pub parent_hash: B256,
     /// Every changed address with its balance after the block, sorted.
     pub balances: Vec<(Address, U256)>,
+    /// Its transactions with their outcomes, when the transaction index is on.
+    pub transactions: Vec<weiport_storage::TransactionRow>,
 }
 
 /// One transaction's entry in a `debug_traceBlockByNumber` answer.
@@ -247,15 +249,31 @@ struct FromTo {
     to: U256,
 }
 
+/// A transaction receipt, as far as the indexer reads it.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Receipt {
-    from: Address,
-    to: Option<Address>,
-    contract_address: Option<Address>,
-    block_hash: Option<B256>,
+pub(crate) struct Receipt {
+    pub(crate) from: Address,
+    pub(crate) to: Option<Address>,
+    pub(crate) contract_address: Option<Address>,
+    pub(crate) block_hash: Option<B256>,
     #[serde(default)]
     logs: Vec<LogAddress>,
+    /// Its transaction's hash.
+    #[serde(default)]
+    pub(crate) transaction_hash: Option<B256>,
+    /// Gas used by the transaction.
+    #[serde(default)]
+    pub(crate) gas_used: Option<U64>,
+    /// Gas used in the block through this transaction.
+    #[serde(default)]
+    pub(crate) cumulative_gas_used: Option<U64>,
+    /// Price paid per gas (absent on nodes older than EIP-1559).
+    #[serde(default)]
+    pub(crate) effective_gas_price: Option<U128>,
+    /// 1 success, 0 failure (absent before Byzantium).
+    #[serde(default)]
+    pub(crate) status: Option<U64>,
 }
 
 /// A `debug_traceTransaction` answer of the default (struct-log) tracer.
@@ -321,7 +339,7 @@ fn value_addresses(steps: &[StructStep]) -> BTreeSet<Address> {
 }
 
 /// The receipts of `block`'s transactions, in order, checked to belong to it.
-async fn receipts(
+pub(crate) async fn receipts(
     node: &NodeClient,
     plan: &NodePlan,
     block: &BlockSummary,
@@ -430,7 +448,7 @@ async fn state_diffs(node: &NodeClient, block: u64) -> Result<Vec<StateDiffTxTra
     .await
 }
 
-fn malformed(method: &'static str, detail: String) -> NodeError {
+pub(crate) fn malformed(method: &'static str, detail: String) -> NodeError {
     NodeError::Malformed { method, detail }
 }
 
@@ -620,6 +638,7 @@ pub async fn block_changes(
         hash: block.hash,
         parent_hash: block.parent_hash,
         balances: balances.into_iter().collect(),
+        transactions: Vec::new(),
     })
 }
 
@@ -722,6 +741,7 @@ mod tests {
             hash: B256::repeat_byte(5),
             parent_hash: B256::repeat_byte(4),
             miner: Address::ZERO,
+            timestamp: Default::default(),
             difficulty: None,
             transactions: vec![B256::repeat_byte(1), B256::repeat_byte(2)],
             uncles: vec![],

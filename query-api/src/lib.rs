@@ -1,6 +1,7 @@
 //! weiport's Etherscan-compatible query API: request parsing, the
 //! `status`/`message`/`result` envelope, and the `/api` router.
 
+mod history;
 pub mod params;
 mod router;
 

@@ -32,7 +32,7 @@ const MSG_MISSING_KEY: &str = "Missing/Invalid API Key";
 const MSG_INVALID_KEY: &str = "Invalid API Key";
 const MSG_BAD_MODULE: &str = "Error! Missing Or invalid Module name";
 const MSG_BAD_ACTION: &str = "Error! Missing Or invalid Action name";
-const MSG_BAD_ADDRESS: &str = "Error! Invalid address format";
+pub(crate) const MSG_BAD_ADDRESS: &str = "Error! Invalid address format";
 const MSG_BAD_MULTI: &str = "Error! Invalid multi address format";
 const MSG_BAD_CHAIN: &str = "Missing or unsupported chainid parameter (required for v2 api), please see https://api.etherscan.io/v2/chainlist for the list of supported chainids";
 
@@ -44,14 +44,14 @@ pub struct QueryError {
 }
 
 impl QueryError {
-    fn bad(result: impl Into<String>) -> Self {
+    pub(crate) fn bad(result: impl Into<String>) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
             result: result.into(),
         }
     }
 
-    fn unavailable(result: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(result: impl Into<String>) -> Self {
         Self {
             status: StatusCode::SERVICE_UNAVAILABLE,
             result: result.into(),
@@ -137,7 +137,7 @@ struct QueryState {
 
 /// Request parameters, from the query string and a form body alike,
 /// borrowed from the request where no decoding changed them.
-struct Params<'a> {
+pub(crate) struct Params<'a> {
     pairs: SmallVec<[(Cow<'a, str>, Cow<'a, str>); 8]>,
 }
 
@@ -150,7 +150,7 @@ impl<'a> Params<'a> {
         Self { pairs }
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.pairs
             .iter()
             .find(|(k, _)| k == name)
@@ -170,9 +170,9 @@ fn ok_string(result: &str) -> Response {
 }
 
 /// The indexed range: from the first indexed block to the cursor.
-struct Indexed {
-    start: u64,
-    head: u64,
+pub(crate) struct Indexed {
+    pub(crate) start: u64,
+    pub(crate) head: u64,
 }
 
 impl QueryState {
@@ -294,6 +294,7 @@ fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response
             )
                 .into_response())
         }
+        "txlist" => crate::history::txlist(&state.store, params, &indexed),
         _ => Err(QueryError::bad(MSG_BAD_ACTION)),
     }
 }

@@ -8,6 +8,7 @@ pub mod exchange;
 mod history;
 mod record;
 mod store;
+mod transactions;
 mod wallet;
 
 pub use access::{AccountRecord, ApiKeyRecord};
@@ -18,6 +19,7 @@ pub use history::{
     PreventedRow, ScanDirection, TradeRow,
 };
 pub use store::{IndexBatch, Store, StoreOptions};
+pub use transactions::{IndexedTransaction, TransactionPage, TransactionRow};
 pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 
 /// Column families, in the order they are opened.
@@ -30,6 +32,10 @@ pub mod cf {
     pub const BALANCE_AT: &str = "balance_at";
     /// `number` → block hash, parent hash and touched addresses.
     pub const BLOCK: &str = "block";
+    /// `block ‖ index` → a transaction and its receipt's outcome.
+    pub const TX: &str = "tx";
+    /// `address ‖ block ‖ index` → nothing: an address's transactions.
+    pub const ADDRESS_TX: &str = "address_tx";
     /// `account id` → account record.
     pub const ACCOUNT: &str = "account";
     /// `key id` → API key record (secrets sealed).
@@ -75,6 +81,8 @@ pub mod cf {
         BALANCE,
         BALANCE_AT,
         BLOCK,
+        TX,
+        ADDRESS_TX,
         ACCOUNT,
         API_KEY,
         COMMAND_LOG,

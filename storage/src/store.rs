@@ -25,6 +25,7 @@ pub(crate) mod meta_key {
     pub const NEXT_ACCOUNT: &[u8] = b"next_account_id";
     pub const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
     pub const COARSE_CANDLES: &[u8] = b"coarse_candles";
+    pub const TRANSACTIONS_FROM: &[u8] = b"transactions_from";
 }
 
 /// Tuning knobs for [`Store::open`].
@@ -36,6 +37,9 @@ pub struct StoreOptions {
     pub background_jobs: i32,
     /// Memtable size of each column family: written to disk when full.
     pub write_buffer_bytes: usize,
+    /// All memtables together: past it the largest is written out, so
+    /// memory stays bounded however many column families take writes.
+    pub memtable_budget_bytes: usize,
 }
 
 impl Default for StoreOptions {
@@ -44,6 +48,7 @@ impl Default for StoreOptions {
             block_cache_bytes: 256 << 20,
             background_jobs: 4,
             write_buffer_bytes: 64 << 20,
+            memtable_budget_bytes: 256 << 20,
         }
     }
 }
@@ -130,7 +135,7 @@ fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -
     opts.set_level_compaction_dynamic_level_bytes(true);
     opts.set_compression_type(DBCompressionType::Lz4);
     opts.set_bottommost_compression_type(DBCompressionType::Zstd);
-    if name == cf::BALANCE_AT {
+    if name == cf::BALANCE_AT || name == cf::ADDRESS_TX {
         // History rows are always read within one address: prefix blooms let
         // `seek_for_prev(address ‖ block)` skip files that lack the address.
         opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(ADDRESS_LEN));
@@ -159,6 +164,7 @@ impl Store {
         db_opts.increase_parallelism(options.background_jobs);
         db_opts.set_bytes_per_sync(1 << 20);
         db_opts.set_keep_log_file_num(4);
+        db_opts.set_db_write_buffer_size(options.memtable_budget_bytes);
         // Reused WAL files keep their size, so a synced write is one data
         // write: appending to a fresh file also rewrites its inode (size) on
         // every fdatasync.
@@ -511,8 +517,8 @@ fn probe_writable(path: &Path) -> Result<(), StorageError> {
 /// A set of index writes applied all together or not at all. Owns a handle
 /// to the store, so it can be committed on another thread.
 pub struct IndexBatch {
-    store: Store,
-    batch: WriteBatch,
+    pub(crate) store: Store,
+    pub(crate) batch: WriteBatch,
     /// The cursor and start block this batch records, published to
     /// [`Store::indexed_head`] and [`Store::indexed_start`] once committed.
     head: Option<u64>,

@@ -1,0 +1,191 @@
+//! Etherscan's `txlist` from the transaction index, on a real anvil, through
+//! etherscan-python unchanged but for its base URL: every address's list
+//! equals what the node's blocks and receipts say (transfers, a contract
+//! creation, a contract call with call data, a reverted call, a transfer to
+//! oneself), pages and sort orders slice it as Etherscan does, an empty list
+//! is "No transactions found", and a window beyond 10,000 results is refused.
+
+mod common;
+
+use alloy_primitives::Address;
+use common::chain::{Chain, ether};
+use common::history::{node_transactions, txlists};
+use common::{Anvil, GENEROUS, Weiport};
+use serde_json::{Value, json};
+
+async fn run_with_stdin(weiport: &Weiport, key: &str, request: Value) -> Value {
+    let script = common::repo_text("tests/clients/etherscan_history.py");
+    let (url, key) = (weiport.url.clone(), key.to_owned());
+    let output = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = std::process::Command::new(common::python())
+            .args([&script, &url, &key])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(request.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+async fn raw(weiport: &Weiport, query: &str) -> Value {
+    reqwest::get(format!("{}/api?{query}", weiport.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txlist_through_etherscan_python_equals_the_node() {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = GENEROUS[1..].to_vec();
+    env.extend([
+        ("WEIPORT_NODE__URL", anvil.url.as_str()),
+        ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
+        ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
+    ]);
+    let weiport = Weiport::serve(dir.path(), &env);
+    let key = weiport.key(json!({ "permissions": ["read"] })).await.id;
+
+    let (payee, beneficiary, nobody) = (
+        Address::repeat_byte(0xa1),
+        Address::repeat_byte(0xb2),
+        Address::repeat_byte(0xc3),
+    );
+    chain.transfer(dev[0], payee, ether(1)).await;
+    chain.transfer(dev[1], payee, ether(2)).await;
+    let forwarder = chain.deploy_forwarder(dev[0], ether(1)).await;
+    chain
+        .forward(dev[1], forwarder, beneficiary, ether(4))
+        .await;
+    // Without call data the forwarder reverts: mined, failed.
+    let reverted = chain
+        .send(dev[2], Some(forwarder), ether(1), "0x", 100_000)
+        .await;
+    assert!(!chain.receipt_status(reverted).await.0);
+    chain.transfer(dev[3], dev[3], ether(1)).await;
+    for i in 0..6 {
+        chain.transfer(dev[0], dev[1], ether(1 + i)).await;
+    }
+    let head = chain.settled_head().await;
+    weiport.wait_indexed(head).await;
+
+    let expected = txlists(&node_transactions(&chain, head).await);
+    let listed: Vec<Address> = [
+        dev[0],
+        dev[1],
+        dev[2],
+        dev[3],
+        payee,
+        forwarder,
+        beneficiary,
+    ]
+    .into_iter()
+    .collect();
+    let text = |a: &Address| format!("{a:#x}");
+    let dev0 = text(&dev[0]);
+    let answer = run_with_stdin(
+        &weiport,
+        &key,
+        json!({
+            "lists": listed.iter().map(text).chain([text(&nobody)]).collect::<Vec<_>>(),
+            "pages": [
+                [dev0, 2, 3, 0, 99999999, "asc"],
+                [dev0, 1, 4, 0, 99999999, "desc"],
+                [dev0, 1, 100, 7, 9, "asc"],
+                [dev0, 9, 100, 0, 99999999, "asc"],
+            ],
+        }),
+    )
+    .await;
+    for address in &listed {
+        // The beneficiary only received an internal transfer: no transaction
+        // of its own, so Etherscan's txlist has nothing for it either.
+        let want = expected.get(address).cloned().unwrap_or_default();
+        let got = &answer["lists"][text(address)];
+        if want.is_empty() {
+            assert!(
+                got["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("No transactions found"),
+                "{got}"
+            );
+        } else {
+            assert_eq!(got, &Value::from(want), "txlist of {address}");
+        }
+    }
+    assert!(
+        answer["lists"][text(&nobody)]["error"]
+            .as_str()
+            .unwrap()
+            .contains("No transactions found")
+    );
+
+    let all = &expected[&dev[0]];
+    let pages = answer["pages"].as_array().unwrap();
+    assert_eq!(pages[0], Value::from(all[3..6].to_vec()));
+    let newest: Vec<Value> = all.iter().rev().take(4).cloned().collect();
+    assert_eq!(pages[1], Value::from(newest));
+    let in_range: Vec<Value> = all
+        .iter()
+        .filter(|t| (7..=9).contains(&t["blockNumber"].as_str().unwrap().parse::<u64>().unwrap()))
+        .cloned()
+        .collect();
+    assert!(!in_range.is_empty());
+    assert_eq!(pages[2], Value::from(in_range));
+    assert!(
+        pages[3]["error"]
+            .as_str()
+            .unwrap()
+            .contains("No transactions found")
+    );
+
+    let window = raw(
+        &weiport,
+        &format!("module=account&action=txlist&address={dev0}&page=2&offset=6000&apikey={key}"),
+    )
+    .await;
+    assert_eq!(
+        window,
+        json!({ "status": "0", "message": "Result window is too large, PageNo x Offset size must be less than or equal to 10000", "result": null })
+    );
+    for (query, reason) in [
+        ("address=0x12", "Error! Invalid address format"),
+        ("address={dev0}&sort=sideways", "Error! Invalid sort order"),
+        ("address={dev0}&page=0", "Error! Invalid page"),
+        ("address={dev0}&startblock=x", "Error! Invalid startblock"),
+    ] {
+        let query = query.replace("{dev0}", &dev0);
+        let refused = raw(
+            &weiport,
+            &format!("module=account&action=txlist&{query}&apikey={key}"),
+        )
+        .await;
+        assert_eq!(
+            refused,
+            json!({ "status": "0", "message": "NOTOK", "result": reason }),
+            "{query}"
+        );
+    }
+}

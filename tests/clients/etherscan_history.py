@@ -1,0 +1,42 @@
+"""Asks weiport for address histories through the etherscan-python client
+library, unchanged except for its base URL.
+
+usage: etherscan_history.py BASE_URL API_KEY < request.json
+request: {"lists": [address...],
+          "pages": [[address, page, offset, startblock, endblock, sort]...]}
+prints:  {"lists": {address: [entry...] | {"error": text}},
+          "pages": [[entry...] | {"error": text}...]}
+etherscan-python raises AssertionError on status "0" ("No transactions
+found" included); the text it raises is reported as the error.
+"""
+import json
+import sys
+
+from etherscan import Etherscan
+from etherscan.enums.fields_enum import FieldsEnum
+
+base_url, api_key = sys.argv[1], sys.argv[2]
+FieldsEnum.PREFIX = base_url.rstrip("/") + "/api?"
+client = Etherscan(api_key)
+request = json.load(sys.stdin)
+
+
+def ask(call):
+    try:
+        return call()
+    except AssertionError as error:
+        return {"error": str(error)}
+
+
+print(json.dumps({
+    "lists": {
+        a: ask(lambda a=a: client.get_normal_txs_by_address(
+            address=a, startblock=0, endblock=99999999, sort="asc"))
+        for a in request["lists"]
+    },
+    "pages": [
+        ask(lambda p=p: client.get_normal_txs_by_address_paginated(
+            address=p[0], page=p[1], offset=p[2], startblock=p[3], endblock=p[4], sort=p[5]))
+        for p in request["pages"]
+    ],
+}))
