@@ -119,8 +119,15 @@ async fn bare_fetch_per_transaction(
 }
 
 /// Fetches every block and its trace exactly as the indexer does, but keeps
-/// the raw answers: the floor any indexer built on this node pays.
-async fn bare_fetch(node: &NodeClient, head: u64, concurrency: usize) -> Duration {
+/// the raw answers: the floor any indexer built on this node pays. With
+/// `transactions`, the block comes with its transaction bodies and its
+/// receipts are fetched too: the floor of an indexer that keeps `txlist`.
+async fn bare_fetch(
+    node: &NodeClient,
+    head: u64,
+    concurrency: usize,
+    transactions: bool,
+) -> Duration {
     let started = Instant::now();
     let tracer = json!({ "tracer": "prestateTracer", "tracerConfig": { "diffMode": true } });
     let mut fetched = futures::stream::iter(1..=head)
@@ -128,9 +135,21 @@ async fn bare_fetch(node: &NodeClient, head: u64, concurrency: usize) -> Duratio
             let tracer = tracer.clone();
             async move {
                 let block: Box<RawValue> = node
-                    .call("eth_getBlockByNumber", (StateAt::Number(number), false))
+                    .call(
+                        "eth_getBlockByNumber",
+                        (StateAt::Number(number), transactions),
+                    )
                     .await
                     .unwrap();
+                let receipts = if transactions {
+                    let receipts: Box<RawValue> = node
+                        .call("eth_getBlockReceipts", (StateAt::Number(number),))
+                        .await
+                        .unwrap();
+                    receipts.get().len()
+                } else {
+                    0
+                };
                 let trace: Box<RawValue> = node
                     .call(
                         "debug_traceBlockByNumber",
@@ -138,7 +157,7 @@ async fn bare_fetch(node: &NodeClient, head: u64, concurrency: usize) -> Duratio
                     )
                     .await
                     .unwrap();
-                block.get().len() + trace.get().len()
+                block.get().len() + trace.get().len() + receipts
             }
         })
         .buffered(concurrency);
@@ -150,12 +169,26 @@ async fn bare_fetch(node: &NodeClient, head: u64, concurrency: usize) -> Duratio
     started.elapsed()
 }
 
-async fn index(url: &str, head: u64, concurrency: usize) -> Duration {
+/// Bytes under `dir`, every file of the database.
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.metadata().ok())
+        .filter(|meta| meta.is_file())
+        .map(|meta| meta.len())
+        .sum()
+}
+
+/// Indexes to `head` from genesis; the time taken and the bytes the
+/// database holds once flushed and compacted.
+async fn index(url: &str, head: u64, concurrency: usize, transactions: bool) -> (Duration, u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     let config = IndexerConfig {
         concurrency,
         until: Some(head),
+        transactions,
         ..IndexerConfig::default()
     };
     let indexer = Indexer::new(
@@ -168,7 +201,9 @@ async fn index(url: &str, head: u64, concurrency: usize) -> Duration {
     indexer.run(stop_rx).await.unwrap();
     let elapsed = started.elapsed();
     assert_eq!(store.cursor().unwrap().unwrap().number, head);
-    elapsed
+    store.flush().unwrap();
+    store.compact();
+    (elapsed, disk_bytes(dir.path()))
 }
 
 fn main() {
@@ -208,29 +243,45 @@ fn main() {
         eprintln!("generated {head} blocks of {txs} transactions in {:.1?}", started.elapsed());
 
         let node = NodeClient::new(&url, NodeOptions::default()).unwrap();
+        let node = &node;
         let rate = |d: Duration| head as f64 / d.as_secs_f64();
-        let bare = || async {
+        let bare = |transactions: bool| async move {
             match js_node {
-                None => bare_fetch(&node, head, concurrency).await,
+                None => bare_fetch(node, head, concurrency, transactions).await,
                 Some(kind) => {
                     let by_number = kind == DevNodeKind::Ganache;
-                    bare_fetch_per_transaction(&node, head, concurrency, by_number).await
+                    bare_fetch_per_transaction(node, head, concurrency, by_number).await
                 }
             }
         };
-        let bare_1 = bare().await;
-        eprintln!("bare fetch: {:.0} blocks/s", rate(bare_1));
-        let indexed = index(&url, head, concurrency).await;
-        eprintln!("indexer:    {:.0} blocks/s", rate(indexed));
-        let bare_2 = bare().await;
-        eprintln!("bare fetch: {:.0} blocks/s", rate(bare_2));
-        let baseline = (rate(bare_1) + rate(bare_2)) / 2.0;
-        println!(
-            "| {kind} | {head} blocks × {txs} tx, concurrency {concurrency} | {:.0} | {:.0} | {:.0} | **{:.2}×** |",
-            rate(bare_1),
-            rate(bare_2),
-            rate(indexed),
-            rate(indexed) / baseline
-        );
+        // Per-transaction nodes fetch receipts for their balances anyway.
+        let modes: &[bool] = if js_node.is_some() { &[false] } else { &[false, true] };
+        let mut sizes = Vec::new();
+        for &transactions in modes {
+            let label = if transactions { "balances + transactions" } else { "balances" };
+            let bare_1 = bare(transactions).await;
+            eprintln!("{label}: bare fetch {:.0} blocks/s", rate(bare_1));
+            let (indexed, bytes) = index(&url, head, concurrency, transactions).await;
+            eprintln!("{label}: indexer {:.0} blocks/s, {bytes} bytes on disk", rate(indexed));
+            let bare_2 = bare(transactions).await;
+            eprintln!("{label}: bare fetch {:.0} blocks/s", rate(bare_2));
+            let baseline = (rate(bare_1) + rate(bare_2)) / 2.0;
+            sizes.push((rate(indexed), bytes));
+            println!(
+                "| {kind}, {label} | {head} blocks × {txs} tx, concurrency {concurrency} | {:.0} | {:.0} | {:.0} | **{:.2}×** |",
+                rate(bare_1),
+                rate(bare_2),
+                rate(indexed),
+                rate(indexed) / baseline
+            );
+        }
+        if let [(rate_off, off), (rate_on, on)] = sizes[..] {
+            let transactions = (head * txs) as f64;
+            println!(
+                "transaction index: {:.0} bytes on disk per million transactions ({off} bytes without, {on} with, {transactions} transactions); catch-up with it {:.2}× of without",
+                (on.saturating_sub(off)) as f64 / transactions * 1e6,
+                rate_on / rate_off
+            );
+        }
     });
 }

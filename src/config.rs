@@ -237,6 +237,10 @@ impl AccessConfig {
 pub struct QuerySection {
     /// HTTP 200 for every error.
     pub http_200_errors: bool,
+    /// Final proxy answers kept in memory.
+    pub proxy_cache_entries: usize,
+    /// Depth below the indexed head at which proxy answers are final.
+    pub proxy_final_depth: u64,
 }
 
 /// `[node]`.

@@ -195,7 +195,6 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         .with_context(|| format!("cannot listen on admin.listen = {}", config.admin.listen))?;
     let local = listener.local_addr()?;
     let admin_local = admin_listener.local_addr()?;
-    tracing::info!(listen = %local, admin = %admin_local, data_dir = %config.data_dir.display(), "weiport serving");
 
     let ops = Ops {
         store: store.clone(),
@@ -207,6 +206,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         access.clone(),
         weiport_query_api::QueryConfig {
             http_200_errors: config.query.http_200_errors,
+            node: Some(Arc::new(ProxiedNode(
+                NodeClient::new(&config.node.url, config.node.options()).context("node.url")?,
+            ))),
+            proxy_cache_entries: config.query.proxy_cache_entries,
+            proxy_final_depth: config.query.proxy_final_depth,
         },
     );
     let exchange = Arc::new(open_exchange(config, &store, &access)?);
@@ -248,6 +252,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
             stop_rx.clone(),
         ));
     }
+    // Only now: the addresses were bound early (a taken port fails at once),
+    // but a request sent before the command log is replayed would wait in the
+    // listen backlog, its timestamp ageing past its recvWindow.
+    tracing::info!(listen = %local, admin = %admin_local, data_dir = %config.data_dir.display(), "weiport serving");
     Ok(Server {
         local,
         admin_local,
@@ -525,5 +533,43 @@ impl ShutdownSignals {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
         }
+    }
+}
+
+/// The node behind Etherscan's proxy module.
+struct ProxiedNode(NodeClient);
+
+impl weiport_query_api::NodeProxy for ProxiedNode {
+    fn call<'a>(
+        &'a self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<serde_json::Value, weiport_query_api::ProxyFailure>,
+                > + Send
+                + 'a,
+        >,
+    > {
+        use weiport_indexer::NodeError;
+        use weiport_query_api::ProxyFailure;
+        Box::pin(async move {
+            self.0
+                .call::<_, serde_json::Value>(method, params)
+                .await
+                .map_err(|error| match error {
+                    NodeError::Rpc { code, message, .. } => ProxyFailure::Refused { code, message },
+                    NodeError::Unsupported { message, .. } => ProxyFailure::Refused {
+                        code: -32601,
+                        message,
+                    },
+                    NodeError::StateUnavailable { message, .. } => ProxyFailure::Refused {
+                        code: -32000,
+                        message,
+                    },
+                    other => ProxyFailure::Unreachable(other.to_string()),
+                })
+        })
     }
 }

@@ -10,38 +10,8 @@ mod common;
 use alloy_primitives::Address;
 use common::chain::{Chain, ether};
 use common::history::{node_transactions, txlists};
-use common::{Anvil, GENEROUS, Weiport};
+use common::{Anvil, GENEROUS, Weiport, run_client_with_input};
 use serde_json::{Value, json};
-
-async fn run_with_stdin(weiport: &Weiport, key: &str, request: Value) -> Value {
-    let script = common::repo_text("tests/clients/etherscan_history.py");
-    let (url, key) = (weiport.url.clone(), key.to_owned());
-    let output = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        let mut child = std::process::Command::new(common::python())
-            .args([&script, &url, &key])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(request.to_string().as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
 
 async fn raw(weiport: &Weiport, query: &str) -> Value {
     reqwest::get(format!("{}/api?{query}", weiport.url))
@@ -75,6 +45,7 @@ async fn txlist_through_etherscan_python_equals_the_node() {
     chain.transfer(dev[0], payee, ether(1)).await;
     chain.transfer(dev[1], payee, ether(2)).await;
     let forwarder = chain.deploy_forwarder(dev[0], ether(1)).await;
+    let deployment = node_transactions(&chain, 3).await[2].hash.clone();
     chain
         .forward(dev[1], forwarder, beneficiary, ether(4))
         .await;
@@ -104,9 +75,9 @@ async fn txlist_through_etherscan_python_equals_the_node() {
     .collect();
     let text = |a: &Address| format!("{a:#x}");
     let dev0 = text(&dev[0]);
-    let answer = run_with_stdin(
-        &weiport,
-        &key,
+    let answer = run_client_with_input(
+        "etherscan_history.py",
+        vec![weiport.url.clone(), key.clone()],
         json!({
             "lists": listed.iter().map(text).chain([text(&nobody)]).collect::<Vec<_>>(),
             "pages": [
@@ -115,6 +86,7 @@ async fn txlist_through_etherscan_python_equals_the_node() {
                 [dev0, 1, 100, 7, 9, "asc"],
                 [dev0, 9, 100, 0, 99999999, "asc"],
             ],
+            "proxy": { "txhash": deployment, "tag": "0x3", "contract": text(&forwarder) },
         }),
     )
     .await;
@@ -160,6 +132,53 @@ async fn txlist_through_etherscan_python_equals_the_node() {
             .unwrap()
             .contains("No transactions found")
     );
+
+    // The proxy module passes calls to the node and answers with its result.
+    let proxy = &answer["proxy"];
+    let deployment_hash = proxy["transaction"]["hash"].as_str().unwrap().to_owned();
+    assert_eq!(
+        proxy["transaction"],
+        chain
+            .rpc("eth_getTransactionByHash", json!([deployment_hash]))
+            .await
+    );
+    assert_eq!(
+        proxy["receipt"],
+        chain
+            .rpc("eth_getTransactionReceipt", json!([deployment_hash]))
+            .await
+    );
+    assert_eq!(proxy["receipt"]["contractAddress"], text(&forwarder));
+    assert_eq!(
+        proxy["block"],
+        chain
+            .rpc("eth_getBlockByNumber", json!(["0x3", true]))
+            .await
+    );
+    assert_eq!(
+        proxy["code"],
+        chain
+            .rpc("eth_getCode", json!([text(&forwarder), "latest"]))
+            .await
+    );
+    let unknown = raw(
+        &weiport,
+        &format!(
+            "module=proxy&action=eth_getTransactionByHash&txhash=0x{}&apikey={key}",
+            "00".repeat(32)
+        ),
+    )
+    .await;
+    assert_eq!(
+        unknown,
+        json!({ "jsonrpc": "2.0", "id": 1, "result": null })
+    );
+    let malformed = raw(
+        &weiport,
+        &format!("module=proxy&action=eth_getTransactionReceipt&txhash=0x12zz&apikey={key}"),
+    )
+    .await;
+    assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
 
     let window = raw(
         &weiport,

@@ -128,25 +128,6 @@ async fn get_ok(url: String) -> Value {
     response.json().await.unwrap()
 }
 
-/// Both traders' balances and open orders, as the server shows them.
-async fn books(weiport: &Weiport, traders: [&Key; 2]) -> Vec<Value> {
-    let mut seen = Vec::new();
-    for key in traders {
-        for (path, params) in [
-            ("/api/v3/account", "omitZeroBalances=true"),
-            ("/api/v3/openOrders", "symbol=ETHUSDT"),
-        ] {
-            let (status, mut answer) = weiport.signed(Method::GET, path, key, params).await;
-            assert_eq!(status, 200, "{answer}");
-            if let Some(account) = answer.as_object_mut() {
-                account.remove("updateTime");
-            }
-            seen.push(answer);
-        }
-    }
-    seen
-}
-
 /// Every acknowledged order is known to the server.
 async fn all_found(weiport: &Weiport, traders: [&Key; 2], acknowledged: &[(usize, u64)]) {
     for (who, id) in acknowledged {
@@ -159,27 +140,6 @@ async fn all_found(weiport: &Weiport, traders: [&Key; 2], acknowledged: &[(usize
             )
             .await;
         assert_eq!(status, 200, "acknowledged order {id} lost: {answer}");
-    }
-}
-
-async fn wait_indexed_within(weiport: &Weiport, block: u64, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    loop {
-        // 503 while it lags: the body still tells how far it is.
-        let ready: Value = reqwest::get(format!("{}/readyz", weiport.url))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if ready["indexed"] == block {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "block {block} not indexed: {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -213,12 +173,9 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
             .transfer(from, Address::repeat_byte(i), ether(1))
             .await;
     }
-    wait_indexed_within(
-        &weiport,
-        chain.settled_head().await,
-        Duration::from_secs(30),
-    )
-    .await;
+    weiport
+        .wait_indexed_within(chain.settled_head().await, Duration::from_secs(30))
+        .await;
     let mut acknowledged = Vec::new();
     assert_eq!(cross(&weiport, traders, &mut acknowledged).await, 0);
 
@@ -275,7 +232,9 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
         .transfer(from, Address::repeat_byte(9), ether(1))
         .await;
     let head = chain.settled_head().await;
-    wait_indexed_within(&weiport, head, Duration::from_secs(60)).await;
+    weiport
+        .wait_indexed_within(head, Duration::from_secs(60))
+        .await;
     println!(
         "disk full: {pairs} order pairs sent over {:.1} s, {} orders acknowledged, {refused} refused; orders taken again {:.1} s and the index at the head {:.1} s after space returned",
         full_for.as_secs_f64(),
@@ -285,7 +244,7 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
     );
 
     all_found(&weiport, traders, &acknowledged).await;
-    let before = books(&weiport, traders).await;
+    let before = weiport.books(&traders).await;
     weiport.stop("TERM", Duration::from_secs(20));
     let log = weiport.drain_log().join("\n");
     assert!(!log.contains("panicked"), "{log}");
@@ -296,6 +255,6 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
         assert_index_matches(&store, &chain, &addresses, &blocks).await;
     }
     let weiport = serve_on(&data_dir, &anvil.url);
-    assert_eq!(books(&weiport, traders).await, before);
+    assert_eq!(weiport.books(&traders).await, before);
     all_found(&weiport, traders, &acknowledged).await;
 }

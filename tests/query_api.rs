@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
 use common::{Anvil, Weiport};
@@ -94,28 +91,12 @@ async fn a_third_party_etherscan_client_reads_the_nodes_balances() {
         "multi": setup.addresses.iter().map(|a| text(a).to_lowercase()).collect::<Vec<_>>(),
         "history": history.iter().map(|(a, b)| json!([text(a), b])).collect::<Vec<_>>(),
     });
-    let python = common::python();
-    let script = common::repo_text("tests/clients/etherscan_balances.py");
-    let mut child = Command::new(&python)
-        .args([&script, &setup.server.url, &setup.key])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{python}: {e} (run scripts/setup.sh)"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let answer = common::run_client_with_input(
+        "etherscan_balances.py",
+        vec![setup.server.url.clone(), setup.key.clone()],
+        request,
+    )
+    .await;
 
     for address in &setup.addresses {
         let expected = setup.node_balance(*address, head).await;

@@ -275,25 +275,6 @@ async fn chain_driver(
     sent
 }
 
-/// The traders' balances and open orders as the server shows them.
-async fn books(weiport: &Weiport, traders: &[Key]) -> Vec<Value> {
-    let mut seen = Vec::new();
-    for key in traders {
-        for (path, params) in [
-            ("/api/v3/account", "omitZeroBalances=true"),
-            ("/api/v3/openOrders", "symbol=ETHUSDT"),
-        ] {
-            let (status, mut answer) = weiport.signed(Method::GET, path, key, params).await;
-            assert_eq!(status, 200, "{answer}");
-            if let Some(account) = answer.as_object_mut() {
-                account.remove("updateTime");
-            }
-            seen.push(answer);
-        }
-    }
-    seen
-}
-
 fn serve_on(data_dir: &std::path::Path, node_url: &str) -> Weiport {
     let mut env = GENEROUS[1..].to_vec();
     env.extend([
@@ -459,24 +440,11 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
     }
 
     let head = chain.settled_head().await;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let ready: Value = reqwest::get(format!("{}/readyz", weiport.url))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if ready["indexed"] == head {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "head {head} not indexed: {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let before = books(&weiport, &traders).await;
+    weiport
+        .wait_indexed_within(head, Duration::from_secs(120))
+        .await;
+    let trader_keys: Vec<&Key> = traders.iter().collect();
+    let before = weiport.books(&trader_keys).await;
     weiport.stop("TERM", Duration::from_secs(30));
     let log = weiport.drain_log().join("\n");
     assert!(!log.contains("panicked"), "{log}");
@@ -502,6 +470,6 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
         );
     }
     let weiport = serve_on(&data_dir, &anvil.url);
-    assert_eq!(books(&weiport, &traders).await, before);
+    assert_eq!(weiport.books(&trader_keys).await, before);
     println!("soak: books rebuilt from the log equal the books served");
 }

@@ -3,7 +3,9 @@
 
 mod history;
 pub mod params;
+pub mod proxy;
 mod router;
 
 pub use params::{AddressError, BlockTag, parse_address, parse_block_tag};
+pub use proxy::{NodeProxy, ProxyFailure};
 pub use router::{MAX_MULTI_ADDRESSES, QueryConfig, QueryError, router};

@@ -17,12 +17,21 @@ use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, 
 use weiport_storage::Store;
 
 use crate::params::{BlockTag, parse_address, parse_block_tag};
+use crate::proxy::{NodeProxy, ProxyCache, ProxyFailure};
 
 /// Query API settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct QueryConfig {
     /// Answer every error with HTTP 200, as Etherscan itself does.
     pub http_200_errors: bool,
+    /// The node `module=proxy` passes calls to; without one only
+    /// `eth_blockNumber` and `eth_getBalance` (from the index) answer.
+    pub node: Option<Arc<dyn NodeProxy>>,
+    /// Final proxy answers kept in memory.
+    pub proxy_cache_entries: usize,
+    /// How deep below the indexed head a block must be for its proxy
+    /// answers to be kept.
+    pub proxy_final_depth: u64,
 }
 
 /// Most addresses in one `balancemulti`.
@@ -129,10 +138,10 @@ impl Face for EtherscanFace {
     }
 }
 
-#[derive(Clone)]
 struct QueryState {
     store: Store,
     config: QueryConfig,
+    cache: ProxyCache,
 }
 
 /// Request parameters, from the query string and a form body alike,
@@ -299,48 +308,85 @@ fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response
     }
 }
 
+fn rpc_envelope(
+    id: &serde_json::Value,
+    outcome: Result<serde_json::Value, (i64, String)>,
+) -> Response {
+    let body = match outcome {
+        Ok(result) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err((code, message)) => {
+            serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+        }
+    };
+    (
+        [(header::CONTENT_TYPE, weiport_access::JSON)],
+        body.to_string(),
+    )
+        .into_response()
+}
+
 /// The proxy module answers in JSON-RPC envelopes, as Etherscan does.
-fn proxy(state: &QueryState, params: &Params, action: &str) -> Result<Response, QueryError> {
+async fn proxy(
+    state: &QueryState,
+    params: &Params<'_>,
+    action: &str,
+) -> Result<Response, QueryError> {
     let id: serde_json::Value = params
         .get("id")
         .and_then(|id| id.parse::<u64>().ok().map(Into::into))
         .unwrap_or_else(|| 1.into());
-    let rpc_error = |message: String| {
-        let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": message } });
-        (
-            [(header::CONTENT_TYPE, weiport_access::JSON)],
-            body.to_string(),
-        )
-            .into_response()
-    };
+    let invalid = |message: String| Ok(rpc_envelope(&id, Err((-32602, message))));
     let indexed = state.indexed()?;
     let result = match action {
         "eth_blockNumber" => format!("{:#x}", indexed.head),
         "eth_getBalance" => {
             let Ok(address) = parse_address(params.get("address").unwrap_or("")) else {
-                return Ok(rpc_error("invalid address".into()));
+                return invalid("invalid address".into());
             };
             let block = match tag_param(params, "tag").and_then(|tag| state.resolve(tag, &indexed))
             {
                 Ok(block) => block,
-                Err(error) => return Ok(rpc_error(error.result)),
+                Err(error) => return invalid(error.result),
             };
             match state.balance(&address, block, &indexed) {
                 Ok(wei) => format!("{wei:#x}"),
-                Err(error) => return Ok(rpc_error(error.result)),
+                Err(error) => return invalid(error.result),
             }
         }
-        _ => return Err(QueryError::bad(MSG_BAD_ACTION)),
+        other => {
+            let (Some(action), Some(node)) = (crate::proxy::action(other), &state.config.node)
+            else {
+                return Err(QueryError::bad(MSG_BAD_ACTION));
+            };
+            let node_params = match crate::proxy::node_params(&action, |name| {
+                params.get(name).map(str::to_owned)
+            }) {
+                Ok(p) => p,
+                Err(message) => return invalid(message),
+            };
+            if let Some(kept) = state.cache.get(action.method, &node_params) {
+                return Ok(rpc_envelope(&id, Ok(kept)));
+            }
+            return match node.call(action.method, node_params.clone()).await {
+                Ok(result) => {
+                    state
+                        .cache
+                        .offer(&action, &node_params, &result, indexed.head);
+                    Ok(rpc_envelope(&id, Ok(result)))
+                }
+                Err(ProxyFailure::Refused { code, message }) => {
+                    Ok(rpc_envelope(&id, Err((code, message))))
+                }
+                Err(ProxyFailure::Unreachable(reason)) => Err(QueryError::unavailable(format!(
+                    "Error! The node did not answer: {reason}"
+                ))),
+            };
+        }
     };
-    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
-    Ok((
-        [(header::CONTENT_TYPE, weiport_access::JSON)],
-        body.to_string(),
-    )
-        .into_response())
+    Ok(rpc_envelope(&id, Ok(result.into())))
 }
 
-fn answer(state: &QueryState, params: &Params, v2: bool) -> Result<Response, QueryError> {
+async fn answer(state: &QueryState, params: &Params<'_>, v2: bool) -> Result<Response, QueryError> {
     match params.get("chainid") {
         None | Some("") if v2 => return Err(QueryError::bad(MSG_BAD_CHAIN)),
         None | Some("") => {}
@@ -354,7 +400,7 @@ fn answer(state: &QueryState, params: &Params, v2: bool) -> Result<Response, Que
     let action = params.get("action").unwrap_or("");
     match params.get("module") {
         Some("account") => account(state, params, action),
-        Some("proxy") => proxy(state, params, action),
+        Some("proxy") => proxy(state, params, action).await,
         _ => Err(QueryError::bad(MSG_BAD_MODULE)),
     }
 }
@@ -375,7 +421,9 @@ async fn api(state: Arc<QueryState>, request: Request, v2: bool) -> Response {
         }
     };
     let params = Params::new(parts.uri.query().unwrap_or(""), &body);
-    answer(&state, &params, v2).unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
+    answer(&state, &params, v2)
+        .await
+        .unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
 }
 
 /// The Etherscan-compatible routes, every call checked by `access`.
@@ -384,7 +432,12 @@ pub fn router(store: Store, access: Arc<Access>, config: QueryConfig) -> Router 
         http_200_errors: config.http_200_errors,
     };
     let endpoint = Endpoint::new(Security::Key(Permission::Read)).query_call();
-    let state = Arc::new(QueryState { store, config });
+    let cache = ProxyCache::new(config.proxy_cache_entries, config.proxy_final_depth);
+    let state = Arc::new(QueryState {
+        store,
+        config,
+        cache,
+    });
     let api_v1 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, false);
     let api_v2 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, true);
     Router::new()

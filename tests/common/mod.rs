@@ -46,6 +46,39 @@ pub async fn run_client(script: &str, args: Vec<String>) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Runs `tests/clients/<script>` with `args`, writes `input` as JSON to its
+/// standard input, asserts that it succeeded and parses what it printed.
+pub async fn run_client_with_input(
+    script: &str,
+    args: Vec<String>,
+    input: serde_json::Value,
+) -> serde_json::Value {
+    let script = repo_text(&format!("tests/clients/{script}"));
+    let output = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = Command::new(python())
+            .arg(&script)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{script}: {e} (scripts/setup.sh installs the clients)"));
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// Wall-clock time in ms since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -482,6 +515,50 @@ impl Weiport {
             .json()
             .await
             .unwrap()
+    }
+
+    /// Waits at most `limit` until `/readyz` reports `block` indexed,
+    /// however far behind the node it says it is.
+    pub async fn wait_indexed_within(&self, block: u64, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            // 503 while it lags: the body still tells how far it is.
+            let ready: serde_json::Value = reqwest::get(format!("{}/readyz", self.url))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if ready["indexed"] == block {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "block {block} not indexed: {ready}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The balances and open orders of `keys`' accounts, as the server
+    /// shows them (the moving `updateTime` left out).
+    pub async fn books(&self, keys: &[&Key]) -> Vec<serde_json::Value> {
+        let mut seen = Vec::new();
+        for key in keys {
+            for (path, params) in [
+                ("/api/v3/account", "omitZeroBalances=true"),
+                ("/api/v3/openOrders", "symbol=ETHUSDT"),
+            ] {
+                let (status, mut answer) =
+                    self.signed(reqwest::Method::GET, path, key, params).await;
+                assert_eq!(status, 200, "{answer}");
+                if let Some(account) = answer.as_object_mut() {
+                    account.remove("updateTime");
+                }
+                seen.push(answer);
+            }
+        }
+        seen
     }
 
     /// Waits until `/readyz` reports `block` indexed.
