@@ -241,8 +241,14 @@ impl Fuzzer {
             "balancemulti",
             "balancehistory",
             "txlist",
+            "txlist",
             "eth_blockNumber",
             "eth_getBalance",
+            "eth_getTransactionByHash",
+            "eth_getTransactionReceipt",
+            "eth_getBlockByNumber",
+            "eth_call",
+            "eth_getCode",
         ]
         .choose(rng)
         .unwrap();
@@ -271,6 +277,34 @@ impl Fuzzer {
         }
         if rng.random_bool(0.3) {
             params.push(("blockno".into(), rng.random_range(0..100u32).to_string()));
+        }
+        // txlist's paging and the proxy's own parameters.
+        for (name, values) in [
+            ("page", &["1", "2", "0", "10001", "-1"][..]),
+            (
+                "offset",
+                &["1", "10", "0", "10000", "99999999999999999999"][..],
+            ),
+            ("sort", &["asc", "desc", "up"][..]),
+            ("startblock", &["0", "2", "99999999"][..]),
+            ("endblock", &["1", "99999999", "x"][..]),
+            (
+                "txhash",
+                &[
+                    "0x0000000000000000000000000000000000000000000000000000000000000001",
+                    "0x12",
+                ][..],
+            ),
+            ("boolean", &["true", "false", "maybe"][..]),
+            (
+                "to",
+                &["0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", "0x1"][..],
+            ),
+            ("data", &["0x", "0x70a08231", "0xzz"][..]),
+        ] {
+            if rng.random_bool(0.15) {
+                params.push((name.into(), values.choose(rng).unwrap().to_string()));
+            }
         }
         match rng.random_range(0..10) {
             0 => {}
@@ -471,6 +505,14 @@ fn check(face: &str, target: &str, answer: &Answer, tally: &mut Tally) {
         "etherscan" => {
             (answer.status == 200 && body["status"] != "0")
                 || (body["message"] == "NOTOK" && body["result"].is_string())
+                // Not errors to Etherscan: an empty page, a page beyond the window.
+                || (answer.status == 200
+                    && body["status"] == "0"
+                    && ((body["message"] == "No transactions found" && body["result"] == json!([]))
+                        || (body["message"]
+                            .as_str()
+                            .is_some_and(|m| m.starts_with("Result window is too large"))
+                            && body["result"].is_null())))
                 || (body["jsonrpc"] == "2.0"
                     && (body.get("result").is_some() || body["error"]["message"].is_string()))
         }
