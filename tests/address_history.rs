@@ -208,3 +208,68 @@ async fn txlist_through_etherscan_python_equals_the_node() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_turned_on_later_refuses_ranges_it_does_not_cover() {
+    let anvil = Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let dir = tempfile::tempdir().unwrap();
+    let serve = |transactions: &'static str| {
+        let mut env = GENEROUS[1..].to_vec();
+        env.extend([
+            ("WEIPORT_NODE__URL", anvil.url.as_str()),
+            ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
+            ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
+            ("WEIPORT_INDEXER__TRANSACTIONS", transactions),
+        ]);
+        Weiport::serve(dir.path(), &env)
+    };
+    let mut weiport = serve("false");
+    let key = weiport.key(json!({ "permissions": ["read"] })).await.id;
+    for _ in 0..3 {
+        chain.transfer(dev[0], dev[1], ether(1)).await;
+    }
+    weiport.wait_indexed(chain.settled_head().await).await;
+    let dev0 = format!("{:#x}", dev[0]);
+    let txlist = |weiport: &Weiport, startblock: u64| {
+        let url = format!(
+            "{}/api?module=account&action=txlist&address={dev0}&startblock={startblock}&apikey={key}",
+            weiport.url
+        );
+        async move {
+            reqwest::get(url)
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let off = txlist(&weiport, 0).await;
+    assert_eq!(
+        off["result"],
+        "Error! Transactions are not indexed here (indexer.transactions is off)"
+    );
+    weiport.stop("TERM", std::time::Duration::from_secs(20));
+
+    let weiport = serve("true");
+    for _ in 0..2 {
+        chain.transfer(dev[0], dev[1], ether(1)).await;
+    }
+    let head = chain.settled_head().await;
+    weiport.wait_indexed(head).await;
+    // Blocks 1-3 were indexed without their transactions.
+    assert_eq!(
+        txlist(&weiport, 0).await["result"],
+        "Error! Transactions are indexed from block 4: ask for startblock=4 or later"
+    );
+    let covered = txlist(&weiport, 4).await;
+    let blocks: Vec<&str> = covered["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["blockNumber"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocks, ["4", "5"], "{covered}");
+}

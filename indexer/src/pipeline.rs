@@ -371,11 +371,15 @@ impl Indexer {
                     IndexerError::Inconsistent("bootstrapped index has no cursor".into())
                 })?;
                 let start = self.store.index_start()?.unwrap_or(0);
-                // A new index holds no block past its start yet.
-                let from = if cursor.number <= start {
-                    start
-                } else {
+                // A new index holds no block past its start yet; the start
+                // block's own transactions are not fetched (its state is
+                // read whole), so the list begins after it, or at genesis.
+                let from = if cursor.number > start {
                     cursor.number + 1
+                } else if start == 0 {
+                    0
+                } else {
+                    start + 1
                 };
                 batch.set_transactions_indexed_from(from);
                 tracing::info!(from, "indexing transactions");

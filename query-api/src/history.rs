@@ -62,11 +62,16 @@ fn paging(
     if page.saturating_mul(offset) > RESULT_WINDOW {
         return Ok(Err(empty(MSG_WINDOW, "null")));
     }
-    if start < from {
+    // Where the transaction index starts with the index itself, earlier
+    // blocks are simply not known (as balances before the start are not);
+    // where it was turned on later, a range reaching back before it would be
+    // silently incomplete, so it is refused.
+    if start < from && from > indexed.start + 1 {
         return Err(QueryError::bad(format!(
             "Error! Transactions are indexed from block {from}: ask for startblock={from} or later"
         )));
     }
+    let start = start.max(from);
     Ok(Ok(Paging {
         page: TransactionPage {
             from_block: start,
