@@ -630,6 +630,21 @@ pub async fn signed_request(
     params: &str,
     clock_offset_ms: i64,
 ) -> (u16, serde_json::Value) {
+    try_signed_request(client, base_url, method, path, key, params, clock_offset_ms)
+        .await
+        .unwrap()
+}
+
+/// [`signed_request`], its transport failure (a client timeout) returned.
+pub async fn try_signed_request(
+    client: &reqwest::Client,
+    base_url: &str,
+    method: reqwest::Method,
+    path: &str,
+    key: &Key,
+    params: &str,
+    clock_offset_ms: i64,
+) -> Result<(u16, serde_json::Value), reqwest::Error> {
     let timestamp = now_ms() as i64 + clock_offset_ms;
     let query = format!("{params}&timestamp={timestamp}");
     let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
@@ -640,9 +655,8 @@ pub async fn signed_request(
         )
         .header("X-MBX-APIKEY", &key.id)
         .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
+        .await?;
+    Ok((response.status().as_u16(), response.json().await?))
 }
 
 /// A server with the exchange's limits out of the way (indexer off).
