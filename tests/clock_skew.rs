@@ -151,12 +151,7 @@ async fn the_server_clock_stepped_back_and_ahead_while_trading() {
     std::fs::write(&clock_file, "+0").unwrap();
     let data_dir = dir.path().join("data");
     let mut weiport = serve_on_clock(&data_dir, &clock_file);
-    let maker = weiport
-        .funded_key(&["read", "trade"], &[("ETH", "10")])
-        .await;
-    let taker = weiport
-        .funded_key(&["read", "trade"], &[("USDT", "100000")])
-        .await;
+    let (maker, taker) = weiport.two_traders().await;
     let first_trade = trade(&weiport, &maker, &taker, "2000", 0).await;
 
     // An hour back: the true clock is now an hour ahead of the server's.

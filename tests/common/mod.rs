@@ -669,11 +669,18 @@ pub fn serve() -> (Weiport, tempfile::TempDir) {
 /// A server with two trading keys: a maker holding 10 ETH, a taker holding 100,000 USDT.
 pub async fn two_traders() -> (Weiport, tempfile::TempDir, Key, Key) {
     let (weiport, dir) = serve();
-    let maker = weiport
-        .funded_key(&["read", "trade"], &[("ETH", "10")])
-        .await;
-    let taker = weiport
-        .funded_key(&["read", "trade"], &[("USDT", "100000")])
-        .await;
+    let (maker, taker) = weiport.two_traders().await;
     (weiport, dir, maker, taker)
+}
+
+impl Weiport {
+    /// Two trading keys on this server: a maker holding 10 ETH, a taker
+    /// holding 100,000 USDT.
+    pub async fn two_traders(&self) -> (Key, Key) {
+        let maker = self.funded_key(&["read", "trade"], &[("ETH", "10")]).await;
+        let taker = self
+            .funded_key(&["read", "trade"], &[("USDT", "100000")])
+            .await;
+        (maker, taker)
+    }
 }
