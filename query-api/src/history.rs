@@ -34,16 +34,12 @@ fn empty(message: &str, result: &str) -> Response {
     ([(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response()
 }
 
-/// The page asked for, checked against the window.
-struct Paging {
-    page: TransactionPage,
-}
-
+/// The page asked for; `Err` holds the answer for a page beyond the window.
 fn paging(
     params: &Params,
     indexed: &Indexed,
     from: u64,
-) -> Result<Result<Paging, Response>, QueryError> {
+) -> Result<Result<TransactionPage, Response>, QueryError> {
     let start = number(params, "startblock", 0)?;
     let end = number(params, "endblock", u64::MAX)?.min(indexed.head);
     let page = number(params, "page", 1)?;
@@ -72,14 +68,12 @@ fn paging(
         )));
     }
     let start = start.max(from);
-    Ok(Ok(Paging {
-        page: TransactionPage {
-            from_block: start,
-            to_block: end,
-            descending,
-            skip: ((page - 1) * offset) as usize,
-            take: offset as usize,
-        },
+    Ok(Ok(TransactionPage {
+        from_block: start,
+        to_block: end,
+        descending,
+        skip: ((page - 1) * offset) as usize,
+        take: offset as usize,
     }))
 }
 
@@ -102,12 +96,12 @@ pub(crate) fn txlist(
                 "Error! Transactions are not indexed here (indexer.transactions is off)",
             )
         })?;
-    let paging = match paging(params, indexed, from)? {
-        Ok(paging) => paging,
+    let page = match paging(params, indexed, from)? {
+        Ok(page) => page,
         Err(window) => return Ok(window),
     };
     let found = store
-        .address_transactions(&address, paging.page)
+        .address_transactions(&address, page)
         .map_err(storage)?;
     if found.is_empty() {
         return Ok(empty("No transactions found", "[]"));
