@@ -563,15 +563,21 @@ impl Weiport {
 
     /// Waits until `/readyz` reports `block` indexed.
     pub async fn wait_indexed(&self, block: u64) {
-        for _ in 0..400 {
+        // A deadline in time, not in polls: on a loaded machine each poll
+        // can take long, and a catch-up of a few blocks may take seconds.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
             let response = reqwest::get(format!("{}/readyz", self.url)).await.unwrap();
             let ready: serde_json::Value = response.json().await.unwrap();
             if ready["indexed"] == block && ready["status"] == "ready" {
                 return;
             }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "block {block} was not indexed in time: {ready}"
+            );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("block {block} was not indexed in time");
     }
 
     /// Sends `signal` and waits for the exit, at most `timeout`.
