@@ -9,6 +9,7 @@ mod history;
 mod record;
 mod store;
 mod transactions;
+mod transfers;
 mod wallet;
 
 pub use access::{AccountRecord, ApiKeyRecord};
@@ -20,6 +21,10 @@ pub use history::{
 };
 pub use store::{IndexBatch, Store, StoreOptions};
 pub use transactions::{IndexedTransaction, TransactionPage, TransactionRow};
+pub use transfers::{
+    IndexedTransfer, InternalTransfer, TokenHolding, TokenInfo, TokenTransfer, Transfer,
+    TransferIndex, TransferKind, TransferPage,
+};
 pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 
 /// Column families, in the order they are opened.
@@ -36,6 +41,17 @@ pub mod cf {
     pub const TX: &str = "tx";
     /// `address ‖ block ‖ index` → nothing: an address's transactions.
     pub const ADDRESS_TX: &str = "address_tx";
+    /// `transaction hash` → `block ‖ index`.
+    pub const TX_HASH: &str = "tx_hash";
+    /// `block ‖ tx index ‖ kind ‖ sequence` → an internal or token transfer.
+    pub const TRANSFER: &str = "transfer";
+    /// `address ‖ kind ‖ block ‖ tx index ‖ sequence` → nothing: an
+    /// address's transfers of one kind.
+    pub const ADDRESS_TRANSFER: &str = "address_transfer";
+    /// `holder ‖ token ‖ block` → the holder's token balance after the block.
+    pub const TOKEN_BALANCE: &str = "token_balance";
+    /// `token` → its name, symbol and decimals.
+    pub const TOKEN: &str = "token";
     /// `account id` → account record.
     pub const ACCOUNT: &str = "account";
     /// `key id` → API key record (secrets sealed).
@@ -83,6 +99,11 @@ pub mod cf {
         BLOCK,
         TX,
         ADDRESS_TX,
+        TX_HASH,
+        TRANSFER,
+        ADDRESS_TRANSFER,
+        TOKEN_BALANCE,
+        TOKEN,
         ACCOUNT,
         API_KEY,
         COMMAND_LOG,

@@ -26,6 +26,8 @@ pub(crate) mod meta_key {
     pub const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
     pub const COARSE_CANDLES: &[u8] = b"coarse_candles";
     pub const TRANSACTIONS_FROM: &[u8] = b"transactions_from";
+    pub const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
+    pub const TOKENS_FROM: &[u8] = b"token_transfers_from";
 }
 
 /// Tuning knobs for [`Store::open`].
@@ -135,7 +137,14 @@ fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -
     opts.set_level_compaction_dynamic_level_bytes(true);
     opts.set_compression_type(DBCompressionType::Lz4);
     opts.set_bottommost_compression_type(DBCompressionType::Zstd);
-    if name == cf::BALANCE_AT || name == cf::ADDRESS_TX {
+    if [
+        cf::BALANCE_AT,
+        cf::ADDRESS_TX,
+        cf::ADDRESS_TRANSFER,
+        cf::TOKEN_BALANCE,
+    ]
+    .contains(&name)
+    {
         // History rows are always read within one address: prefix blooms let
         // `seek_for_prev(address ‖ block)` skip files that lack the address.
         opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(ADDRESS_LEN));

@@ -250,6 +250,27 @@ impl Store {
             .collect()
     }
 
+    /// The transactions at `positions` (block, index), each if indexed.
+    pub fn transactions_at(
+        &self,
+        positions: impl Iterator<Item = (u64, u32)>,
+    ) -> Result<Vec<Option<TransactionRow>>, StorageError> {
+        let keys: Vec<[u8; POSITION_LEN]> = positions.map(|(b, i)| position(b, i)).collect();
+        self.db
+            .batched_multi_get_cf(self.cf(cf::TX), keys.iter(), false)
+            .into_iter()
+            .map(|row| row?.map(|row| TransactionRow::decode(&row)).transpose())
+            .collect()
+    }
+
+    /// Where the transaction `hash` is (block, index), if indexed.
+    pub fn transaction_position(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
+        self.db
+            .get_pinned_cf(self.cf(cf::TX_HASH), hash.as_slice())?
+            .map(|bytes| decode_position(&bytes))
+            .transpose()
+    }
+
     /// The transactions of `block`, by position.
     pub fn block_transactions(&self, block: u64) -> Result<Vec<TransactionRow>, StorageError> {
         let prefix = encode_block_number(block);
@@ -276,6 +297,11 @@ impl IndexBatch {
                 [],
             );
         }
+        self.batch.put_cf(
+            store.cf(cf::TX_HASH),
+            row.hash.as_slice(),
+            position(block, index),
+        );
         self.batch
             .put_cf(store.cf(cf::TX), position(block, index), row.encode());
     }
@@ -292,6 +318,8 @@ impl IndexBatch {
                     address_key(&address, block, index),
                 );
             }
+            self.batch
+                .delete_cf(store.cf(cf::TX_HASH), row.hash.as_slice());
             self.batch
                 .delete_cf(store.cf(cf::TX), position(block, index));
         }
@@ -394,6 +422,11 @@ mod tests {
             .map(|t| t.row.nonce)
             .collect();
         assert_eq!(in_block_2, [2, 3]);
+        let hash_of_2 = rows[2].2.hash;
+        assert_eq!(store.transaction_position(&hash_of_2).unwrap(), Some((2, 1)));
+        let positions = [(2, 1), (3, 0)].into_iter();
+        let found = store.transactions_at(positions).unwrap();
+        assert_eq!(found, [Some(rows[2].2.clone()), None]);
         let created = store
             .address_transactions(&Address::repeat_byte(0xcc), page(0, 9, false, 0, 9))
             .unwrap();
@@ -417,6 +450,7 @@ mod tests {
             .collect();
         assert_eq!(left, [0, 4]);
         assert!(store.block_transactions(2).unwrap().is_empty());
+        assert_eq!(store.transaction_position(&hash_of_2).unwrap(), None);
         assert!(
             store
                 .address_transactions(&Address::repeat_byte(4), page(0, 9, false, 0, 9))

@@ -1,0 +1,837 @@
+//! Value that moves inside transactions: internal transfers from call
+//! traces and ERC-20 `Transfer` logs, each listed under the addresses it
+//! names, and token balances as the token contracts report them after each
+//! block. Written in the indexer's batches with the balances of the same
+//! blocks, and undone with them on a reorganisation.
+//!
+//! Layout:
+//! - `transfer`: `block ‖ tx index ‖ kind ‖ sequence` → the transfer.
+//! - `address_transfer`: `address ‖ kind ‖ block ‖ tx index ‖ sequence` →
+//!   nothing. Kinds: internal (sender, recipient, created contract), token
+//!   (sender and recipient of the tokens), token contract (every transfer of
+//!   that token, for `tokentx` by contract alone).
+//! - `token_balance`: `holder ‖ token ‖ block` → balance after that block.
+//! - `token`: `token` → name, symbol and decimals, read once.
+
+#[cfg(test)]
+use alloy_primitives::B256;
+use alloy_primitives::{Address, U256};
+use rocksdb::{Direction, IteratorMode, ReadOptions};
+
+use crate::codec::{ADDRESS_LEN, BLOCK_NUMBER_LEN, decode_block_number, encode_block_number};
+use crate::record::{Reader, Writer};
+use crate::store::meta_key;
+use crate::{IndexBatch, StorageError, Store, TransactionRow, cf};
+
+/// Length of a transfer's place: block, transaction index, kind, sequence.
+const PLACE_LEN: usize = BLOCK_NUMBER_LEN + 4 + 1 + 4;
+
+/// What a listing under an address holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TransferKind {
+    /// Internal transfers the address sent, received or was created by.
+    Internal = 0,
+    /// Token transfers the address sent or received.
+    Token = 1,
+    /// Every transfer of the token at that address.
+    TokenContract = 2,
+}
+
+impl TransferKind {
+    /// The kind of the stored row (a token contract's list holds token rows).
+    fn row_kind(self) -> u8 {
+        match self {
+            Self::Internal => Self::Internal as u8,
+            Self::Token | Self::TokenContract => Self::Token as u8,
+        }
+    }
+}
+
+/// A call frame of a transaction (not its top frame), as `txlistinternal`
+/// shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InternalTransfer {
+    /// Calling contract.
+    pub from: Address,
+    /// Callee; none for a creation.
+    pub to: Option<Address>,
+    /// Value moved, in Wei.
+    pub value: U256,
+    /// The contract a creation made.
+    pub contract_address: Option<Address>,
+    /// Call data (creation code for a creation).
+    pub input: Vec<u8>,
+    /// `call`, `create`, `create2`, `selfdestruct`… lowercased.
+    pub call_type: String,
+    /// Gas given to the frame.
+    pub gas: u64,
+    /// Gas the frame used.
+    pub gas_used: u64,
+    /// Etherscan's trace id: the frame's path of child indices, `0_1_0`.
+    pub trace_id: String,
+    /// Why the frame (or a frame around it) failed; its value did not move.
+    pub error: Option<String>,
+}
+
+/// An ERC-20 `Transfer` log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenTransfer {
+    /// The token contract that logged it.
+    pub token: Address,
+    /// Sender of the tokens.
+    pub from: Address,
+    /// Recipient of the tokens.
+    pub to: Address,
+    /// Amount in the token's smallest unit, as logged.
+    pub value: U256,
+    /// Position of the log in the block.
+    pub log_index: u32,
+}
+
+/// A transfer of either kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transfer {
+    /// From a call trace.
+    Internal(InternalTransfer),
+    /// From a `Transfer` log.
+    Token(TokenTransfer),
+}
+
+impl Transfer {
+    fn kind(&self) -> u8 {
+        match self {
+            Self::Internal(_) => TransferKind::Internal as u8,
+            Self::Token(_) => TransferKind::Token as u8,
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        let optional = |a: &Option<Address>| a.map_or(Vec::new(), |a| a.to_vec());
+        match self {
+            Self::Internal(t) => {
+                w.bytes(t.from.as_slice());
+                w.bytes(&optional(&t.to));
+                w.bytes(&t.value.to_be_bytes_trimmed_vec());
+                w.bytes(&optional(&t.contract_address));
+                w.bytes(&t.input);
+                w.bytes(t.call_type.as_bytes());
+                w.u64(t.gas);
+                w.u64(t.gas_used);
+                w.bytes(t.trace_id.as_bytes());
+                match &t.error {
+                    Some(error) => {
+                        w.u8(1);
+                        w.bytes(error.as_bytes());
+                    }
+                    None => w.u8(0),
+                }
+            }
+            Self::Token(t) => {
+                w.bytes(t.token.as_slice());
+                w.bytes(t.from.as_slice());
+                w.bytes(t.to.as_slice());
+                w.bytes(&t.value.to_be_bytes_trimmed_vec());
+                w.u64(u64::from(t.log_index));
+            }
+        }
+        w.0
+    }
+
+    fn decode(kind: u8, bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "transfer row")?;
+        let address = |r: &mut Reader<'_>| -> Result<Address, StorageError> {
+            Address::try_from(r.bytes()?.as_slice()).map_err(|_| r.corrupt())
+        };
+        let optional = |r: &mut Reader<'_>| -> Result<Option<Address>, StorageError> {
+            let bytes = r.bytes()?;
+            match bytes.len() {
+                0 => Ok(None),
+                ADDRESS_LEN => Ok(Some(Address::from_slice(&bytes))),
+                _ => Err(r.corrupt()),
+            }
+        };
+        let amount = |r: &mut Reader<'_>| -> Result<U256, StorageError> {
+            U256::try_from_be_slice(&r.bytes()?).ok_or_else(|| r.corrupt())
+        };
+        let transfer = if kind == TransferKind::Internal as u8 {
+            let from = address(&mut r)?;
+            let to = optional(&mut r)?;
+            let value = amount(&mut r)?;
+            let contract_address = optional(&mut r)?;
+            let input = r.bytes()?;
+            let call_type = r.string()?;
+            let gas = r.u64()?;
+            let gas_used = r.u64()?;
+            let trace_id = r.string()?;
+            let error = match r.u8()? {
+                0 => None,
+                _ => Some(r.string()?),
+            };
+            Self::Internal(InternalTransfer {
+                from,
+                to,
+                value,
+                contract_address,
+                input,
+                call_type,
+                gas,
+                gas_used,
+                trace_id,
+                error,
+            })
+        } else {
+            let token = address(&mut r)?;
+            let from = address(&mut r)?;
+            let to = address(&mut r)?;
+            let value = amount(&mut r)?;
+            let log_index = u32::try_from(r.u64()?).map_err(|_| r.corrupt())?;
+            Self::Token(TokenTransfer {
+                token,
+                from,
+                to,
+                value,
+                log_index,
+            })
+        };
+        r.finish()?;
+        Ok(transfer)
+    }
+
+    /// The lists this transfer appears in, each once.
+    fn listings(&self) -> Vec<(Address, TransferKind)> {
+        let mut listings = Vec::with_capacity(3);
+        let mut add = |address: Address, kind: TransferKind| {
+            if !listings.contains(&(address, kind)) {
+                listings.push((address, kind));
+            }
+        };
+        match self {
+            Self::Internal(t) => {
+                add(t.from, TransferKind::Internal);
+                for address in [t.to, t.contract_address].into_iter().flatten() {
+                    add(address, TransferKind::Internal);
+                }
+            }
+            Self::Token(t) => {
+                add(t.from, TransferKind::Token);
+                add(t.to, TransferKind::Token);
+                add(t.token, TransferKind::TokenContract);
+            }
+        }
+        listings
+    }
+}
+
+/// Where a transfer is: block, transaction, kind, order within both.
+fn place(block: u64, tx_index: u32, kind: u8, sequence: u32) -> [u8; PLACE_LEN] {
+    let mut key = [0u8; PLACE_LEN];
+    key[..BLOCK_NUMBER_LEN].copy_from_slice(&encode_block_number(block));
+    key[BLOCK_NUMBER_LEN..BLOCK_NUMBER_LEN + 4].copy_from_slice(&tx_index.to_be_bytes());
+    key[BLOCK_NUMBER_LEN + 4] = kind;
+    key[BLOCK_NUMBER_LEN + 5..].copy_from_slice(&sequence.to_be_bytes());
+    key
+}
+
+fn decode_place(bytes: &[u8]) -> Result<(u64, u32, u8, u32), StorageError> {
+    let bytes: [u8; PLACE_LEN] = bytes.try_into().map_err(|_| StorageError::Corrupt {
+        what: "transfer place",
+        len: bytes.len(),
+    })?;
+    let word =
+        |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    Ok((
+        decode_block_number(&bytes[..BLOCK_NUMBER_LEN])?,
+        word(BLOCK_NUMBER_LEN),
+        bytes[BLOCK_NUMBER_LEN + 4],
+        word(BLOCK_NUMBER_LEN + 5),
+    ))
+}
+
+/// `address ‖ listing kind ‖ block ‖ tx index ‖ sequence`: the place of the
+/// row is the key's tail with the listing kind replaced by the row's kind.
+fn listing_key(
+    address: &Address,
+    listing: TransferKind,
+    block: u64,
+    tx_index: u32,
+    sequence: u32,
+) -> Vec<u8> {
+    let mut key = Vec::with_capacity(ADDRESS_LEN + 1 + PLACE_LEN);
+    key.extend_from_slice(address.as_slice());
+    key.push(listing as u8);
+    key.extend_from_slice(&place(block, tx_index, listing.row_kind(), sequence));
+    key
+}
+
+fn balance_key(
+    holder: &Address,
+    token: &Address,
+    block: u64,
+) -> [u8; 2 * ADDRESS_LEN + BLOCK_NUMBER_LEN] {
+    let mut key = [0u8; 2 * ADDRESS_LEN + BLOCK_NUMBER_LEN];
+    key[..ADDRESS_LEN].copy_from_slice(holder.as_slice());
+    key[ADDRESS_LEN..2 * ADDRESS_LEN].copy_from_slice(token.as_slice());
+    key[2 * ADDRESS_LEN..].copy_from_slice(&encode_block_number(block));
+    key
+}
+
+/// An indexed transfer with the transaction that carried it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedTransfer {
+    /// Block number.
+    pub block: u64,
+    /// Position of the transaction in the block.
+    pub tx_index: u32,
+    /// The transaction (from the transaction index).
+    pub transaction: TransactionRow,
+    /// The transfer.
+    pub transfer: Transfer,
+}
+
+/// Which of an address's transfers a page holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferPage {
+    /// First block, inclusive.
+    pub from_block: u64,
+    /// Last block, inclusive.
+    pub to_block: u64,
+    /// Newest first.
+    pub descending: bool,
+    /// Transfers passed over before the page.
+    pub skip: usize,
+    /// Most transfers in the page.
+    pub take: usize,
+}
+
+/// A token's own description, as its contract answered once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenInfo {
+    /// `name()`, empty when it has none.
+    pub name: String,
+    /// `symbol()`, empty when it has none.
+    pub symbol: String,
+    /// `decimals()`, none when it has none.
+    pub decimals: Option<u8>,
+}
+
+impl TokenInfo {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.bytes(self.name.as_bytes());
+        w.bytes(self.symbol.as_bytes());
+        w.opt_u64(self.decimals.map(u64::from));
+        w.0
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "token info")?;
+        let name = r.string()?;
+        let symbol = r.string()?;
+        let decimals = r
+            .opt_u64()?
+            .map(|d| u8::try_from(d).map_err(|_| r.corrupt()))
+            .transpose()?;
+        r.finish()?;
+        Ok(Self {
+            name,
+            symbol,
+            decimals,
+        })
+    }
+}
+
+/// A holder's balance of one token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHolding {
+    /// The token contract.
+    pub token: Address,
+    /// The balance `balanceOf` reported.
+    pub balance: U256,
+    /// The block after which it was read.
+    pub block: u64,
+}
+
+/// Which index a block range of the transfer listings belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferIndex {
+    /// Internal transfers (`indexer.internal_transactions`).
+    Internal,
+    /// Token transfers and balances (`indexer.tokens`).
+    Tokens,
+}
+
+impl TransferIndex {
+    fn meta_key(self) -> &'static [u8] {
+        match self {
+            Self::Internal => meta_key::INTERNAL_FROM,
+            Self::Tokens => meta_key::TOKENS_FROM,
+        }
+    }
+}
+
+impl Store {
+    /// The first block whose transfers of `index` are indexed, once any are.
+    pub fn transfers_indexed_from(
+        &self,
+        index: TransferIndex,
+    ) -> Result<Option<u64>, StorageError> {
+        self.meta(index.meta_key())?
+            .map(|b| decode_block_number(&b))
+            .transpose()
+    }
+
+    /// A page of the transfers listed under `address` as `listing`, in block
+    /// order, keeping only those `keep` accepts (skip and take count those).
+    pub fn address_transfers(
+        &self,
+        address: &Address,
+        listing: TransferKind,
+        page: TransferPage,
+        keep: impl Fn(&Transfer) -> bool,
+    ) -> Result<Vec<IndexedTransfer>, StorageError> {
+        if page.from_block > page.to_block || page.take == 0 {
+            return Ok(Vec::new());
+        }
+        let lower = listing_key(address, listing, page.from_block, 0, 0);
+        let upper = listing_key(address, listing, page.to_block, u32::MAX, u32::MAX);
+        let mut read = ReadOptions::default();
+        read.set_prefix_same_as_start(true);
+        let mut iter = self
+            .db
+            .raw_iterator_cf_opt(self.cf(cf::ADDRESS_TRANSFER), read);
+        if page.descending {
+            iter.seek_for_prev(&upper);
+        } else {
+            iter.seek(&lower);
+        }
+        let mut found = Vec::with_capacity(page.take.min(1024));
+        let mut skipped = 0;
+        while iter.valid() && found.len() < page.take {
+            let Some(key) = iter.key() else { break };
+            if key < &lower[..] || key > &upper[..] {
+                break;
+            }
+            let place = &key[ADDRESS_LEN + 1..];
+            let (block, tx_index, kind, _) = decode_place(place)?;
+            let row = self.db.get_pinned_cf(self.cf(cf::TRANSFER), place)?.ok_or(
+                StorageError::Corrupt {
+                    what: "missing transfer row",
+                    len: 0,
+                },
+            )?;
+            let transfer = Transfer::decode(kind, &row)?;
+            if keep(&transfer) {
+                if skipped < page.skip {
+                    skipped += 1;
+                } else {
+                    found.push((block, tx_index, transfer));
+                }
+            }
+            if page.descending {
+                iter.prev();
+            } else {
+                iter.next();
+            }
+        }
+        iter.status()?;
+        let transactions = self.transactions_at(found.iter().map(|(b, i, _)| (*b, *i)))?;
+        found
+            .into_iter()
+            .zip(transactions)
+            .map(|((block, tx_index, transfer), transaction)| {
+                Ok(IndexedTransfer {
+                    block,
+                    tx_index,
+                    transaction: transaction.ok_or(StorageError::Corrupt {
+                        what: "transfer without its transaction",
+                        len: 0,
+                    })?,
+                    transfer,
+                })
+            })
+            .collect()
+    }
+
+    /// The transfers of one kind carried by transaction `tx_index` of `block`.
+    pub fn transaction_transfers(
+        &self,
+        block: u64,
+        tx_index: u32,
+        kind: TransferKind,
+    ) -> Result<Vec<Transfer>, StorageError> {
+        let prefix = place(block, tx_index, kind.row_kind(), 0);
+        let prefix = &prefix[..PLACE_LEN - 4];
+        self.db
+            .iterator_cf(
+                self.cf(cf::TRANSFER),
+                IteratorMode::From(prefix, Direction::Forward),
+            )
+            .take_while(|item| item.as_ref().is_ok_and(|(key, _)| key.starts_with(prefix)))
+            .map(|item| {
+                let (key, value) = item?;
+                Transfer::decode(decode_place(&key)?.2, &value)
+            })
+            .collect()
+    }
+
+    fn block_transfers(&self, block: u64) -> Result<Vec<(Box<[u8]>, Transfer)>, StorageError> {
+        let prefix = encode_block_number(block);
+        self.db
+            .iterator_cf(
+                self.cf(cf::TRANSFER),
+                IteratorMode::From(&prefix, Direction::Forward),
+            )
+            .take_while(|item| item.as_ref().is_ok_and(|(key, _)| key.starts_with(&prefix)))
+            .map(|item| {
+                let (key, value) = item?;
+                let kind = decode_place(&key)?.2;
+                Ok((key, Transfer::decode(kind, &value)?))
+            })
+            .collect()
+    }
+
+    /// `holder`'s balance of `token` after block `at` (the latest indexed
+    /// when none), if any transfer of it ever touched the holder.
+    pub fn token_balance(
+        &self,
+        holder: &Address,
+        token: &Address,
+        at: Option<u64>,
+    ) -> Result<Option<TokenHolding>, StorageError> {
+        let key = balance_key(holder, token, at.unwrap_or(u64::MAX));
+        let mut read = ReadOptions::default();
+        read.set_prefix_same_as_start(true);
+        let mut iter = self
+            .db
+            .raw_iterator_cf_opt(self.cf(cf::TOKEN_BALANCE), read);
+        iter.seek_for_prev(key);
+        let found = match (iter.key(), iter.value()) {
+            (Some(k), Some(v)) if k.starts_with(&key[..2 * ADDRESS_LEN]) => Some(TokenHolding {
+                token: *token,
+                balance: decode_amount(v)?,
+                block: decode_block_number(&k[2 * ADDRESS_LEN..])?,
+            }),
+            _ => None,
+        };
+        iter.status()?;
+        Ok(found)
+    }
+
+    /// Every token `holder` has held, with its latest balance, by token
+    /// address; at most `limit`.
+    pub fn holder_tokens(
+        &self,
+        holder: &Address,
+        limit: usize,
+    ) -> Result<Vec<TokenHolding>, StorageError> {
+        let mut read = ReadOptions::default();
+        read.set_prefix_same_as_start(true);
+        let mut iter = self
+            .db
+            .raw_iterator_cf_opt(self.cf(cf::TOKEN_BALANCE), read);
+        let mut holdings = Vec::new();
+        iter.seek(holder.as_slice());
+        while holdings.len() < limit {
+            let Some(key) = iter.key() else { break };
+            if !key.starts_with(holder.as_slice())
+                || key.len() != 2 * ADDRESS_LEN + BLOCK_NUMBER_LEN
+            {
+                break;
+            }
+            let token = Address::from_slice(&key[ADDRESS_LEN..2 * ADDRESS_LEN]);
+            // The token's newest row is the last before the next token.
+            iter.seek_for_prev(balance_key(holder, &token, u64::MAX));
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            holdings.push(TokenHolding {
+                token,
+                balance: decode_amount(value)?,
+                block: decode_block_number(&key[2 * ADDRESS_LEN..])?,
+            });
+            iter.next();
+        }
+        iter.status()?;
+        Ok(holdings)
+    }
+
+    /// What the token at `token` said of itself, once read.
+    pub fn token_info(&self, token: &Address) -> Result<Option<TokenInfo>, StorageError> {
+        self.db
+            .get_pinned_cf(self.cf(cf::TOKEN), token.as_slice())?
+            .map(|bytes| TokenInfo::decode(&bytes))
+            .transpose()
+    }
+}
+
+fn decode_amount(bytes: &[u8]) -> Result<U256, StorageError> {
+    U256::try_from_be_slice(bytes).ok_or(StorageError::Corrupt {
+        what: "token balance",
+        len: bytes.len(),
+    })
+}
+
+impl IndexBatch {
+    /// Records `transfers` of transaction `tx_index` of `block`, in order,
+    /// and lists each under its addresses.
+    pub fn put_transfers(&mut self, block: u64, tx_index: u32, transfers: &[Transfer]) {
+        let store = self.store.clone();
+        let mut sequences = [0u32; 2];
+        for transfer in transfers {
+            let kind = transfer.kind();
+            let sequence = sequences[usize::from(kind)];
+            sequences[usize::from(kind)] += 1;
+            for (address, listing) in transfer.listings() {
+                self.batch.put_cf(
+                    store.cf(cf::ADDRESS_TRANSFER),
+                    listing_key(&address, listing, block, tx_index, sequence),
+                    [],
+                );
+            }
+            self.batch.put_cf(
+                store.cf(cf::TRANSFER),
+                place(block, tx_index, kind, sequence),
+                transfer.encode(),
+            );
+        }
+    }
+
+    /// Records `holder`'s balance of `token` after `block`.
+    pub fn put_token_balance(
+        &mut self,
+        holder: &Address,
+        token: &Address,
+        block: u64,
+        balance: &U256,
+    ) {
+        let store = self.store.clone();
+        self.batch.put_cf(
+            store.cf(cf::TOKEN_BALANCE),
+            balance_key(holder, token, block),
+            balance.to_be_bytes_trimmed_vec(),
+        );
+    }
+
+    /// Records what a token said of itself.
+    pub fn put_token_info(&mut self, token: &Address, info: &TokenInfo) {
+        let store = self.store.clone();
+        self.batch
+            .put_cf(store.cf(cf::TOKEN), token.as_slice(), info.encode());
+    }
+
+    /// Removes `block`'s transfers, their listings and the token balances
+    /// read after it (a reorganisation dropped the block). Reads committed
+    /// data.
+    pub fn delete_block_transfers(&mut self, block: u64) -> Result<(), StorageError> {
+        let store = self.store.clone();
+        for (place, transfer) in store.block_transfers(block)? {
+            let (_, tx_index, _, sequence) = decode_place(&place)?;
+            for (address, listing) in transfer.listings() {
+                self.batch.delete_cf(
+                    store.cf(cf::ADDRESS_TRANSFER),
+                    listing_key(&address, listing, block, tx_index, sequence),
+                );
+            }
+            if let Transfer::Token(t) = &transfer {
+                for holder in [t.from, t.to] {
+                    self.batch.delete_cf(
+                        store.cf(cf::TOKEN_BALANCE),
+                        balance_key(&holder, &t.token, block),
+                    );
+                }
+            }
+            self.batch.delete_cf(store.cf(cf::TRANSFER), place);
+        }
+        Ok(())
+    }
+
+    /// Records the first block whose transfers of `index` are indexed, or
+    /// forgets it (the index is off).
+    pub fn set_transfers_indexed_from(&mut self, index: TransferIndex, block: Option<u64>) {
+        let store = self.store.clone();
+        match block {
+            Some(block) => self.batch.put_cf(
+                store.cf(cf::META),
+                index.meta_key(),
+                encode_block_number(block),
+            ),
+            None => self.batch.delete_cf(store.cf(cf::META), index.meta_key()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transaction(from: u8, nonce: u64) -> TransactionRow {
+        TransactionRow {
+            hash: B256::repeat_byte(nonce as u8),
+            from: Address::repeat_byte(from),
+            to: Some(Address::repeat_byte(0xee)),
+            contract_address: None,
+            value: U256::ZERO,
+            nonce,
+            gas: 90_000,
+            gas_price: 7,
+            gas_used: 50_000,
+            cumulative_gas_used: 50_000,
+            success: true,
+            input: vec![0xa9, 0x05, 0x9c, 0xbb],
+            timestamp: 1_700_000_000,
+            block_hash: B256::repeat_byte(0xbb),
+        }
+    }
+
+    fn token(from: u8, to: u8, value: u64, log_index: u32) -> Transfer {
+        Transfer::Token(TokenTransfer {
+            token: Address::repeat_byte(0xee),
+            from: Address::repeat_byte(from),
+            to: Address::repeat_byte(to),
+            value: U256::from(value),
+            log_index,
+        })
+    }
+
+    fn internal(from: u8, to: u8, value: u64, trace_id: &str) -> Transfer {
+        Transfer::Internal(InternalTransfer {
+            from: Address::repeat_byte(from),
+            to: Some(Address::repeat_byte(to)),
+            value: U256::from(value),
+            contract_address: None,
+            input: vec![],
+            call_type: "call".into(),
+            gas: 2300,
+            gas_used: 0,
+            trace_id: trace_id.into(),
+            error: Some("out of gas".into()),
+        })
+    }
+
+    fn all() -> TransferPage {
+        TransferPage {
+            from_block: 0,
+            to_block: u64::MAX,
+            descending: false,
+            skip: 0,
+            take: usize::MAX,
+        }
+    }
+
+    #[test]
+    fn transfers_list_under_their_addresses_and_undo_with_their_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        let (one, two, three, tkn) = (
+            Address::repeat_byte(1),
+            Address::repeat_byte(2),
+            Address::repeat_byte(3),
+            Address::repeat_byte(0xee),
+        );
+        let mut batch = store.index_batch();
+        batch.put_transaction(1, 0, &transaction(1, 0));
+        batch.put_transfers(1, 0, &[token(1, 2, 10, 0), internal(0xee, 3, 5, "0")]);
+        batch.put_token_balance(&one, &tkn, 1, &U256::from(90));
+        batch.put_token_balance(&two, &tkn, 1, &U256::from(10));
+        batch.put_transaction(2, 0, &transaction(2, 1));
+        batch.put_transfers(2, 0, &[token(2, 1, 4, 0), token(2, 3, 1, 1)]);
+        batch.put_token_balance(&one, &tkn, 2, &U256::from(94));
+        batch.put_token_balance(&two, &tkn, 2, &U256::from(5));
+        batch.put_token_balance(&three, &tkn, 2, &U256::from(1));
+        batch.commit().unwrap();
+
+        let values = |address: &Address, listing, page| -> Vec<(u64, U256)> {
+            store
+                .address_transfers(address, listing, page, |_| true)
+                .unwrap()
+                .into_iter()
+                .map(|t| match t.transfer {
+                    Transfer::Token(token) => (t.block, token.value),
+                    Transfer::Internal(internal) => (t.block, internal.value),
+                })
+                .collect()
+        };
+        let u = |v: u64| U256::from(v);
+        assert_eq!(
+            values(&one, TransferKind::Token, all()),
+            [(1, u(10)), (2, u(4))]
+        );
+        assert_eq!(
+            values(&tkn, TransferKind::TokenContract, all()),
+            [(1, u(10)), (2, u(4)), (2, u(1))]
+        );
+        assert_eq!(values(&three, TransferKind::Internal, all()), [(1, u(5))]);
+        assert!(
+            values(
+                &three,
+                TransferKind::Token,
+                TransferPage {
+                    to_block: 1,
+                    ..all()
+                }
+            )
+            .is_empty()
+        );
+        let newest_first = TransferPage {
+            descending: true,
+            skip: 1,
+            take: 1,
+            ..all()
+        };
+        assert_eq!(
+            values(&tkn, TransferKind::TokenContract, newest_first),
+            [(2, u(4))]
+        );
+        let carried = store
+            .address_transfers(&two, TransferKind::Token, all(), |_| true)
+            .unwrap();
+        assert_eq!(carried[1].transaction.nonce, 1);
+        assert_eq!(
+            store
+                .transaction_transfers(1, 0, TransferKind::Internal)
+                .unwrap(),
+            [internal(0xee, 3, 5, "0")]
+        );
+
+        let balance = |holder: &Address, at| {
+            store
+                .token_balance(holder, &tkn, at)
+                .unwrap()
+                .map(|h| h.balance)
+        };
+        assert_eq!(balance(&one, None), Some(u(94)));
+        assert_eq!(balance(&one, Some(1)), Some(u(90)));
+        assert_eq!(balance(&three, Some(1)), None);
+        assert_eq!(store.holder_tokens(&two, 10).unwrap()[0].balance, u(5));
+
+        let mut undo = store.index_batch();
+        undo.delete_block_transfers(2).unwrap();
+        undo.delete_block_transactions(2).unwrap();
+        undo.commit().unwrap();
+        assert_eq!(values(&one, TransferKind::Token, all()), [(1, u(10))]);
+        assert_eq!(balance(&one, None), Some(u(90)));
+        assert_eq!(balance(&three, None), None);
+        assert!(store.holder_tokens(&three, 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn token_info_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        let info = TokenInfo {
+            name: "Wrapped Ether".into(),
+            symbol: "WETH".into(),
+            decimals: Some(18),
+        };
+        let mut batch = store.index_batch();
+        batch.put_token_info(&Address::repeat_byte(9), &info);
+        batch.commit().unwrap();
+        assert_eq!(
+            store.token_info(&Address::repeat_byte(9)).unwrap(),
+            Some(info)
+        );
+        assert_eq!(store.token_info(&Address::repeat_byte(8)).unwrap(), None);
+    }
+}
