@@ -295,6 +295,11 @@ pub struct IndexerSection {
     pub ready_max_lag: u64,
     /// Index each address's transactions (`txlist`).
     pub transactions: bool,
+    /// Index internal transfers from call traces (`txlistinternal`).
+    pub internal_transactions: bool,
+    /// Index ERC-20 transfers and holders' balances (`tokentx`,
+    /// `tokenbalance`, `addresstokenbalance`).
+    pub tokens: bool,
 }
 
 /// `indexer.balance_source`.
@@ -334,6 +339,8 @@ impl IndexerSection {
             max_reorg_depth: self.max_reorg_depth,
             until,
             transactions: self.transactions,
+            internal_transactions: self.internal_transactions,
+            tokens: self.tokens,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod node;
 mod pipeline;
 pub mod source;
 mod transactions;
+mod transfers;
 
 pub use node::{NodeClient, NodeError, NodeOptions, StateAt};
 pub use pipeline::{Indexer, IndexerConfig, IndexerError, Progress};

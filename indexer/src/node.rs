@@ -329,6 +329,21 @@ impl NodeClient {
         method: &'static str,
         params: &[P],
     ) -> Result<Vec<R>, NodeError> {
+        self.call_batch_each(method, params)
+            .await?
+            .into_iter()
+            .collect()
+    }
+
+    /// Sends all `params` for `method` in one JSON-RPC batch and answers
+    /// each request on its own: a call the node refuses (a revert) is that
+    /// item's error; transport failures and transient refusals retry the
+    /// whole batch.
+    pub async fn call_batch_each<P: RpcSend, R: RpcRecv>(
+        &self,
+        method: &'static str,
+        params: &[P],
+    ) -> Result<Vec<Result<R, NodeError>>, NodeError> {
         if params.is_empty() {
             return Ok(Vec::new());
         }
@@ -347,7 +362,10 @@ impl NodeClient {
                 .map_err(|e| NodeError::classify(method, e))?;
             let mut out = Vec::with_capacity(waiters.len());
             for waiter in waiters {
-                out.push(waiter.await.map_err(|e| NodeError::classify(method, e))?);
+                match waiter.await.map_err(|e| NodeError::classify(method, e)) {
+                    Err(error) if error.is_transient() => return Err(error),
+                    answer => out.push(answer),
+                }
             }
             Ok(out)
         })

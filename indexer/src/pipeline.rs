@@ -15,6 +15,7 @@ use weiport_storage::{BlockRecord, Cursor, IndexBatch, StorageError, Store};
 use crate::genesis::{GenesisError, read_genesis_alloc};
 use crate::node::{NodeClient, NodeError};
 use crate::source::{self, BalanceSource, BlockChanges, NodePlan};
+use crate::transfers::Histories;
 
 /// What the indexer is told to do.
 #[derive(Debug, Clone)]
@@ -39,6 +40,25 @@ pub struct IndexerConfig {
     /// Keep each address's transactions (`txlist`): the block's bodies and
     /// receipts are fetched with it.
     pub transactions: bool,
+    /// Keep internal transfers from call traces (`txlistinternal`); needs
+    /// `transactions`.
+    pub internal_transactions: bool,
+    /// Keep ERC-20 transfers and holders' balances (`tokentx`,
+    /// `tokenbalance`); needs `transactions`.
+    pub tokens: bool,
+}
+
+impl IndexerConfig {
+    /// The histories kept on a node that answers as `plan` says: transfers
+    /// are shown with the transactions that carried them, so they are kept
+    /// only with those.
+    fn histories(&self, plan: &NodePlan) -> Histories {
+        Histories {
+            transactions: self.transactions,
+            internal: self.transactions && self.internal_transactions && plan.call_traces,
+            tokens: self.transactions && self.tokens,
+        }
+    }
 }
 
 impl Default for IndexerConfig {
@@ -53,6 +73,8 @@ impl Default for IndexerConfig {
             max_reorg_depth: 128,
             until: None,
             transactions: true,
+            internal_transactions: true,
+            tokens: true,
         }
     }
 }
@@ -351,46 +373,29 @@ impl Indexer {
         } else {
             tracing::info!(%plan, "node plan");
         }
+        if self.config.internal_transactions && !plan.call_traces {
+            tracing::warn!(
+                "node has no callTracer: internal transfers are not indexed (txlistinternal answers that)"
+            );
+        }
         if self.store.chain_id()?.is_none() {
             self.bootstrap(chain_id, &genesis, &plan).await?;
         }
-        self.reconcile_transaction_index().await?;
+        self.reconcile_history_marks(&plan).await?;
         Ok(plan)
     }
 
-    /// Records from which block transactions are indexed: the index's start
-    /// for a new index, the next block when the switch was turned on for an
-    /// existing one. Turned off, the mark is removed, so turning it on later
-    /// never claims the blocks indexed meanwhile.
-    async fn reconcile_transaction_index(&self) -> Result<(), IndexerError> {
-        let recorded = self.store.transactions_indexed_from()?;
-        let mut batch = self.store.index_batch();
-        match (self.config.transactions, recorded) {
-            (true, None) => {
-                let cursor = self.store.cursor()?.ok_or_else(|| {
-                    IndexerError::Inconsistent("bootstrapped index has no cursor".into())
-                })?;
-                let start = self.store.index_start()?.unwrap_or(0);
-                // A new index holds no block past its start yet; the start
-                // block's own transactions are not fetched (its state is
-                // read whole), so the list begins after it, or at genesis.
-                let from = if cursor.number > start {
-                    cursor.number + 1
-                } else if start == 0 {
-                    0
-                } else {
-                    start + 1
-                };
-                batch.set_transactions_indexed_from(from);
-                tracing::info!(from, "indexing transactions");
-            }
-            (false, Some(_)) => {
-                batch.clear_transactions_indexed_from();
-                tracing::info!("transaction index off: txlist answers nothing");
-            }
-            _ => return Ok(()),
+    /// Records from which block each kept history begins (see
+    /// [`crate::transfers::history_marks`]).
+    async fn reconcile_history_marks(&self, plan: &NodePlan) -> Result<(), IndexerError> {
+        let cursor = self
+            .store
+            .cursor()?
+            .ok_or_else(|| IndexerError::Inconsistent("bootstrapped index has no cursor".into()))?;
+        let histories = self.config.histories(plan);
+        if let Some(batch) = crate::transfers::history_marks(&self.store, &cursor, histories)? {
+            commit(batch).await?;
         }
-        commit(batch).await?;
         Ok(())
     }
 
@@ -587,11 +592,12 @@ impl Indexer {
         let (tx, mut rx) = mpsc::channel(self.config.concurrency * 4);
         let node = self.node.clone();
         let concurrency = self.config.concurrency;
-        let with_transactions = self.config.transactions;
+        let histories = self.config.histories(&plan);
+        let store = self.store.clone();
         let first = cursor.number + 1;
         let _fetcher = AbortOnDrop(tokio::spawn(async move {
             let mut blocks = futures::stream::iter(first..=target)
-                .map(|number| fetch_block(&node, plan, number, with_transactions))
+                .map(|number| fetch_block(&node, plan, number, histories, &store))
                 .buffered(concurrency);
             while let Some(fetched) = blocks.next().await {
                 let failed = fetched.is_err();
@@ -653,10 +659,7 @@ impl Indexer {
             for (address, wei) in &block.balances {
                 batch.set_balance(address, block.number, wei);
             }
-            for (index, transaction) in block.transactions.iter().enumerate() {
-                let index = u32::try_from(index).expect("fewer than 2^32 transactions a block");
-                batch.put_transaction(block.number, index, transaction);
-            }
+            block.history.write(&mut batch, block.number);
             let keep_undo =
                 cursor.number.saturating_sub(block.number) <= self.config.max_reorg_depth;
             let touched = if keep_undo {
@@ -744,6 +747,7 @@ impl Indexer {
             touched.extend(record.touched);
             batch.delete_block(dropped);
             batch.delete_block_transactions(dropped)?;
+            batch.delete_block_transfers(dropped)?;
         }
         for address in &touched {
             batch.rewind_address(address, ancestor.number)?;
@@ -766,7 +770,8 @@ async fn fetch_block(
     node: &NodeClient,
     plan: NodePlan,
     number: u64,
-    with_transactions: bool,
+    histories: Histories,
+    store: &Store,
 ) -> Result<BlockChanges, NodeError> {
     let block = node
         .block(number)
@@ -776,9 +781,8 @@ async fn fetch_block(
             detail: format!("block {number} vanished (chain reorganised)"),
         })?;
     let mut changes = source::block_changes(node, &plan, &block).await?;
-    if with_transactions {
-        changes.transactions = crate::transactions::block_transactions(node, &plan, &block).await?;
-    }
+    changes.history =
+        crate::transfers::block_history(node, &plan, &block, histories, store).await?;
     Ok(changes)
 }
 

@@ -68,6 +68,9 @@ pub struct NodePlan {
     pub receipts: ReceiptSource,
     /// How state at a block is read.
     pub state: StateReads,
+    /// Whether `debug_traceBlockByNumber` takes `callTracer` (internal
+    /// transfers for `txlistinternal`).
+    pub call_traces: bool,
 }
 
 impl NodePlan {
@@ -90,9 +93,14 @@ impl std::fmt::Display for NodePlan {
             StateReads::ByHash => "by block hash (EIP-1898)",
             StateReads::ByNumber => "by block number, hash checked before and after",
         };
+        let calls = if self.call_traces {
+            "callTracer"
+        } else {
+            "none (no internal transfers)"
+        };
         write!(
             f,
-            "balances: {}; receipts: {receipts}; state: {state}",
+            "balances: {}; receipts: {receipts}; state: {state}; call traces: {calls}",
             self.balances
         )
     }
@@ -136,10 +144,25 @@ pub async fn probe(
         Some(forced) => forced,
         None => balance_source(node, head).await?,
     };
+    let call_traces = match node
+        .call::<_, serde_json::Value>(
+            "debug_traceBlockByNumber",
+            (
+                StateAt::Number(head),
+                serde_json::json!({ "tracer": "callTracer" }),
+            ),
+        )
+        .await
+    {
+        Ok(answer) => answer.is_array(),
+        Err(error) if lacks(&error) => false,
+        Err(error) => return Err(error),
+    };
     Ok(NodePlan {
         balances,
         receipts,
         state,
+        call_traces,
     })
 }
 
@@ -182,8 +205,8 @@ pub struct BlockChanges {
     pub parent_hash: B256,
     /// Every changed address with its balance after the block, sorted.
     pub balances: Vec<(Address, U256)>,
-    /// Its transactions with their outcomes, when the transaction index is on.
-    pub transactions: Vec<weiport_storage::TransactionRow>,
+    /// What it adds to address histories, as far as they are kept.
+    pub history: crate::transfers::BlockHistory,
 }
 
 /// One transaction's entry in a `debug_traceBlockByNumber` answer.
@@ -258,7 +281,7 @@ pub(crate) struct Receipt {
     pub(crate) contract_address: Option<Address>,
     pub(crate) block_hash: Option<B256>,
     #[serde(default)]
-    logs: Vec<LogAddress>,
+    pub(crate) logs: Vec<Log>,
     /// Its transaction's hash.
     #[serde(default)]
     pub(crate) transaction_hash: Option<B256>,
@@ -396,10 +419,29 @@ pub async fn balances_after(
     block: (u64, B256),
     addresses: &[Address],
 ) -> Result<Vec<U256>, NodeError> {
+    read_at_block(node, plan, block, "eth_getBalance", |at| {
+        node.balances(addresses, at)
+    })
+    .await
+}
+
+/// Runs `read` against the state after `block`: by hash where the node
+/// takes it, else by number with the block's hash checked before and after.
+pub(crate) async fn read_at_block<T, F, Fut>(
+    node: &NodeClient,
+    plan: &NodePlan,
+    block: (u64, B256),
+    method: &'static str,
+    read: F,
+) -> Result<T, NodeError>
+where
+    F: FnOnce(StateAt) -> Fut,
+    Fut: std::future::Future<Output = Result<T, NodeError>>,
+{
     let (number, hash) = block;
     let at = plan.state_at(number, hash);
     if plan.state == StateReads::ByHash {
-        return node.balances(addresses, at).await;
+        return read(at).await;
     }
     let still = || async {
         let current = node.block(number).await?.map(|b| b.hash);
@@ -407,20 +449,28 @@ pub async fn balances_after(
             Ok(())
         } else {
             Err(malformed(
-                "eth_getBalance",
-                format!("block {number} was replaced while its balances were read (reorg)"),
+                method,
+                format!("block {number} was replaced while its state was read (reorg)"),
             ))
         }
     };
     still().await?;
-    let values = node.balances(addresses, at).await?;
+    let values = read(at).await?;
     still().await?;
     Ok(values)
 }
 
+/// A receipt's log.
 #[derive(Debug, Deserialize)]
-struct LogAddress {
-    address: Address,
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Log {
+    pub(crate) address: Address,
+    #[serde(default)]
+    pub(crate) topics: Vec<B256>,
+    #[serde(default)]
+    pub(crate) data: alloy_primitives::Bytes,
+    #[serde(default)]
+    pub(crate) log_index: Option<U64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -455,7 +505,7 @@ pub(crate) fn malformed(method: &'static str, detail: String) -> NodeError {
 /// Traces must cover exactly the block's transactions, in order: an empty or
 /// partial answer (a node that could not replay, or a reorg between the two
 /// calls) is retried, never indexed as "nothing changed".
-fn check_coverage(
+pub(crate) fn check_coverage(
     method: &'static str,
     block: &BlockSummary,
     traced: impl ExactSizeIterator<Item = Option<B256>>,
@@ -638,7 +688,7 @@ pub async fn block_changes(
         hash: block.hash,
         parent_hash: block.parent_hash,
         balances: balances.into_iter().collect(),
-        transactions: Vec::new(),
+        history: Default::default(),
     })
 }
 

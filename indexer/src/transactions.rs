@@ -8,7 +8,7 @@ use serde::Deserialize;
 use weiport_storage::TransactionRow;
 
 use crate::node::{BlockSummary, NodeClient, NodeError, StateAt};
-use crate::source::{NodePlan, malformed, receipts};
+use crate::source::{NodePlan, Receipt, malformed, receipts};
 
 /// `eth_getBlockByNumber` with transaction bodies.
 #[derive(Debug, Deserialize)]
@@ -33,14 +33,15 @@ struct Body {
     input: Bytes,
 }
 
-/// The transactions of `block`, in order, each with its receipt's outcome.
+/// The transactions of `block`, in order, each with its receipt's outcome,
+/// and the receipts themselves.
 pub async fn block_transactions(
     node: &NodeClient,
     plan: &NodePlan,
     block: &BlockSummary,
-) -> Result<Vec<TransactionRow>, NodeError> {
+) -> Result<(Vec<TransactionRow>, Vec<Receipt>), NodeError> {
     if block.transactions.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let number = block.number.to::<u64>();
     const METHOD: &str = "eth_getBlockByNumber";
@@ -58,10 +59,10 @@ pub async fn block_transactions(
         ));
     }
     let timestamp = block.timestamp.to::<u64>();
-    bodies
+    let rows = bodies
         .transactions
         .into_iter()
-        .zip(receipts)
+        .zip(&receipts)
         .map(|(body, receipt)| {
             if receipt.transaction_hash.is_some_and(|h| h != body.hash) {
                 return Err(malformed(
@@ -92,5 +93,6 @@ pub async fn block_transactions(
                 block_hash: block.hash,
             })
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((rows, receipts))
 }

@@ -89,7 +89,7 @@ pub(crate) fn txlist(
         QueryError::unavailable(format!("Error! Index unavailable: {e}"))
     };
     let from = store
-        .transactions_indexed_from()
+        .history_indexed_from(weiport_storage::HistoryIndex::Transactions)
         .map_err(storage)?
         .ok_or_else(|| {
             QueryError::bad(

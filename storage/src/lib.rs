@@ -22,8 +22,8 @@ pub use history::{
 pub use store::{IndexBatch, Store, StoreOptions};
 pub use transactions::{IndexedTransaction, TransactionPage, TransactionRow};
 pub use transfers::{
-    IndexedTransfer, InternalTransfer, TokenHolding, TokenInfo, TokenTransfer, Transfer,
-    TransferIndex, TransferKind, TransferPage,
+    HistoryIndex, IndexedTransfer, InternalTransfer, TokenHolding, TokenInfo, TokenTransfer,
+    Transfer, TransferKind, TransferPage,
 };
 pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 

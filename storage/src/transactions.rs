@@ -8,7 +8,6 @@ use rocksdb::{Direction, IteratorMode, ReadOptions};
 
 use crate::codec::{ADDRESS_LEN, BLOCK_NUMBER_LEN, encode_block_number};
 use crate::record::{Reader, Writer};
-use crate::store::meta_key;
 use crate::{IndexBatch, StorageError, Store, cf};
 
 /// Length of a transaction's position: block number, index in the block.
@@ -181,13 +180,6 @@ pub struct TransactionPage {
 }
 
 impl Store {
-    /// The first block whose transactions are indexed, once any are.
-    pub fn transactions_indexed_from(&self) -> Result<Option<u64>, StorageError> {
-        self.meta(meta_key::TRANSACTIONS_FROM)?
-            .map(|b| crate::codec::decode_block_number(&b))
-            .transpose()
-    }
-
     /// A page of `address`'s transactions in block order (then by position).
     pub fn address_transactions(
         &self,
@@ -325,23 +317,6 @@ impl IndexBatch {
         }
         Ok(())
     }
-
-    /// Forgets from which block transactions are indexed (the index is off).
-    pub fn clear_transactions_indexed_from(&mut self) {
-        let store = self.store.clone();
-        self.batch
-            .delete_cf(store.cf(cf::META), meta_key::TRANSACTIONS_FROM);
-    }
-
-    /// Records the first block whose transactions are indexed.
-    pub fn set_transactions_indexed_from(&mut self, block: u64) {
-        let store = self.store.clone();
-        self.batch.put_cf(
-            store.cf(cf::META),
-            meta_key::TRANSACTIONS_FROM,
-            encode_block_number(block),
-        );
-    }
 }
 
 #[cfg(test)]
@@ -423,7 +398,10 @@ mod tests {
             .collect();
         assert_eq!(in_block_2, [2, 3]);
         let hash_of_2 = rows[2].2.hash;
-        assert_eq!(store.transaction_position(&hash_of_2).unwrap(), Some((2, 1)));
+        assert_eq!(
+            store.transaction_position(&hash_of_2).unwrap(),
+            Some((2, 1))
+        );
         let positions = [(2, 1), (3, 0)].into_iter();
         let found = store.transactions_at(positions).unwrap();
         assert_eq!(found, [Some(rows[2].2.clone()), None]);

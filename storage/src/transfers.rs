@@ -353,18 +353,25 @@ pub struct TokenHolding {
     pub block: u64,
 }
 
-/// Which index a block range of the transfer listings belongs to.
+/// An address history the indexer can keep besides balances, each turned
+/// on and off on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransferIndex {
+pub enum HistoryIndex {
+    /// Transactions (`indexer.transactions`).
+    Transactions,
     /// Internal transfers (`indexer.internal_transactions`).
     Internal,
     /// Token transfers and balances (`indexer.tokens`).
     Tokens,
 }
 
-impl TransferIndex {
+impl HistoryIndex {
+    /// Every history.
+    pub const ALL: [Self; 3] = [Self::Transactions, Self::Internal, Self::Tokens];
+
     fn meta_key(self) -> &'static [u8] {
         match self {
+            Self::Transactions => meta_key::TRANSACTIONS_FROM,
             Self::Internal => meta_key::INTERNAL_FROM,
             Self::Tokens => meta_key::TOKENS_FROM,
         }
@@ -373,10 +380,7 @@ impl TransferIndex {
 
 impl Store {
     /// The first block whose transfers of `index` are indexed, once any are.
-    pub fn transfers_indexed_from(
-        &self,
-        index: TransferIndex,
-    ) -> Result<Option<u64>, StorageError> {
+    pub fn history_indexed_from(&self, index: HistoryIndex) -> Result<Option<u64>, StorageError> {
         self.meta(index.meta_key())?
             .map(|b| decode_block_number(&b))
             .transpose()
@@ -647,9 +651,9 @@ impl IndexBatch {
         Ok(())
     }
 
-    /// Records the first block whose transfers of `index` are indexed, or
-    /// forgets it (the index is off).
-    pub fn set_transfers_indexed_from(&mut self, index: TransferIndex, block: Option<u64>) {
+    /// Records the first block `index` covers, or forgets it (the history
+    /// is off, so turning it on later never claims blocks indexed meanwhile).
+    pub fn set_history_indexed_from(&mut self, index: HistoryIndex, block: Option<u64>) {
         let store = self.store.clone();
         match block {
             Some(block) => self.batch.put_cf(

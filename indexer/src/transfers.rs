@@ -1,0 +1,488 @@
+//! What a block adds to address histories besides balances: its
+//! transactions, the internal transfers of their call traces, and the ERC-20
+//! `Transfer` logs of their receipts with the holders' balances re-read from
+//! the token contracts after the block (so fee-on-transfer and rebasing
+//! tokens stay exact: the logs are not summed).
+
+use std::collections::BTreeSet;
+
+use alloy_primitives::{Address, B256, Bytes, U64, U256, b256};
+use serde::Deserialize;
+use weiport_storage::{
+    Cursor, HistoryIndex, IndexBatch, InternalTransfer, StorageError, Store, TokenInfo,
+    TokenTransfer, TransactionRow, Transfer,
+};
+
+use crate::node::{BlockSummary, NodeClient, NodeError};
+use crate::source::{NodePlan, Receipt, check_coverage, malformed, read_at_block};
+
+/// `keccak256("Transfer(address,address,uint256)")`.
+const TRANSFER_TOPIC: B256 =
+    b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+/// `balanceOf(address)`, `name()`, `symbol()`, `decimals()`.
+const BALANCE_OF: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
+const NAME: [u8; 4] = [0x06, 0xfd, 0xde, 0x03];
+const SYMBOL: [u8; 4] = [0x95, 0xd8, 0x9b, 0x41];
+const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
+
+/// Which histories the indexer keeps besides balances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Histories {
+    /// Each address's transactions (`txlist`).
+    pub transactions: bool,
+    /// Internal transfers from call traces (`txlistinternal`).
+    pub internal: bool,
+    /// ERC-20 transfers and balances (`tokentx`, `tokenbalance`).
+    pub tokens: bool,
+}
+
+impl Histories {
+    fn any(self) -> bool {
+        self.transactions || self.internal || self.tokens
+    }
+}
+
+/// The writes that record from which block each kept history begins: the
+/// index's start for a new index, the block after the cursor when a history
+/// was turned on for an existing one. A history turned off loses its mark,
+/// so turning it on later never claims the blocks indexed meanwhile. None
+/// when every mark is as it should be.
+pub(crate) fn history_marks(
+    store: &Store,
+    cursor: &Cursor,
+    histories: Histories,
+) -> Result<Option<IndexBatch>, StorageError> {
+    let start = store.index_start()?.unwrap_or(0);
+    // A new index holds no block past its start yet; the start block's own
+    // transactions are not fetched (its state is read whole), so a history
+    // begins after it, or at genesis.
+    let from = if cursor.number > start {
+        cursor.number + 1
+    } else if start == 0 {
+        0
+    } else {
+        start + 1
+    };
+    let mut batch = store.index_batch();
+    let mut changed = false;
+    for index in HistoryIndex::ALL {
+        let kept = match index {
+            HistoryIndex::Transactions => histories.transactions,
+            HistoryIndex::Internal => histories.internal,
+            HistoryIndex::Tokens => histories.tokens,
+        };
+        match (kept, store.history_indexed_from(index)?) {
+            (true, None) => {
+                batch.set_history_indexed_from(index, Some(from));
+                tracing::info!(?index, from, "history kept from this block");
+            }
+            (false, Some(_)) => {
+                batch.set_history_indexed_from(index, None);
+                tracing::info!(?index, "history off: its queries answer nothing");
+            }
+            _ => continue,
+        }
+        changed = true;
+    }
+    Ok(changed.then_some(batch))
+}
+
+/// One block's additions to the histories, written with its balances.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlockHistory {
+    /// Its transactions with their outcomes, by position.
+    pub transactions: Vec<TransactionRow>,
+    /// Transfers by the position of the transaction that carried them.
+    pub transfers: Vec<(u32, Vec<Transfer>)>,
+    /// `(holder, token, balance)` after the block, for every holder a
+    /// transfer touched.
+    pub token_balances: Vec<(Address, Address, U256)>,
+    /// Descriptions of tokens first seen in this block.
+    pub token_infos: Vec<(Address, TokenInfo)>,
+}
+
+impl BlockHistory {
+    /// Adds this history of `block` to `batch`.
+    pub fn write(&self, batch: &mut IndexBatch, block: u64) {
+        for (index, transaction) in self.transactions.iter().enumerate() {
+            let index = u32::try_from(index).expect("fewer than 2^32 transactions a block");
+            batch.put_transaction(block, index, transaction);
+        }
+        for (index, transfers) in &self.transfers {
+            batch.put_transfers(block, *index, transfers);
+        }
+        for (holder, token, balance) in &self.token_balances {
+            batch.put_token_balance(holder, token, block, balance);
+        }
+        for (token, info) in &self.token_infos {
+            batch.put_token_info(token, info);
+        }
+    }
+}
+
+/// The histories `block` adds, as `histories` asks.
+pub async fn block_history(
+    node: &NodeClient,
+    plan: &NodePlan,
+    block: &BlockSummary,
+    histories: Histories,
+    store: &Store,
+) -> Result<BlockHistory, NodeError> {
+    if !histories.any() || block.transactions.is_empty() {
+        return Ok(BlockHistory::default());
+    }
+    let (transactions, receipts) =
+        crate::transactions::block_transactions(node, plan, block).await?;
+    let mut history = BlockHistory {
+        transactions,
+        ..BlockHistory::default()
+    };
+    let mut transfers: Vec<Vec<Transfer>> = vec![Vec::new(); receipts.len()];
+    if histories.internal {
+        for (index, internal) in internal_transfers(node, block)
+            .await?
+            .into_iter()
+            .enumerate()
+        {
+            transfers[index].extend(internal.into_iter().map(Transfer::Internal));
+        }
+    }
+    if histories.tokens {
+        let logged = token_transfers(&receipts);
+        let mut touched = BTreeSet::new();
+        for (index, token) in logged {
+            for holder in [token.from, token.to] {
+                if holder != Address::ZERO {
+                    touched.insert((holder, token.token));
+                }
+            }
+            transfers[index].push(Transfer::Token(token));
+        }
+        let at = (block.number.to::<u64>(), block.hash);
+        history.token_balances = token_balances(node, plan, at, &touched).await?;
+        let tokens: BTreeSet<Address> = touched.iter().map(|(_, token)| *token).collect();
+        for token in tokens {
+            if store.token_info(&token).ok().flatten().is_none() {
+                let info = token_info(node, plan, at, token).await?;
+                history.token_infos.push((token, info));
+            }
+        }
+    }
+    history.transfers = transfers
+        .into_iter()
+        .enumerate()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(index, t)| {
+            (
+                u32::try_from(index).expect("fewer than 2^32 transactions"),
+                t,
+            )
+        })
+        .collect();
+    Ok(history)
+}
+
+/// A `callTracer` frame.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallFrame {
+    #[serde(rename = "type")]
+    kind: String,
+    from: Address,
+    #[serde(default)]
+    to: Option<Address>,
+    #[serde(default)]
+    value: Option<U256>,
+    #[serde(default)]
+    gas: Option<U64>,
+    #[serde(default)]
+    gas_used: Option<U64>,
+    #[serde(default)]
+    input: Bytes,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    calls: Vec<CallFrame>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallTrace {
+    tx_hash: Option<B256>,
+    result: Option<CallFrame>,
+    error: Option<String>,
+}
+
+/// The internal transfers of each of `block`'s transactions.
+async fn internal_transfers(
+    node: &NodeClient,
+    block: &BlockSummary,
+) -> Result<Vec<Vec<InternalTransfer>>, NodeError> {
+    const METHOD: &str = "debug_traceBlockByNumber";
+    let number = block.number.to::<u64>();
+    let traces: Vec<CallTrace> = node
+        .call(
+            METHOD,
+            (
+                crate::node::StateAt::Number(number),
+                serde_json::json!({ "tracer": "callTracer" }),
+            ),
+        )
+        .await?;
+    check_coverage(METHOD, block, traces.iter().map(|t| t.tx_hash))?;
+    traces
+        .into_iter()
+        .map(|trace| {
+            if let Some(error) = trace.error {
+                return Err(NodeError::from_rpc_error(
+                    METHOD,
+                    0,
+                    format!("block {number}: {error}"),
+                ));
+            }
+            let top = trace
+                .result
+                .ok_or_else(|| malformed(METHOD, format!("block {number}: no call frame")))?;
+            let mut found = Vec::new();
+            collect_frames(&top, &mut Vec::new(), top.error.as_deref(), &mut found);
+            Ok(found)
+        })
+        .collect()
+}
+
+/// Appends the frames below `frame` that move value or create a contract,
+/// depth first, with Etherscan's trace ids (the path of child indices).
+/// A frame inside a failed one failed too: its value never moved.
+fn collect_frames(
+    frame: &CallFrame,
+    path: &mut Vec<usize>,
+    failed_above: Option<&str>,
+    found: &mut Vec<InternalTransfer>,
+) {
+    for (index, child) in frame.calls.iter().enumerate() {
+        path.push(index);
+        let failure = child.error.as_deref().or(failed_above);
+        let kind = child.kind.to_ascii_lowercase();
+        let value = child.value.unwrap_or_default();
+        let creates = kind == "create" || kind == "create2";
+        let moves_value = !value.is_zero() && (kind == "call" || kind == "selfdestruct");
+        if creates || moves_value {
+            found.push(InternalTransfer {
+                from: child.from,
+                to: if creates { None } else { child.to },
+                value,
+                contract_address: if creates { child.to } else { None },
+                input: child.input.to_vec(),
+                call_type: kind,
+                gas: child.gas.map_or(0, |g| g.to::<u64>()),
+                gas_used: child.gas_used.map_or(0, |g| g.to::<u64>()),
+                trace_id: path
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join("_"),
+                error: failure.map(str::to_owned),
+            });
+        }
+        collect_frames(child, path, failure, found);
+        path.pop();
+    }
+}
+
+/// ERC-20 `Transfer` logs (three topics and a 32-byte amount: ERC-721's
+/// have four) with the position of the transaction that logged them.
+fn token_transfers(receipts: &[Receipt]) -> Vec<(usize, TokenTransfer)> {
+    let mut found = Vec::new();
+    for (index, receipt) in receipts.iter().enumerate() {
+        for (position, log) in receipt.logs.iter().enumerate() {
+            if log.topics.len() != 3 || log.topics[0] != TRANSFER_TOPIC || log.data.len() != 32 {
+                continue;
+            }
+            let topic_address = |topic: &B256| Address::from_slice(&topic[12..]);
+            found.push((
+                index,
+                TokenTransfer {
+                    token: log.address,
+                    from: topic_address(&log.topics[1]),
+                    to: topic_address(&log.topics[2]),
+                    value: U256::from_be_slice(&log.data),
+                    log_index: log
+                        .log_index
+                        .map_or(position as u32, |i| i.to::<u64>() as u32),
+                },
+            ));
+        }
+    }
+    found
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct CallRequest {
+    to: Address,
+    input: Bytes,
+}
+
+fn call_data(selector: [u8; 4], holder: Option<Address>) -> Bytes {
+    let mut data = selector.to_vec();
+    if let Some(holder) = holder {
+        data.extend_from_slice(&[0u8; 12]);
+        data.extend_from_slice(holder.as_slice());
+    }
+    data.into()
+}
+
+/// Runs `calls` against the state after the block, one answer each: a
+/// contract that reverts or answers nothing gives `None`.
+async fn calls_at(
+    node: &NodeClient,
+    plan: &NodePlan,
+    at: (u64, B256),
+    calls: Vec<CallRequest>,
+) -> Result<Vec<Option<Bytes>>, NodeError> {
+    let answers = read_at_block(node, plan, at, "eth_call", |state| async move {
+        let params: Vec<(CallRequest, crate::node::StateAt)> =
+            calls.into_iter().map(|call| (call, state)).collect();
+        node.call_batch_each::<_, Bytes>("eth_call", &params).await
+    })
+    .await?;
+    Ok(answers.into_iter().map(Result::ok).collect())
+}
+
+/// Each holder's balance of its token after the block, as `balanceOf`
+/// answers; holders whose token answers nothing are left out.
+async fn token_balances(
+    node: &NodeClient,
+    plan: &NodePlan,
+    at: (u64, B256),
+    touched: &BTreeSet<(Address, Address)>,
+) -> Result<Vec<(Address, Address, U256)>, NodeError> {
+    let calls = touched
+        .iter()
+        .map(|(holder, token)| CallRequest {
+            to: *token,
+            input: call_data(BALANCE_OF, Some(*holder)),
+        })
+        .collect();
+    let answers = calls_at(node, plan, at, calls).await?;
+    Ok(touched
+        .iter()
+        .zip(answers)
+        .filter_map(|((holder, token), answer)| {
+            let answer = answer.filter(|a| a.len() >= 32)?;
+            Some((*holder, *token, U256::from_be_slice(&answer[..32])))
+        })
+        .collect())
+}
+
+/// `name()`, `symbol()` and `decimals()` of `token`, each empty when the
+/// contract does not answer it.
+async fn token_info(
+    node: &NodeClient,
+    plan: &NodePlan,
+    at: (u64, B256),
+    token: Address,
+) -> Result<TokenInfo, NodeError> {
+    let calls = [NAME, SYMBOL, DECIMALS]
+        .into_iter()
+        .map(|selector| CallRequest {
+            to: token,
+            input: call_data(selector, None),
+        })
+        .collect();
+    let answers = calls_at(node, plan, at, calls).await?;
+    let text = |answer: &Option<Bytes>| answer.as_deref().map(|a| abi_text(a)).unwrap_or_default();
+    let decimals = answers[2]
+        .as_deref()
+        .filter(|a| a.len() == 32 && a[..31].iter().all(|b| *b == 0))
+        .map(|a| a[31]);
+    Ok(TokenInfo {
+        name: text(&answers[0]),
+        symbol: text(&answers[1]),
+        decimals,
+    })
+}
+
+/// An ABI-encoded `string` answer, or a `bytes32` one (older tokens),
+/// as text; anything else is empty.
+fn abi_text(answer: &[u8]) -> String {
+    let word = |at: usize| -> Option<usize> {
+        let bytes = answer.get(at..at + 32)?;
+        bytes[..24]
+            .iter()
+            .all(|b| *b == 0)
+            .then(|| u64::from_be_bytes(bytes[24..].try_into().expect("8 bytes")) as usize)
+    };
+    let raw: &[u8] = match (word(0), answer.len()) {
+        (Some(offset), _) if answer.len() >= 64 => {
+            let Some(len) = word(offset) else {
+                return String::new();
+            };
+            let start = offset + 32;
+            answer.get(start..start.saturating_add(len)).unwrap_or(&[])
+        }
+        (_, 32) => {
+            let end = answer.iter().position(|b| *b == 0).unwrap_or(32);
+            &answer[..end]
+        }
+        _ => &[],
+    };
+    String::from_utf8_lossy(raw)
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_texts_decode_as_strings_or_bytes32() {
+        let mut string = vec![0u8; 96];
+        string[31] = 32;
+        string[63] = 4;
+        string[64..68].copy_from_slice(b"WETH");
+        assert_eq!(abi_text(&string), "WETH");
+        let mut fixed = [0u8; 32];
+        fixed[..3].copy_from_slice(b"MKR");
+        assert_eq!(abi_text(&fixed), "MKR");
+        assert_eq!(abi_text(&[1, 2, 3]), "");
+        let mut lying = string.clone();
+        lying[63] = 200;
+        assert_eq!(abi_text(&lying), "");
+    }
+
+    #[test]
+    fn frames_below_the_top_that_move_value_or_create_are_listed_with_paths() {
+        let frames: CallFrame = serde_json::from_value(serde_json::json!({
+            "type": "CALL", "from": "0x1111111111111111111111111111111111111111",
+            "to": "0x2222222222222222222222222222222222222222", "value": "0x5",
+            "calls": [
+                { "type": "STATICCALL", "from": "0x2222222222222222222222222222222222222222",
+                  "to": "0x3333333333333333333333333333333333333333" },
+                { "type": "CALL", "from": "0x2222222222222222222222222222222222222222",
+                  "to": "0x3333333333333333333333333333333333333333", "value": "0x3",
+                  "gas": "0x8fc", "gasUsed": "0x0", "error": "execution reverted",
+                  "calls": [
+                    { "type": "CREATE2", "from": "0x3333333333333333333333333333333333333333",
+                      "to": "0x4444444444444444444444444444444444444444", "value": "0x0",
+                      "input": "0x6080" }
+                  ] },
+                { "type": "CALL", "from": "0x2222222222222222222222222222222222222222",
+                  "to": "0x5555555555555555555555555555555555555555", "value": "0x0" }
+            ]
+        }))
+        .unwrap();
+        let mut found = Vec::new();
+        collect_frames(&frames, &mut Vec::new(), None, &mut found);
+        let ids: Vec<&str> = found.iter().map(|t| t.trace_id.as_str()).collect();
+        assert_eq!(ids, ["1", "1_0"]);
+        assert_eq!(found[0].value, U256::from(3));
+        assert_eq!(found[0].gas, 0x8fc);
+        assert_eq!(found[1].call_type, "create2");
+        assert_eq!(found[1].to, None);
+        assert_eq!(found[1].contract_address, Some(Address::repeat_byte(0x44)));
+        // Created inside a reverted call: it failed with it.
+        assert_eq!(found[1].error.as_deref(), Some("execution reverted"));
+    }
+}
