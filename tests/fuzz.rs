@@ -242,6 +242,10 @@ impl Fuzzer {
             "balancehistory",
             "txlist",
             "txlist",
+            "txlistinternal",
+            "tokentx",
+            "tokenbalance",
+            "addresstokenbalance",
             "eth_blockNumber",
             "eth_getBalance",
             "eth_getTransactionByHash",
@@ -278,7 +282,7 @@ impl Fuzzer {
         if rng.random_bool(0.3) {
             params.push(("blockno".into(), rng.random_range(0..100u32).to_string()));
         }
-        // txlist's paging and the proxy's own parameters.
+        // The history lists' paging and the proxy's own parameters.
         for (name, values) in [
             ("page", &["1", "2", "0", "10001", "-1"][..]),
             (
@@ -296,6 +300,10 @@ impl Fuzzer {
                 ][..],
             ),
             ("boolean", &["true", "false", "maybe"][..]),
+            (
+                "contractaddress",
+                &["0x5fbdb2315678afecb367f032d93f642f64180aa3", "0x5f", ""][..],
+            ),
             (
                 "to",
                 &["0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", "0x1"][..],

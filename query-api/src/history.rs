@@ -1,12 +1,13 @@
 //! An address's history, Etherscan's way: `txlist` from the transaction
-//! index, with its paging (`page`, `offset`, `sort`, `startblock`,
-//! `endblock`), its 10,000-result window and its empty-page answer.
+//! index, and the paging every history list shares (`page`, `offset`,
+//! `sort`, `startblock`, `endblock`), its 10,000-result window and its
+//! empty-page answer.
 
 use std::fmt::Write;
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use weiport_storage::{IndexedTransaction, Store, TransactionPage};
+use weiport_storage::{HistoryIndex, HistoryPage, IndexedTransaction, Store};
 
 use crate::params::parse_address;
 use crate::router::{Indexed, MSG_BAD_ADDRESS, Params, QueryError};
@@ -18,7 +19,7 @@ const MSG_WINDOW: &str =
     "Result window is too large, PageNo x Offset size must be less than or equal to 10000";
 
 /// A decimal parameter, `default` when absent or empty.
-fn number(params: &Params, name: &str, default: u64) -> Result<u64, QueryError> {
+pub(crate) fn number(params: &Params, name: &str, default: u64) -> Result<u64, QueryError> {
     match params.get(name) {
         None | Some("") => Ok(default),
         Some(text) => text
@@ -29,17 +30,46 @@ fn number(params: &Params, name: &str, default: u64) -> Result<u64, QueryError> 
 
 /// An answer with `status` "0" that is not an error in Etherscan's eyes
 /// (an empty page, a window too large): HTTP 200, the text in `message`.
-fn empty(message: &str, result: &str) -> Response {
+pub(crate) fn empty(message: &str, result: &str) -> Response {
     let body = format!(r#"{{"status":"0","message":"{message}","result":{result}}}"#);
     ([(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response()
 }
 
-/// The page asked for; `Err` holds the answer for a page beyond the window.
-fn paging(
+/// A storage failure, as the query API reports it.
+pub(crate) fn unavailable(error: weiport_storage::StorageError) -> QueryError {
+    QueryError::unavailable(format!("Error! Index unavailable: {error}"))
+}
+
+/// What `index` holds, and why it may be absent.
+fn label(index: HistoryIndex) -> (&'static str, &'static str) {
+    match index {
+        HistoryIndex::Transactions => ("Transactions are", "indexer.transactions is off"),
+        HistoryIndex::Internal => (
+            "Internal transactions are",
+            "indexer.internal_transactions is off, or the node has no callTracer",
+        ),
+        HistoryIndex::Tokens => ("Token transfers are", "indexer.tokens is off"),
+    }
+}
+
+/// The first block `index` covers, or the refusal that says it is off.
+pub(crate) fn indexed_from(store: &Store, index: HistoryIndex) -> Result<u64, QueryError> {
+    let (what, key) = label(index);
+    store
+        .history_indexed_from(index)
+        .map_err(unavailable)?
+        .ok_or_else(|| QueryError::bad(format!("Error! {what} not indexed here ({key})")))
+}
+
+/// The page of `index` asked for; `Err` holds the answer for a page beyond
+/// the window.
+pub(crate) fn paging(
     params: &Params,
     indexed: &Indexed,
-    from: u64,
-) -> Result<Result<TransactionPage, Response>, QueryError> {
+    store: &Store,
+    index: HistoryIndex,
+) -> Result<Result<HistoryPage, Response>, QueryError> {
+    let from = indexed_from(store, index)?;
     let start = number(params, "startblock", 0)?;
     let end = number(params, "endblock", u64::MAX)?.min(indexed.head);
     let page = number(params, "page", 1)?;
@@ -64,11 +94,12 @@ fn paging(
     // silently incomplete, so it is refused.
     if start < from && from > indexed.start + 1 {
         return Err(QueryError::bad(format!(
-            "Error! Transactions are indexed from block {from}: ask for startblock={from} or later"
+            "Error! {} indexed from block {from}: ask for startblock={from} or later",
+            label(index).0
         )));
     }
     let start = start.max(from);
-    Ok(Ok(TransactionPage {
+    Ok(Ok(HistoryPage {
         from_block: start,
         to_block: end,
         descending,
@@ -85,37 +116,43 @@ pub(crate) fn txlist(
 ) -> Result<Response, QueryError> {
     let address = parse_address(params.get("address").unwrap_or(""))
         .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
-    let storage = |e: weiport_storage::StorageError| {
-        QueryError::unavailable(format!("Error! Index unavailable: {e}"))
-    };
-    let from = store
-        .history_indexed_from(weiport_storage::HistoryIndex::Transactions)
-        .map_err(storage)?
-        .ok_or_else(|| {
-            QueryError::bad(
-                "Error! Transactions are not indexed here (indexer.transactions is off)",
-            )
-        })?;
-    let page = match paging(params, indexed, from)? {
+    let page = match paging(params, indexed, store, HistoryIndex::Transactions)? {
         Ok(page) => page,
         Err(window) => return Ok(window),
     };
     let found = store
         .address_transactions(&address, page)
-        .map_err(storage)?;
+        .map_err(unavailable)?;
     if found.is_empty() {
         return Ok(empty("No transactions found", "[]"));
     }
-    let mut body = String::with_capacity(64 + found.len() * 700);
+    Ok(list(&found, |out, transaction| {
+        write_transaction(out, transaction, indexed.head)
+    }))
+}
+
+/// `{"status":"1","message":"OK","result":[…]}` with each item written by
+/// `write`.
+pub(crate) fn list<T>(items: &[T], mut write: impl FnMut(&mut String, &T)) -> Response {
+    let mut body = String::with_capacity(64 + items.len() * 700);
     body.push_str(r#"{"status":"1","message":"OK","result":["#);
-    for (i, transaction) in found.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         if i > 0 {
             body.push(',');
         }
-        write_transaction(&mut body, transaction, indexed.head);
+        write(&mut body, item);
     }
     body.push_str("]}");
-    Ok(([(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response())
+    ([(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response()
+}
+
+/// `0x` and the first four bytes of call data, as Etherscan's `methodId`.
+pub(crate) fn method_id(input: &[u8]) -> String {
+    if input.len() >= 4 {
+        alloy_primitives::hex::encode_prefixed(&input[..4])
+    } else {
+        "0x".to_owned()
+    }
 }
 
 /// One `txlist` entry, Etherscan's fields in its order, every value a string.
@@ -124,11 +161,6 @@ fn write_transaction(out: &mut String, transaction: &IndexedTransaction, head: u
     let address =
         |a: Option<alloy_primitives::Address>| a.map(|a| format!("{a:#x}")).unwrap_or_default();
     let input = alloy_primitives::hex::encode_prefixed(&row.input);
-    let method_id = if row.input.len() >= 4 {
-        &input[..10]
-    } else {
-        "0x"
-    };
     let _ = write!(
         out,
         r#"{{"blockNumber":"{}","timeStamp":"{}","hash":"{:#x}","nonce":"{}","blockHash":"{:#x}","transactionIndex":"{}","from":"{:#x}","to":"{}","value":"{}","gas":"{}","gasPrice":"{}","isError":"{}","txreceipt_status":"{}","input":"{}","contractAddress":"{}","cumulativeGasUsed":"{}","gasUsed":"{}","confirmations":"{}","methodId":"{}","functionName":""}}"#,
@@ -150,6 +182,6 @@ fn write_transaction(out: &mut String, transaction: &IndexedTransaction, head: u
         row.cumulative_gas_used,
         row.gas_used,
         head.saturating_sub(transaction.block) + 1,
-        method_id,
+        method_id(&row.input),
     );
 }

@@ -5,6 +5,7 @@ mod history;
 pub mod params;
 pub mod proxy;
 mod router;
+mod transfers;
 
 pub use params::{AddressError, BlockTag, parse_address, parse_block_tag};
 pub use proxy::{NodeProxy, ProxyFailure};

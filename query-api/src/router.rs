@@ -167,7 +167,7 @@ impl<'a> Params<'a> {
     }
 }
 
-fn ok_string(result: &str) -> Response {
+pub(crate) fn ok_string(result: &str) -> Response {
     const HEAD: &str = r#"{"status":"1","message":"OK","result":""#;
     const TAIL: &str = r#""}"#;
     // Exactly as long as it needs: the body then becomes `Bytes` as it is.
@@ -304,6 +304,10 @@ fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response
                 .into_response())
         }
         "txlist" => crate::history::txlist(&state.store, params, &indexed),
+        "txlistinternal" => crate::transfers::txlistinternal(&state.store, params, &indexed),
+        "tokentx" => crate::transfers::tokentx(&state.store, params, &indexed),
+        "tokenbalance" => crate::transfers::tokenbalance(&state.store, params),
+        "addresstokenbalance" => crate::transfers::addresstokenbalance(&state.store, params),
         _ => Err(QueryError::bad(MSG_BAD_ACTION)),
     }
 }

@@ -20,10 +20,10 @@ pub use history::{
     PreventedRow, ScanDirection, TradeRow,
 };
 pub use store::{IndexBatch, Store, StoreOptions};
-pub use transactions::{IndexedTransaction, TransactionPage, TransactionRow};
+pub use transactions::{HistoryPage, IndexedTransaction, TransactionRow};
 pub use transfers::{
     HistoryIndex, IndexedTransfer, InternalTransfer, TokenHolding, TokenInfo, TokenTransfer,
-    Transfer, TransferKind, TransferPage,
+    Transfer, TransferKind,
 };
 pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 

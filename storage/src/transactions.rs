@@ -164,18 +164,19 @@ fn decode_position(bytes: &[u8]) -> Result<(u64, u32), StorageError> {
     Ok((block, index))
 }
 
-/// Which of an address's transactions a page holds.
+/// Which of an address's history entries (transactions, transfers) a
+/// page holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TransactionPage {
+pub struct HistoryPage {
     /// First block, inclusive.
     pub from_block: u64,
     /// Last block, inclusive.
     pub to_block: u64,
     /// Newest first.
     pub descending: bool,
-    /// Transactions passed over before the page.
+    /// Entries passed over before the page.
     pub skip: usize,
-    /// Most transactions in the page.
+    /// Most entries in the page.
     pub take: usize,
 }
 
@@ -184,7 +185,7 @@ impl Store {
     pub fn address_transactions(
         &self,
         address: &Address,
-        page: TransactionPage,
+        page: HistoryPage,
     ) -> Result<Vec<IndexedTransaction>, StorageError> {
         if page.from_block > page.to_block || page.take == 0 {
             return Ok(Vec::new());
@@ -348,8 +349,8 @@ mod tests {
         descending: bool,
         skip: usize,
         take: usize,
-    ) -> TransactionPage {
-        TransactionPage {
+    ) -> HistoryPage {
+        HistoryPage {
             from_block,
             to_block,
             descending,

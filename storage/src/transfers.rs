@@ -21,7 +21,7 @@ use rocksdb::{Direction, IteratorMode, ReadOptions};
 use crate::codec::{ADDRESS_LEN, BLOCK_NUMBER_LEN, decode_block_number, encode_block_number};
 use crate::record::{Reader, Writer};
 use crate::store::meta_key;
-use crate::{IndexBatch, StorageError, Store, TransactionRow, cf};
+use crate::{HistoryPage, IndexBatch, StorageError, Store, TransactionRow, cf};
 
 /// Length of a transfer's place: block, transaction index, kind, sequence.
 const PLACE_LEN: usize = BLOCK_NUMBER_LEN + 4 + 1 + 4;
@@ -224,6 +224,9 @@ impl Transfer {
     }
 }
 
+/// A stored transfer with its key.
+type PlacedTransfer = (Box<[u8]>, Transfer);
+
 /// Where a transfer is: block, transaction, kind, order within both.
 fn place(block: u64, tx_index: u32, kind: u8, sequence: u32) -> [u8; PLACE_LEN] {
     let mut key = [0u8; PLACE_LEN];
@@ -288,21 +291,6 @@ pub struct IndexedTransfer {
     pub transaction: TransactionRow,
     /// The transfer.
     pub transfer: Transfer,
-}
-
-/// Which of an address's transfers a page holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TransferPage {
-    /// First block, inclusive.
-    pub from_block: u64,
-    /// Last block, inclusive.
-    pub to_block: u64,
-    /// Newest first.
-    pub descending: bool,
-    /// Transfers passed over before the page.
-    pub skip: usize,
-    /// Most transfers in the page.
-    pub take: usize,
 }
 
 /// A token's own description, as its contract answered once.
@@ -392,7 +380,7 @@ impl Store {
         &self,
         address: &Address,
         listing: TransferKind,
-        page: TransferPage,
+        page: HistoryPage,
         keep: impl Fn(&Transfer) -> bool,
     ) -> Result<Vec<IndexedTransfer>, StorageError> {
         if page.from_block > page.to_block || page.take == 0 {
@@ -480,7 +468,8 @@ impl Store {
             .collect()
     }
 
-    fn block_transfers(&self, block: u64) -> Result<Vec<(Box<[u8]>, Transfer)>, StorageError> {
+    /// `block`'s transfers with their keys in `transfer`.
+    fn block_transfers(&self, block: u64) -> Result<Vec<PlacedTransfer>, StorageError> {
         let prefix = encode_block_number(block);
         self.db
             .iterator_cf(
@@ -714,8 +703,8 @@ mod tests {
         })
     }
 
-    fn all() -> TransferPage {
-        TransferPage {
+    fn all() -> HistoryPage {
+        HistoryPage {
             from_block: 0,
             to_block: u64::MAX,
             descending: false,
@@ -771,14 +760,14 @@ mod tests {
             values(
                 &three,
                 TransferKind::Token,
-                TransferPage {
+                HistoryPage {
                     to_block: 1,
                     ..all()
                 }
             )
             .is_empty()
         );
-        let newest_first = TransferPage {
+        let newest_first = HistoryPage {
             descending: true,
             skip: 1,
             take: 1,

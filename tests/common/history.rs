@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, U256};
 use serde_json::{Value, json};
-use weiport_storage::{Store, TransactionPage};
+use weiport_storage::{HistoryPage, Store};
 
 use super::chain::Chain;
 
@@ -119,7 +119,7 @@ pub async fn assert_transactions_indexed(store: &Store, chain: &Chain, head: u64
                 .push((t.block, t.index, t.hash.clone()));
         }
     }
-    let everything = TransactionPage {
+    let everything = HistoryPage {
         from_block: 0,
         to_block: u64::MAX,
         descending: false,

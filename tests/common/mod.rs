@@ -10,6 +10,7 @@ pub mod log;
 pub mod proxy;
 pub mod raw_http;
 pub mod rpc_filter;
+pub mod tokens;
 pub mod ws;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,285 @@
+//! Value moved inside transactions, Etherscan's way: `txlistinternal` (by
+//! address or by transaction hash), `tokentx` (by address and/or token),
+//! `tokenbalance` and `addresstokenbalance`.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use alloy_primitives::{Address, B256};
+use axum::response::Response;
+use weiport_storage::{HistoryIndex, IndexedTransfer, Store, TokenInfo, Transfer, TransferKind};
+
+use crate::history::{empty, indexed_from, list, method_id, number, paging, unavailable};
+use crate::params::parse_address;
+use crate::router::{Indexed, MSG_BAD_ADDRESS, Params, QueryError, ok_string};
+
+const MSG_BAD_CONTRACT: &str = "Error! Invalid contractaddress format";
+const MSG_BAD_HASH: &str = "Error! Invalid transaction hash";
+const NO_TRANSACTIONS: &str = "No transactions found";
+
+fn optional_address(
+    params: &Params,
+    name: &str,
+    refusal: &str,
+) -> Result<Option<Address>, QueryError> {
+    match params.get(name) {
+        None | Some("") => Ok(None),
+        Some(text) => parse_address(text)
+            .map(Some)
+            .map_err(|_| QueryError::bad(refusal)),
+    }
+}
+
+fn text(address: Option<Address>) -> String {
+    address.map(|a| format!("{a:#x}")).unwrap_or_default()
+}
+
+/// `module=account&action=txlistinternal`.
+pub(crate) fn txlistinternal(
+    store: &Store,
+    params: &Params,
+    indexed: &Indexed,
+) -> Result<Response, QueryError> {
+    if let Some(hash) = params.get("txhash").filter(|h| !h.is_empty()) {
+        return by_transaction(store, hash);
+    }
+    let address = parse_address(params.get("address").unwrap_or(""))
+        .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+    let page = match paging(params, indexed, store, HistoryIndex::Internal)? {
+        Ok(page) => page,
+        Err(window) => return Ok(window),
+    };
+    let found = store
+        .address_transfers(&address, TransferKind::Internal, page, |_| true)
+        .map_err(unavailable)?;
+    if found.is_empty() {
+        return Ok(empty(NO_TRANSACTIONS, "[]"));
+    }
+    Ok(list(&found, |out, entry| {
+        if let Transfer::Internal(internal) = &entry.transfer {
+            write_internal(out, entry, internal, true);
+        }
+    }))
+}
+
+/// The internal transfers of one transaction: Etherscan leaves out the hash
+/// and trace id there.
+fn by_transaction(store: &Store, hash: &str) -> Result<Response, QueryError> {
+    let hash: B256 = hash
+        .strip_prefix("0x")
+        .filter(|h| h.len() == 64)
+        .and_then(|h| h.parse().ok())
+        .ok_or_else(|| QueryError::bad(MSG_BAD_HASH))?;
+    // Refused when the history is off, like the by-address form.
+    indexed_from(store, HistoryIndex::Internal)?;
+    let Some((block, tx_index)) = store.transaction_position(&hash).map_err(unavailable)? else {
+        return Ok(empty(NO_TRANSACTIONS, "[]"));
+    };
+    let transfers = store
+        .transaction_transfers(block, tx_index, TransferKind::Internal)
+        .map_err(unavailable)?;
+    let transaction = store
+        .transactions_at(std::iter::once((block, tx_index)))
+        .map_err(unavailable)?
+        .pop()
+        .flatten();
+    let (Some(transaction), false) = (transaction, transfers.is_empty()) else {
+        return Ok(empty(NO_TRANSACTIONS, "[]"));
+    };
+    let entries: Vec<IndexedTransfer> = transfers
+        .into_iter()
+        .map(|transfer| IndexedTransfer {
+            block,
+            tx_index,
+            transaction: transaction.clone(),
+            transfer,
+        })
+        .collect();
+    Ok(list(&entries, |out, entry| {
+        if let Transfer::Internal(internal) = &entry.transfer {
+            write_internal(out, entry, internal, false);
+        }
+    }))
+}
+
+/// One `txlistinternal` entry in Etherscan's field order.
+fn write_internal(
+    out: &mut String,
+    entry: &IndexedTransfer,
+    internal: &weiport_storage::InternalTransfer,
+    with_hash: bool,
+) {
+    let _ = write!(
+        out,
+        r#"{{"blockNumber":"{}","timeStamp":"{}","#,
+        entry.block, entry.transaction.timestamp
+    );
+    if with_hash {
+        let _ = write!(out, r#""hash":"{:#x}","#, entry.transaction.hash);
+    }
+    let _ = write!(
+        out,
+        r#""from":"{:#x}","to":"{}","value":"{}","contractAddress":"{}","input":"","type":"{}","gas":"{}","gasUsed":"{}","#,
+        internal.from,
+        text(internal.to),
+        internal.value,
+        text(internal.contract_address),
+        internal.call_type,
+        internal.gas,
+        internal.gas_used,
+    );
+    if with_hash {
+        let _ = write!(out, r#""traceId":"{}","#, internal.trace_id);
+    }
+    let error = internal.error.as_deref().unwrap_or("");
+    let _ = write!(
+        out,
+        r#""isError":"{}","errCode":{}}}"#,
+        u8::from(internal.error.is_some()),
+        serde_json::Value::from(error),
+    );
+}
+
+/// `module=account&action=tokentx`: by address, by token, or both.
+pub(crate) fn tokentx(
+    store: &Store,
+    params: &Params,
+    indexed: &Indexed,
+) -> Result<Response, QueryError> {
+    let address = optional_address(params, "address", MSG_BAD_ADDRESS)?;
+    let token = optional_address(params, "contractaddress", MSG_BAD_CONTRACT)?;
+    let page = match paging(params, indexed, store, HistoryIndex::Tokens)? {
+        Ok(page) => page,
+        Err(window) => return Ok(window),
+    };
+    let found = match (address, token) {
+        (Some(address), token) => {
+            store.address_transfers(&address, TransferKind::Token, page, |t| {
+                token.is_none_or(|token| matches!(t, Transfer::Token(t) if t.token == token))
+            })
+        }
+        (None, Some(token)) => {
+            store.address_transfers(&token, TransferKind::TokenContract, page, |_| true)
+        }
+        (None, None) => return Err(QueryError::bad(MSG_BAD_ADDRESS)),
+    }
+    .map_err(unavailable)?;
+    if found.is_empty() {
+        return Ok(empty(NO_TRANSACTIONS, "[]"));
+    }
+    let mut infos = TokenInfos::new(store);
+    let mut entries = Vec::with_capacity(found.len());
+    for entry in &found {
+        if let Transfer::Token(transfer) = &entry.transfer {
+            entries.push((entry, transfer, infos.get(&transfer.token)?));
+        }
+    }
+    Ok(list(&entries, |out, (entry, transfer, info)| {
+        let row = &entry.transaction;
+        let _ = write!(
+            out,
+            r#"{{"blockNumber":"{}","timeStamp":"{}","hash":"{:#x}","nonce":"{}","blockHash":"{:#x}","from":"{:#x}","contractAddress":"{:#x}","to":"{:#x}","value":"{}","tokenName":{},"tokenSymbol":{},"tokenDecimal":"{}","transactionIndex":"{}","gas":"{}","gasPrice":"{}","gasUsed":"{}","cumulativeGasUsed":"{}","input":"deprecated","methodId":"{}","functionName":"","confirmations":"{}"}}"#,
+            entry.block,
+            row.timestamp,
+            row.hash,
+            row.nonce,
+            row.block_hash,
+            transfer.from,
+            transfer.token,
+            transfer.to,
+            transfer.value,
+            serde_json::Value::from(info.name.as_str()),
+            serde_json::Value::from(info.symbol.as_str()),
+            info.decimals.map(|d| d.to_string()).unwrap_or_default(),
+            entry.tx_index,
+            row.gas,
+            row.gas_price,
+            row.gas_used,
+            row.cumulative_gas_used,
+            method_id(&row.input),
+            indexed.head.saturating_sub(entry.block) + 1,
+        );
+    }))
+}
+
+/// Token descriptions, each read once a request.
+struct TokenInfos<'a> {
+    store: &'a Store,
+    known: HashMap<Address, TokenInfo>,
+}
+
+impl<'a> TokenInfos<'a> {
+    fn new(store: &'a Store) -> Self {
+        Self {
+            store,
+            known: HashMap::new(),
+        }
+    }
+
+    fn get(&mut self, token: &Address) -> Result<TokenInfo, QueryError> {
+        if let Some(info) = self.known.get(token) {
+            return Ok(info.clone());
+        }
+        let info = self
+            .store
+            .token_info(token)
+            .map_err(unavailable)?
+            .unwrap_or_default();
+        self.known.insert(*token, info.clone());
+        Ok(info)
+    }
+}
+
+/// `module=account&action=tokenbalance`: the holder's balance as the token
+/// reported it after the newest block that moved it; "0" when none did.
+pub(crate) fn tokenbalance(store: &Store, params: &Params) -> Result<Response, QueryError> {
+    let token = optional_address(params, "contractaddress", MSG_BAD_CONTRACT)?
+        .ok_or_else(|| QueryError::bad(MSG_BAD_CONTRACT))?;
+    let holder = parse_address(params.get("address").unwrap_or(""))
+        .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+    indexed_from(store, HistoryIndex::Tokens)?;
+    let held = store
+        .token_balance(&holder, &token, None)
+        .map_err(unavailable)?;
+    Ok(ok_string(
+        &held.map(|h| h.balance).unwrap_or_default().to_string(),
+    ))
+}
+
+/// `module=account&action=addresstokenbalance`: every token the holder
+/// holds (non-zero), paged by `page` and `offset` (100 by default).
+pub(crate) fn addresstokenbalance(store: &Store, params: &Params) -> Result<Response, QueryError> {
+    let holder = parse_address(params.get("address").unwrap_or(""))
+        .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+    indexed_from(store, HistoryIndex::Tokens)?;
+    let page = number(params, "page", 1)?.max(1);
+    let offset = number(params, "offset", 100)?.clamp(1, 10_000);
+    let held: Vec<_> = store
+        .holder_tokens(&holder, usize::MAX)
+        .map_err(unavailable)?
+        .into_iter()
+        .filter(|h| !h.balance.is_zero())
+        .skip(((page - 1) * offset) as usize)
+        .take(offset as usize)
+        .collect();
+    if held.is_empty() {
+        return Ok(empty("No tokens found", "[]"));
+    }
+    let mut infos = TokenInfos::new(store);
+    let mut entries = Vec::with_capacity(held.len());
+    for holding in held {
+        let info = infos.get(&holding.token)?;
+        entries.push((holding, info));
+    }
+    Ok(list(&entries, |out, (holding, info)| {
+        let _ = write!(
+            out,
+            r#"{{"TokenAddress":"{:#x}","TokenName":{},"TokenSymbol":{},"TokenQuantity":"{}","TokenDivisor":"{}","TokenPriceUSD":"0.000000000"}}"#,
+            holding.token,
+            serde_json::Value::from(info.name.as_str()),
+            serde_json::Value::from(info.symbol.as_str()),
+            holding.balance,
+            info.decimals.map(|d| d.to_string()).unwrap_or_default(),
+        );
+    }))
+}
