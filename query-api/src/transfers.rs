@@ -247,7 +247,8 @@ pub(crate) fn tokenbalance(store: &Store, params: &Params) -> Result<Response, Q
 }
 
 /// `module=account&action=addresstokenbalance`: every token the holder
-/// holds (non-zero), paged by `page` and `offset` (100 by default).
+/// holds (non-zero), paged by `page` and `offset` (100 by default); none
+/// is an empty list.
 pub(crate) fn addresstokenbalance(store: &Store, params: &Params) -> Result<Response, QueryError> {
     let holder = parse_address(params.get("address").unwrap_or(""))
         .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
@@ -262,9 +263,7 @@ pub(crate) fn addresstokenbalance(store: &Store, params: &Params) -> Result<Resp
         .skip(((page - 1) * offset) as usize)
         .take(offset as usize)
         .collect();
-    if held.is_empty() {
-        return Ok(empty("No tokens found", "[]"));
-    }
+    // An empty holding is an answer, not a failed search: "OK" and [].
     let mut infos = TokenInfos::new(store);
     let mut entries = Vec::with_capacity(held.len());
     for holding in held {
