@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
+use common::tokens::{assert_transfers_indexed, deploy, token_code, transfer_call};
 use common::{Anvil, weiport_command};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -38,10 +39,23 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
 
     // One to three transfers per block, sent in one JSON-RPC batch with
     // explicit nonces, then mined.
+    // A token and a forwarder: token transfers and internal transfers are
+    // indexed through the kills too.
+    let token = deploy(&chain, dev[0], &token_code().1).await;
+    let forwarder = chain.deploy_forwarder(dev[0], ether(1)).await;
+    let beneficiary = Address::repeat_byte(0x99);
     chain.set_automine(false).await;
-    let mut nonces = vec![0u64; dev.len()];
+    let mut nonces = Vec::new();
+    for account in &dev {
+        let count = chain
+            .rpc("eth_getTransactionCount", json!([account, "latest"]))
+            .await;
+        nonces.push(
+            u64::from_str_radix(count.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(),
+        );
+    }
     for block in 0..blocks {
-        let txs: Vec<serde_json::Value> = (0..rng.random_range(1..=3usize))
+        let mut txs: Vec<serde_json::Value> = (0..rng.random_range(1..=3usize))
             .map(|i| {
                 let sender = (block as usize + i) % dev.len();
                 nonces[sender] += 1;
@@ -50,6 +64,17 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
                 json!([{ "from": dev[sender], "to": to, "value": value, "nonce": nonces[sender] - 1, "gas": "0x5208" }])
             })
             .collect();
+        let sender = block as usize % dev.len();
+        if block % 7 == 0 {
+            let to = fresh[rng.random_range(0..fresh.len())];
+            let data = transfer_call(to, U256::from(rng.random_range(1..1_000_000u64)));
+            txs.push(json!([{ "from": dev[0], "to": token, "input": data, "nonce": nonces[0], "gas": "0x30d40" }]));
+            nonces[0] += 1;
+        } else if block % 11 == 0 {
+            let data = format!("0x{:0>64}", alloy_primitives::hex::encode(beneficiary));
+            txs.push(json!([{ "from": dev[sender], "to": forwarder, "value": ether(2) / U256::from(1000), "input": data, "nonce": nonces[sender], "gas": "0x30d40" }]));
+            nonces[sender] += 1;
+        }
         chain
             .node
             .call_batch::<_, serde_json::Value>("eth_sendTransaction", &txs)
@@ -120,7 +145,7 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
     // For every address and every block: a history row exists exactly where
     // the node's balance changed, and holds the node's value.
     let mut addresses: Vec<Address> = dev.iter().chain(&fresh).copied().collect();
-    addresses.push(Address::ZERO);
+    addresses.extend([Address::ZERO, token, forwarder, beneficiary]);
     let mut rows: BTreeMap<(Address, u64), U256> = BTreeMap::new();
     for row in store.history() {
         let (address, block, wei) = row.unwrap();
@@ -159,5 +184,14 @@ async fn sigkill_during_catch_up_never_double_counts_or_loses_a_change() {
     }
     // Every address's transactions, once each, in order, despite the kills.
     let transactions = common::history::assert_transactions_indexed(&store, &chain, head).await;
-    eprintln!("drill: {transactions} transactions indexed exactly after the kills");
+    // And every token and internal transfer, and each holder's balance.
+    let holders: Vec<Address> = fresh
+        .iter()
+        .chain([&dev[0], &forwarder, &beneficiary])
+        .copied()
+        .collect();
+    let transfers = assert_transfers_indexed(&store, &chain, head, &holders, &[token]).await;
+    eprintln!(
+        "drill: {transactions} transactions and {transfers} transfers indexed exactly after the kills"
+    );
 }

@@ -243,3 +243,73 @@ pub async fn node_internal_transfers(chain: &Chain, head: u64) -> BTreeMap<Addre
     }
     lists
 }
+
+/// Asserts that the store lists, for each of `addresses`, exactly the token
+/// and internal transfers the node's blocks `1..=head` hold (block, hash and
+/// value, in order), and each address's balance of each of `tokens` as
+/// `balanceOf` answers at `head`; the number of transfers compared.
+pub async fn assert_transfers_indexed(
+    store: &weiport_storage::Store,
+    chain: &Chain,
+    head: u64,
+    addresses: &[Address],
+    tokens: &[Address],
+) -> usize {
+    use weiport_storage::{HistoryPage, Transfer, TransferKind};
+    let everything = HistoryPage {
+        from_block: 0,
+        to_block: u64::MAX,
+        descending: false,
+        skip: 0,
+        take: usize::MAX,
+    };
+    let node_tokens = node_token_transfers(chain, head).await;
+    let node_internal = node_internal_transfers(chain, head).await;
+    let mut compared = 0;
+    for address in addresses {
+        for (kind, node) in [
+            (TransferKind::Token, &node_tokens),
+            (TransferKind::Internal, &node_internal),
+        ] {
+            let want: Vec<(String, String, String)> = node
+                .get(address)
+                .into_iter()
+                .flatten()
+                .map(|e| {
+                    let text = |f: &str| e[f].as_str().unwrap().to_owned();
+                    (text("blockNumber"), text("hash"), text("value"))
+                })
+                .collect();
+            let got: Vec<(String, String, String)> = store
+                .address_transfers(address, kind, everything, |_| true)
+                .unwrap()
+                .into_iter()
+                .map(|t| {
+                    let value = match &t.transfer {
+                        Transfer::Token(token) => token.value,
+                        Transfer::Internal(internal) => internal.value,
+                    };
+                    (
+                        t.block.to_string(),
+                        format!("{:#x}", t.transaction.hash),
+                        value.to_string(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "{kind:?} transfers of {address}");
+            compared += got.len();
+        }
+        for token in tokens {
+            let indexed = store
+                .token_balance(address, token, None)
+                .unwrap()
+                .map_or(U256::ZERO, |h| h.balance);
+            assert_eq!(
+                indexed,
+                balance_of(chain, *token, *address).await,
+                "{address} in {token}"
+            );
+        }
+    }
+    compared
+}
