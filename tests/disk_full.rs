@@ -258,11 +258,13 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
     let (mut pairs, started) = (0, Instant::now());
     let mut to = 10u8;
     let mut last_balance_read = Instant::now();
-    // Until writes fail or stall, or a minute has passed: RocksDB may also
-    // keep taking writes into its reused log files while its flushes wait
-    // for space, and those acknowledgements must hold like any other.
+    // Until writes fail or stall, or 3,000 pairs or a minute have passed:
+    // RocksDB may also keep taking writes into its reused log files while
+    // its flushes wait for space, and those acknowledgements must hold like
+    // any other (each is looked up afterwards, so their number is bounded).
     while outcomes.refused < 20
         && outcomes.unknown.is_empty()
+        && pairs < 3_000
         && started.elapsed() < Duration::from_secs(60)
     {
         for _ in 0..20 {
