@@ -246,6 +246,7 @@ impl Fuzzer {
             "tokentx",
             "tokenbalance",
             "addresstokenbalance",
+            "getLogs",
             "eth_blockNumber",
             "eth_getBalance",
             "eth_getTransactionByHash",
@@ -300,6 +301,18 @@ impl Fuzzer {
                 ][..],
             ),
             ("boolean", &["true", "false", "maybe"][..]),
+            (
+                "fromBlock",
+                &["0", "latest", "-5", "99999999999999999999"][..],
+            ),
+            (
+                "topic0",
+                &[
+                    "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
+                    "0x12",
+                ][..],
+            ),
+            ("topic0_1_opr", &["and", "or", "nand"][..]),
             (
                 "contractaddress",
                 &["0x5fbdb2315678afecb367f032d93f642f64180aa3", "0x5f", ""][..],
@@ -516,7 +529,9 @@ fn check(face: &str, target: &str, answer: &Answer, tally: &mut Tally) {
                 // Not errors to Etherscan: an empty page, a page beyond the window.
                 || (answer.status == 200
                     && body["status"] == "0"
-                    && ((body["message"] == "No transactions found" && body["result"] == json!([]))
+                    && (((body["message"] == "No transactions found"
+                        || body["message"] == "No records found")
+                        && body["result"] == json!([]))
                         || (body["message"]
                             .as_str()
                             .is_some_and(|m| m.starts_with("Result window is too large"))

@@ -10,8 +10,8 @@ mod common;
 use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
 use common::tokens::{
-    balance_of, deploy, node_internal_transfers, node_token_transfers, spread_call, token_code,
-    transfer_call,
+    balance_of, deploy, node_internal_transfers, node_logs, node_token_transfers, spread_call,
+    token_code, transfer_call,
 };
 use common::{Anvil, GENEROUS, Weiport, run_client_with_input};
 use serde_json::{Value, json};
@@ -263,6 +263,66 @@ async fn internal_and_token_transfers_through_etherscan_python_equal_the_node() 
             ("WTT".into(), ether(107).to_string(), "18".into()),
         ]
     );
+
+    // getLogs: a token's logs, a page of them, Transfer logs naming dev[1]
+    // as sender or recipient in any token, and an empty answer.
+    let transfer_topic = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+    let logs = |query: String| {
+        let weiport = &weiport;
+        let key = &key;
+        async move {
+            raw(
+                weiport,
+                &format!("module=logs&action=getLogs&{query}&apikey={key}"),
+            )
+            .await
+        }
+    };
+    let whole = json!({ "fromBlock": "0x0", "toBlock": format!("{head:#x}") });
+    let mut of_plain = whole.clone();
+    of_plain["address"] = json!(plain);
+    let plain_logs = node_logs(&chain, of_plain, |_| true).await;
+    assert!(plain_logs.len() >= 5);
+    let got = logs(format!(
+        "address={}&fromBlock=0&toBlock=latest",
+        text(&plain)
+    ))
+    .await;
+    assert_eq!(got["result"], Value::from(plain_logs.clone()), "{got}");
+    let paged = logs(format!(
+        "address={}&fromBlock=0&page=2&offset=2",
+        text(&plain)
+    ))
+    .await;
+    assert_eq!(paged["result"], Value::from(plain_logs[2..4].to_vec()));
+    let dev1_word = format!("0x{:0>64}", alloy_primitives::hex::encode(dev[1]));
+    let names_dev1 = |log: &Value| {
+        let topics = log["topics"].as_array().unwrap();
+        topics.len() == 3 && (topics[1] == dev1_word.as_str() || topics[2] == dev1_word.as_str())
+    };
+    let mut of_transfers = whole.clone();
+    of_transfers["topics"] = json!([transfer_topic]);
+    let expected = node_logs(&chain, of_transfers, names_dev1).await;
+    assert_eq!(expected.len(), 4, "dev[1]'s transfers in both tokens");
+    let got = logs(format!(
+        "fromBlock=0&toBlock={head}&topic0={transfer_topic}&topic1={dev1_word}&topic2={dev1_word}&topic1_2_opr=or"
+    ))
+    .await;
+    assert_eq!(got["result"], Value::from(expected), "{got}");
+    assert_eq!(
+        logs("fromBlock=0".into()).await["result"],
+        "Error! Missing address or topic0"
+    );
+    assert_eq!(
+        logs(format!("topic0={transfer_topic}&topic0_1_opr=xor")).await["result"],
+        "Error! Invalid topic0_1_opr: and or or"
+    );
+    let none = logs(format!("address={}&fromBlock=0", text(&nobody))).await;
+    assert_eq!(
+        none,
+        json!({ "status": "0", "message": "No records found", "result": [] })
+    );
+
     for (query, reason) in [
         ("action=tokentx", "Error! Invalid address format"),
         (

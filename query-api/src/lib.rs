@@ -2,6 +2,7 @@
 //! `status`/`message`/`result` envelope, and the `/api` router.
 
 mod history;
+mod logs;
 pub mod params;
 pub mod proxy;
 mod router;

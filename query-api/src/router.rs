@@ -405,6 +405,12 @@ async fn answer(state: &QueryState, params: &Params<'_>, v2: bool) -> Result<Res
     match params.get("module") {
         Some("account") => account(state, params, action),
         Some("proxy") => proxy(state, params, action).await,
+        Some("logs") if action == "getLogs" => {
+            let indexed = state.indexed()?;
+            crate::logs::get_logs(&state.store, state.config.node.as_deref(), params, &indexed)
+                .await
+        }
+        Some("logs") => Err(QueryError::bad(MSG_BAD_ACTION)),
         _ => Err(QueryError::bad(MSG_BAD_MODULE)),
     }
 }

@@ -313,3 +313,42 @@ pub async fn assert_transfers_indexed(
     }
     compared
 }
+
+/// A node quantity as Etherscan's getLogs writes it: hex, zero as `0x`.
+fn log_quantity(hex: &Value) -> String {
+    let value = U256::from_str_radix(hex.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    if value.is_zero() {
+        "0x".to_owned()
+    } else {
+        format!("{value:#x}")
+    }
+}
+
+/// The node's `eth_getLogs` answer to `query` that `keep` accepts, in
+/// Etherscan's getLogs shape (joined with the node's blocks and receipts).
+pub async fn node_logs(chain: &Chain, query: Value, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let logs = chain.rpc("eth_getLogs", json!([query])).await;
+    let mut entries = Vec::new();
+    for log in logs.as_array().unwrap().iter().filter(|log| keep(log)) {
+        let block = chain
+            .rpc("eth_getBlockByNumber", json!([log["blockNumber"], false]))
+            .await;
+        let receipt = chain
+            .rpc("eth_getTransactionReceipt", json!([log["transactionHash"]]))
+            .await;
+        entries.push(json!({
+            "address": log["address"].as_str().unwrap().to_lowercase(),
+            "topics": log["topics"],
+            "data": log["data"],
+            "blockNumber": log_quantity(&log["blockNumber"]),
+            "blockHash": log["blockHash"],
+            "timeStamp": log_quantity(&block["timestamp"]),
+            "gasPrice": log_quantity(&receipt["effectiveGasPrice"]),
+            "gasUsed": log_quantity(&receipt["gasUsed"]),
+            "logIndex": log_quantity(&log["logIndex"]),
+            "transactionHash": log["transactionHash"],
+            "transactionIndex": log_quantity(&log["transactionIndex"]),
+        }));
+    }
+    entries
+}
