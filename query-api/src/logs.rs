@@ -61,10 +61,10 @@ impl TopicFilter {
             }
         }
         let mut pairs = [[None; TOPICS]; TOPICS];
-        for i in 0..TOPICS {
-            for j in i + 1..TOPICS {
+        for (i, row) in pairs.iter_mut().enumerate() {
+            for (j, pair) in row.iter_mut().enumerate().skip(i + 1) {
                 let name = format!("topic{i}_{j}_opr");
-                pairs[i][j] = match params.get(&name) {
+                *pair = match params.get(&name) {
                     None | Some("") => None,
                     Some("and") => Some(false),
                     Some("or") => Some(true),
