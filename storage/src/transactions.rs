@@ -219,25 +219,18 @@ impl Store {
             }
         }
         iter.status()?;
-        let keys: Vec<[u8; POSITION_LEN]> = positions
-            .iter()
-            .map(|(block, index)| position(*block, *index))
-            .collect();
-        let rows = self
-            .db
-            .batched_multi_get_cf(self.cf(cf::TX), keys.iter(), false);
+        let rows = self.transactions_at(positions.iter().copied())?;
         positions
             .into_iter()
             .zip(rows)
             .map(|((block, index), row)| {
-                let row = row?.ok_or(StorageError::Corrupt {
-                    what: "missing transaction row",
-                    len: 0,
-                })?;
                 Ok(IndexedTransaction {
                     block,
                     index,
-                    row: TransactionRow::decode(&row)?,
+                    row: row.ok_or(StorageError::Corrupt {
+                        what: "missing transaction row",
+                        len: 0,
+                    })?,
                 })
             })
             .collect()
@@ -248,12 +241,20 @@ impl Store {
         &self,
         positions: impl Iterator<Item = (u64, u32)>,
     ) -> Result<Vec<Option<TransactionRow>>, StorageError> {
-        let keys: Vec<[u8; POSITION_LEN]> = positions.map(|(b, i)| position(b, i)).collect();
-        self.db
-            .batched_multi_get_cf(self.cf(cf::TX), keys.iter(), false)
-            .into_iter()
-            .map(|row| row?.map(|row| TransactionRow::decode(&row)).transpose())
-            .collect()
+        // Sorted keys let RocksDB read neighbouring rows from one block.
+        let mut keys: Vec<([u8; POSITION_LEN], usize)> = positions
+            .enumerate()
+            .map(|(at, (b, i))| (position(b, i), at))
+            .collect();
+        keys.sort_unstable();
+        let rows = self
+            .db
+            .batched_multi_get_cf(self.cf(cf::TX), keys.iter().map(|(k, _)| k), true);
+        let mut found = vec![None; keys.len()];
+        for ((_, at), row) in keys.iter().zip(rows) {
+            found[*at] = row?.map(|row| TransactionRow::decode(&row)).transpose()?;
+        }
+        Ok(found)
     }
 
     /// Where the transaction `hash` is (block, index), if indexed.
