@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
 use common::chain::Chain;
+use common::tokens::{deploy, spread_call, token_code, transfer_call};
 use common::{Anvil, DevNode, DevNodeKind};
 use futures::StreamExt;
 use serde_json::json;
@@ -25,8 +26,25 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-async fn generate(chain: &Chain, blocks: u64, txs: u64, ganache: bool) {
+/// Mines `blocks` blocks of `txs` transactions. With `contracts` (anvil),
+/// a fifth of them are ERC-20 transfers and a tenth are calls through the
+/// forwarder (an internal transfer each), so the transfer histories have
+/// work to do.
+async fn generate(chain: &Chain, blocks: u64, txs: u64, ganache: bool, contracts: bool) {
     let dev = chain.accounts().await;
+    let (token, forwarder) = if contracts {
+        let token = deploy(chain, dev[0], &token_code().0).await;
+        let forwarder = chain.deploy_forwarder(dev[0], U256::ZERO).await;
+        // Every dev account gets tokens to send.
+        let data = spread_call(&dev, U256::from(10u64).pow(U256::from(22u64)));
+        let tx = chain
+            .send(dev[0], Some(token), U256::ZERO, &data, 5_000_000)
+            .await;
+        assert!(chain.receipt_status(tx).await.0);
+        (Some(token), Some(forwarder))
+    } else {
+        (None, None)
+    };
     if ganache {
         chain.rpc("miner_stop", json!([])).await;
     } else {
@@ -41,7 +59,17 @@ async fn generate(chain: &Chain, blocks: u64, txs: u64, ganache: bool) {
                 seed ^= seed << 17;
                 let to = Address::with_last_byte((seed % 251) as u8);
                 let from = dev[((block * txs + i) % dev.len() as u64) as usize];
-                json!([{ "from": from, "to": to, "value": U256::from(seed % 1_000_000), "gas": "0x5208" }])
+                match (token, forwarder, i % 10) {
+                    (Some(token), _, 0 | 5) => {
+                        let data = transfer_call(to, U256::from(seed % 1_000_000));
+                        json!([{ "from": from, "to": token, "input": data, "gas": "0x186a0" }])
+                    }
+                    (_, Some(forwarder), 3) => {
+                        let data = format!("0x{:0>64}", alloy_primitives::hex::encode(to));
+                        json!([{ "from": from, "to": forwarder, "value": U256::from(seed % 1_000_000 + 2), "input": data, "gas": "0x186a0" }])
+                    }
+                    _ => json!([{ "from": from, "to": to, "value": U256::from(seed % 1_000_000), "gas": "0x5208" }]),
+                }
             })
             .collect();
         chain
@@ -118,16 +146,30 @@ async fn bare_fetch_per_transaction(
     started.elapsed()
 }
 
+/// Which histories a run keeps besides balances.
+#[derive(Clone, Copy, PartialEq)]
+enum Histories {
+    /// Balances only.
+    None,
+    /// Transactions (`txlist`).
+    Transactions,
+    /// Transactions, internal transfers and tokens.
+    All,
+}
+
 /// Fetches every block and its trace exactly as the indexer does, but keeps
 /// the raw answers: the floor any indexer built on this node pays. With
-/// `transactions`, the block comes with its transaction bodies and its
-/// receipts are fetched too: the floor of an indexer that keeps `txlist`.
+/// transactions, the block comes with its transaction bodies and its
+/// receipts are fetched too (the floor of an indexer that keeps `txlist`);
+/// with every history, also the callTracer trace and, for each Transfer log,
+/// `balanceOf` of both parties at the block in one batch.
 async fn bare_fetch(
     node: &NodeClient,
     head: u64,
     concurrency: usize,
-    transactions: bool,
+    histories: Histories,
 ) -> Duration {
+    let transactions = histories != Histories::None;
     let started = Instant::now();
     let tracer = json!({ "tracer": "prestateTracer", "tracerConfig": { "diffMode": true } });
     let mut fetched = futures::stream::iter(1..=head)
@@ -146,7 +188,11 @@ async fn bare_fetch(
                         .call("eth_getBlockReceipts", (StateAt::Number(number),))
                         .await
                         .unwrap();
-                    receipts.get().len()
+                    let mut bytes = receipts.get().len();
+                    if histories == Histories::All {
+                        bytes += transfer_floor(node, number, receipts.get()).await;
+                    }
+                    bytes
                 } else {
                     0
                 };
@@ -169,6 +215,38 @@ async fn bare_fetch(
     started.elapsed()
 }
 
+/// The calls the transfer histories add to a block, fetched bare: its
+/// callTracer trace and one batch of `balanceOf` for both parties of every
+/// Transfer log in `receipts`; the bytes answered.
+async fn transfer_floor(node: &NodeClient, number: u64, receipts: &str) -> usize {
+    let calls: Box<RawValue> = node
+        .call(
+            "debug_traceBlockByNumber",
+            (StateAt::Number(number), json!({ "tracer": "callTracer" })),
+        )
+        .await
+        .unwrap();
+    let receipts: Vec<serde_json::Value> = serde_json::from_str(receipts).unwrap();
+    let topic = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+    let mut reads = std::collections::BTreeSet::new();
+    for log in receipts.iter().flat_map(|r| r["logs"].as_array().unwrap()) {
+        let topics = log["topics"].as_array().unwrap();
+        if topics.len() == 3 && topics[0] == topic {
+            for holder in &topics[1..] {
+                let holder = &holder.as_str().unwrap()[26..];
+                let data = format!("0x70a08231{holder:0>64}");
+                reads.insert((log["address"].as_str().unwrap().to_owned(), data));
+            }
+        }
+    }
+    let params: Vec<(serde_json::Value, StateAt)> = reads
+        .into_iter()
+        .map(|(to, data)| (json!({ "to": to, "input": data }), StateAt::Number(number)))
+        .collect();
+    let balances: Vec<Box<RawValue>> = node.call_batch("eth_call", &params).await.unwrap();
+    calls.get().len() + balances.iter().map(|b| b.get().len()).sum::<usize>()
+}
+
 /// Bytes of the database's table files under `dir`: the data as stored,
 /// without the write-ahead logs RocksDB keeps for reuse.
 fn disk_bytes(dir: &std::path::Path) -> u64 {
@@ -183,13 +261,15 @@ fn disk_bytes(dir: &std::path::Path) -> u64 {
 
 /// Indexes to `head` from genesis; the time taken and the bytes the
 /// database holds once flushed and compacted.
-async fn index(url: &str, head: u64, concurrency: usize, transactions: bool) -> (Duration, u64) {
+async fn index(url: &str, head: u64, concurrency: usize, histories: Histories) -> (Duration, u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     let config = IndexerConfig {
         concurrency,
         until: Some(head),
-        transactions,
+        transactions: histories != Histories::None,
+        internal_transactions: histories == Histories::All,
+        tokens: histories == Histories::All,
         ..IndexerConfig::default()
     };
     let indexer = Indexer::new(
@@ -239,16 +319,23 @@ fn main() {
         };
         let chain = Chain::new(&url);
         let started = Instant::now();
-        generate(&chain, blocks, txs, js_node == Some(DevNodeKind::Ganache)).await;
+        generate(
+            &chain,
+            blocks,
+            txs,
+            js_node == Some(DevNodeKind::Ganache),
+            js_node.is_none(),
+        )
+        .await;
         let head = chain.head().await;
         eprintln!("generated {head} blocks of {txs} transactions in {:.1?}", started.elapsed());
 
         let node = NodeClient::new(&url, NodeOptions::default()).unwrap();
         let node = &node;
         let rate = |d: Duration| head as f64 / d.as_secs_f64();
-        let bare = |transactions: bool| async move {
+        let bare = |histories: Histories| async move {
             match js_node {
-                None => bare_fetch(node, head, concurrency, transactions).await,
+                None => bare_fetch(node, head, concurrency, histories).await,
                 Some(kind) => {
                     let by_number = kind == DevNodeKind::Ganache;
                     bare_fetch_per_transaction(node, head, concurrency, by_number).await
@@ -256,15 +343,23 @@ fn main() {
             }
         };
         // Per-transaction nodes fetch receipts for their balances anyway.
-        let modes: &[bool] = if js_node.is_some() { &[false] } else { &[false, true] };
+        let modes: &[Histories] = if js_node.is_some() {
+            &[Histories::None]
+        } else {
+            &[Histories::None, Histories::Transactions, Histories::All]
+        };
         let mut sizes = Vec::new();
-        for &transactions in modes {
-            let label = if transactions { "balances + transactions" } else { "balances" };
-            let bare_1 = bare(transactions).await;
+        for &histories in modes {
+            let label = match histories {
+                Histories::None => "balances",
+                Histories::Transactions => "balances + transactions",
+                Histories::All => "balances + transactions + internal + tokens",
+            };
+            let bare_1 = bare(histories).await;
             eprintln!("{label}: bare fetch {:.0} blocks/s", rate(bare_1));
-            let (indexed, bytes) = index(&url, head, concurrency, transactions).await;
+            let (indexed, bytes) = index(&url, head, concurrency, histories).await;
             eprintln!("{label}: indexer {:.0} blocks/s, {bytes} bytes on disk", rate(indexed));
-            let bare_2 = bare(transactions).await;
+            let bare_2 = bare(histories).await;
             eprintln!("{label}: bare fetch {:.0} blocks/s", rate(bare_2));
             let baseline = (rate(bare_1) + rate(bare_2)) / 2.0;
             sizes.push((rate(indexed), bytes));
@@ -276,12 +371,18 @@ fn main() {
                 rate(indexed) / baseline
             );
         }
-        if let [(rate_off, off), (rate_on, on)] = sizes[..] {
+        if let [(rate_off, off), (rate_tx, tx), (rate_all, all)] = sizes[..] {
             let transactions = (head * txs) as f64;
             println!(
-                "transaction index: {:.0} bytes on disk per million transactions ({off} bytes without, {on} with, {transactions} transactions); catch-up with it {:.2}× of without",
-                (on.saturating_sub(off)) as f64 / transactions * 1e6,
-                rate_on / rate_off
+                "transaction index: {:.0} bytes on disk per million transactions ({off} bytes without, {tx} with, {transactions} transactions); catch-up with it {:.2}× of without",
+                (tx.saturating_sub(off)) as f64 / transactions * 1e6,
+                rate_tx / rate_off
+            );
+            println!(
+                "internal + token histories: {:.0} more bytes per million transactions ({all} bytes with every history; 3 in 10 transactions move tokens or forward value); catch-up {:.2}× of transactions only, {:.2}× of balances only",
+                (all.saturating_sub(tx)) as f64 / transactions * 1e6,
+                rate_all / rate_tx,
+                rate_all / rate_off
             );
         }
     });
