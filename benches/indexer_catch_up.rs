@@ -2,7 +2,8 @@
 //! from the same node, measured in the same run.
 //!
 //! `scripts/bench.sh indexer_catch_up` (env: BENCH_NODE = anvil, hardhat or
-//! ganache; BENCH_BLOCKS, BENCH_TXS, BENCH_CONCURRENCY).
+//! ganache; BENCH_BLOCKS, BENCH_TXS, BENCH_CONCURRENCY; BENCH_MODES, a comma
+//! list of balances, transactions, all).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -343,13 +344,23 @@ fn main() {
             }
         };
         // Per-transaction nodes fetch receipts for their balances anyway.
-        let modes: &[Histories] = if js_node.is_some() {
-            &[Histories::None]
+        let modes: Vec<Histories> = if js_node.is_some() {
+            vec![Histories::None]
         } else {
-            &[Histories::None, Histories::Transactions, Histories::All]
+            // BENCH_MODES=balances,transactions,all (the default) picks runs.
+            let wanted = std::env::var("BENCH_MODES").unwrap_or_else(|_| "balances,transactions,all".into());
+            wanted
+                .split(',')
+                .map(|mode| match mode {
+                    "balances" => Histories::None,
+                    "transactions" => Histories::Transactions,
+                    "all" => Histories::All,
+                    other => panic!("BENCH_MODES: {other}? balances, transactions or all"),
+                })
+                .collect()
         };
         let mut sizes = Vec::new();
-        for &histories in modes {
+        for &histories in &modes {
             let label = match histories {
                 Histories::None => "balances",
                 Histories::Transactions => "balances + transactions",
