@@ -10,7 +10,7 @@ mod common;
 use alloy_primitives::Address;
 use common::chain::{Chain, ether};
 use common::history::{node_transactions, txlists};
-use common::{Anvil, GENEROUS, Weiport, run_client_with_input};
+use common::{Anvil, Weiport, history_env, run_client_with_input};
 use serde_json::{Value, json};
 
 /// Whether etherscan-python raised Etherscan's "No transactions found".
@@ -35,13 +35,7 @@ async fn txlist_through_etherscan_python_equals_the_node() {
     let chain = Chain::new(&anvil.url);
     let dev = chain.accounts().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut env = GENEROUS[1..].to_vec();
-    env.extend([
-        ("WEIPORT_NODE__URL", anvil.url.as_str()),
-        ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
-        ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
-    ]);
-    let weiport = Weiport::serve(dir.path(), &env);
+    let weiport = Weiport::serve(dir.path(), &history_env(&anvil.url, &[]));
     let key = weiport.key(json!({ "permissions": ["read"] })).await.id;
 
     let (payee, beneficiary, nobody) = (
@@ -207,13 +201,10 @@ async fn an_index_turned_on_later_refuses_ranges_it_does_not_cover() {
     let dev = chain.accounts().await;
     let dir = tempfile::tempdir().unwrap();
     let serve = |transactions: &'static str| {
-        let mut env = GENEROUS[1..].to_vec();
-        env.extend([
-            ("WEIPORT_NODE__URL", anvil.url.as_str()),
-            ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
-            ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
-            ("WEIPORT_INDEXER__TRANSACTIONS", transactions),
-        ]);
+        let env = history_env(
+            &anvil.url,
+            &[("WEIPORT_INDEXER__TRANSACTIONS", transactions)],
+        );
         Weiport::serve(dir.path(), &env)
     };
     let mut weiport = serve("false");

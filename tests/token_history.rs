@@ -13,7 +13,7 @@ use common::tokens::{
     balance_of, deploy, node_internal_transfers, node_logs, node_token_transfers, spread_call,
     token_code, transfer_call,
 };
-use common::{Anvil, GENEROUS, Weiport, run_client_with_input};
+use common::{Anvil, Weiport, history_env, run_client_with_input};
 use serde_json::{Value, json};
 
 fn text(address: &Address) -> String {
@@ -114,13 +114,7 @@ async fn internal_and_token_transfers_through_etherscan_python_equal_the_node() 
     let chain = Chain::new(&anvil.url);
     let dev = chain.accounts().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut env = GENEROUS[1..].to_vec();
-    env.extend([
-        ("WEIPORT_NODE__URL", anvil.url.as_str()),
-        ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
-        ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
-    ]);
-    let weiport = Weiport::serve(dir.path(), &env);
+    let weiport = Weiport::serve(dir.path(), &history_env(&anvil.url, &[]));
     let key = weiport.key(json!({ "permissions": ["read"] })).await.id;
 
     let (plain_code, fee_code) = token_code();

@@ -21,6 +21,10 @@ impl Writer {
         self.0.extend_from_slice(&(v.len() as u32).to_be_bytes());
         self.0.extend_from_slice(v);
     }
+    /// An optional address: empty when absent.
+    pub(crate) fn opt_address(&mut self, v: Option<&alloy_primitives::Address>) {
+        self.bytes(v.map_or(&[][..], |a| a.as_slice()));
+    }
     pub(crate) fn opt_u64(&mut self, v: Option<u64>) {
         match v {
             Some(v) => {
@@ -79,6 +83,20 @@ impl<'a> Reader<'a> {
     }
     pub(crate) fn string(&mut self) -> Result<String, StorageError> {
         String::from_utf8(self.bytes()?).map_err(|_| self.corrupt())
+    }
+    pub(crate) fn address(&mut self) -> Result<alloy_primitives::Address, StorageError> {
+        alloy_primitives::Address::try_from(self.bytes()?.as_slice()).map_err(|_| self.corrupt())
+    }
+    /// An address written by [`Writer::opt_address`].
+    pub(crate) fn opt_address(
+        &mut self,
+    ) -> Result<Option<alloy_primitives::Address>, StorageError> {
+        let bytes = self.bytes()?;
+        match bytes.len() {
+            0 => Ok(None),
+            20 => Ok(Some(alloy_primitives::Address::from_slice(&bytes))),
+            _ => Err(self.corrupt()),
+        }
     }
     pub(crate) fn opt_u64(&mut self) -> Result<Option<u64>, StorageError> {
         Ok(match self.u8()? {

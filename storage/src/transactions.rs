@@ -51,12 +51,8 @@ impl TransactionRow {
         let mut w = Writer::new();
         w.bytes(self.hash.as_slice());
         w.bytes(self.from.as_slice());
-        w.bytes(self.to.as_ref().map_or(&[][..], |a| a.as_slice()));
-        w.bytes(
-            self.contract_address
-                .as_ref()
-                .map_or(&[][..], |a| a.as_slice()),
-        );
+        w.opt_address(self.to.as_ref());
+        w.opt_address(self.contract_address.as_ref());
         w.bytes(&self.value.to_be_bytes_trimmed_vec());
         w.u64(self.nonce);
         w.u64(self.gas);
@@ -73,16 +69,9 @@ impl TransactionRow {
     fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
         let mut r = Reader::new(bytes, "transaction row")?;
         let hash = B256::try_from(r.bytes()?.as_slice()).map_err(|_| r.corrupt())?;
-        let from = Address::try_from(r.bytes()?.as_slice()).map_err(|_| r.corrupt())?;
-        let optional_address = |bytes: Vec<u8>| -> Result<Option<Address>, ()> {
-            match bytes.len() {
-                0 => Ok(None),
-                ADDRESS_LEN => Ok(Some(Address::from_slice(&bytes))),
-                _ => Err(()),
-            }
-        };
-        let to = optional_address(r.bytes()?).map_err(|()| r.corrupt())?;
-        let contract_address = optional_address(r.bytes()?).map_err(|()| r.corrupt())?;
+        let from = r.address()?;
+        let to = r.opt_address()?;
+        let contract_address = r.opt_address()?;
         let value = U256::try_from_be_slice(&r.bytes()?).ok_or_else(|| r.corrupt())?;
         let nonce = r.u64()?;
         let gas = r.u64()?;

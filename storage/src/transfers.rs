@@ -108,13 +108,12 @@ impl Transfer {
 
     fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
-        let optional = |a: &Option<Address>| a.map_or(Vec::new(), |a| a.to_vec());
         match self {
             Self::Internal(t) => {
                 w.bytes(t.from.as_slice());
-                w.bytes(&optional(&t.to));
+                w.opt_address(t.to.as_ref());
                 w.bytes(&t.value.to_be_bytes_trimmed_vec());
-                w.bytes(&optional(&t.contract_address));
+                w.opt_address(t.contract_address.as_ref());
                 w.bytes(&t.input);
                 w.bytes(t.call_type.as_bytes());
                 w.u64(t.gas);
@@ -141,25 +140,14 @@ impl Transfer {
 
     fn decode(kind: u8, bytes: &[u8]) -> Result<Self, StorageError> {
         let mut r = Reader::new(bytes, "transfer row")?;
-        let address = |r: &mut Reader<'_>| -> Result<Address, StorageError> {
-            Address::try_from(r.bytes()?.as_slice()).map_err(|_| r.corrupt())
-        };
-        let optional = |r: &mut Reader<'_>| -> Result<Option<Address>, StorageError> {
-            let bytes = r.bytes()?;
-            match bytes.len() {
-                0 => Ok(None),
-                ADDRESS_LEN => Ok(Some(Address::from_slice(&bytes))),
-                _ => Err(r.corrupt()),
-            }
-        };
         let amount = |r: &mut Reader<'_>| -> Result<U256, StorageError> {
             U256::try_from_be_slice(&r.bytes()?).ok_or_else(|| r.corrupt())
         };
         let transfer = if kind == TransferKind::Internal as u8 {
-            let from = address(&mut r)?;
-            let to = optional(&mut r)?;
+            let from = r.address()?;
+            let to = r.opt_address()?;
             let value = amount(&mut r)?;
-            let contract_address = optional(&mut r)?;
+            let contract_address = r.opt_address()?;
             let input = r.bytes()?;
             let call_type = r.string()?;
             let gas = r.u64()?;
@@ -182,9 +170,9 @@ impl Transfer {
                 error,
             })
         } else {
-            let token = address(&mut r)?;
-            let from = address(&mut r)?;
-            let to = address(&mut r)?;
+            let token = r.address()?;
+            let from = r.address()?;
+            let to = r.address()?;
             let value = amount(&mut r)?;
             let log_index = u32::try_from(r.u64()?).map_err(|_| r.corrupt())?;
             Self::Token(TokenTransfer {

@@ -36,3 +36,21 @@ def ccxt_binance(base, key, secret):
     """ccxt's binance with default options, only its URLs changed."""
     api = local_urls(ccxt.binance().urls["api"], base)
     return ccxt.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
+
+
+def local_etherscan(base, api_key):
+    """etherscan-python's client, unchanged but for its base URL."""
+    from etherscan import Etherscan
+    from etherscan.enums.fields_enum import FieldsEnum
+
+    FieldsEnum.PREFIX = base.rstrip("/") + "/api?"
+    return Etherscan(api_key)
+
+
+def ask_etherscan(call):
+    """The call's result, or {"error": text} for the AssertionError
+    etherscan-python raises on status "0" ("No transactions found" too)."""
+    try:
+        return call()
+    except AssertionError as error:
+        return {"error": str(error)}

@@ -14,20 +14,10 @@ found" included); the text it raises is reported as the error.
 import json
 import sys
 
-from etherscan import Etherscan
-from etherscan.enums.fields_enum import FieldsEnum
+from clientkit import ask_etherscan as ask, local_etherscan
 
-base_url, api_key = sys.argv[1], sys.argv[2]
-FieldsEnum.PREFIX = base_url.rstrip("/") + "/api?"
-client = Etherscan(api_key)
+client = local_etherscan(sys.argv[1], sys.argv[2])
 request = json.load(sys.stdin)
-
-
-def ask(call):
-    try:
-        return call()
-    except AssertionError as error:
-        return {"error": str(error)}
 
 
 print(json.dumps({

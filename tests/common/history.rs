@@ -20,27 +20,55 @@ pub struct NodeTransaction {
     pub entry: Value,
 }
 
-fn decimal(hex: &Value) -> String {
+/// A node quantity as a decimal string (absent: 0).
+pub fn decimal(hex: &Value) -> String {
     let text = hex.as_str().unwrap_or("0x0");
     U256::from_str_radix(text.trim_start_matches("0x"), 16)
         .unwrap()
         .to_string()
 }
 
-/// Every transaction of blocks `1..=head`, in chain order.
-pub async fn node_transactions(chain: &Chain, head: u64) -> Vec<NodeTransaction> {
-    let mut found = Vec::new();
+/// A block of the node with its transaction bodies, and each transaction
+/// with its receipt.
+pub struct NodeBlock {
+    pub number: u64,
+    pub block: Value,
+    pub receipts: Value,
+}
+
+impl NodeBlock {
+    /// Each transaction body with its receipt, in order.
+    pub fn transactions(&self) -> impl Iterator<Item = (&Value, &Value)> {
+        self.block["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(self.receipts.as_array().unwrap())
+    }
+}
+
+/// Blocks `1..=head` with transaction bodies and receipts.
+pub async fn node_blocks(chain: &Chain, head: u64) -> Vec<NodeBlock> {
+    let mut blocks = Vec::with_capacity(head as usize);
     for number in 1..=head {
         let tag = format!("{number:#x}");
         let block = chain.rpc("eth_getBlockByNumber", json!([tag, true])).await;
         let receipts = chain.rpc("eth_getBlockReceipts", json!([tag])).await;
-        for (index, (tx, receipt)) in block["transactions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(receipts.as_array().unwrap())
-            .enumerate()
-        {
+        blocks.push(NodeBlock {
+            number,
+            block,
+            receipts,
+        });
+    }
+    blocks
+}
+
+/// Every transaction of blocks `1..=head`, in chain order.
+pub async fn node_transactions(chain: &Chain, head: u64) -> Vec<NodeTransaction> {
+    let mut found = Vec::new();
+    for node_block in node_blocks(chain, head).await {
+        let (number, block) = (node_block.number, &node_block.block);
+        for (index, (tx, receipt)) in node_block.transactions().enumerate() {
             let success = receipt["status"] == "0x1";
             let lower = |v: &Value| v.as_str().map(str::to_lowercase).unwrap_or_default();
             let input = lower(&tx["input"]);

@@ -237,6 +237,20 @@ pub const GENEROUS: [(&str, &str); 5] = [
     ("WEIPORT_ACCESS__ORDERS_PER_DAY", "100000000"),
 ];
 
+/// The environment of a server that indexes `node_url` and answers
+/// history reads: generous limits, a high Etherscan tier, and no deposit
+/// sweeps (they would mine blocks of their own), then `extra`.
+pub fn history_env<'a>(node_url: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = GENEROUS[1..].to_vec();
+    env.extend([
+        ("WEIPORT_NODE__URL", node_url),
+        ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
+        ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
+    ]);
+    env.extend_from_slice(extra);
+    env
+}
+
 /// An HMAC API key as created, with its secret.
 #[derive(Clone)]
 pub struct Key {

@@ -11,6 +11,7 @@ use alloy_primitives::{Address, U256};
 use serde_json::{Value, json};
 
 use super::chain::Chain;
+use super::history::{decimal, node_blocks};
 use super::repo_path;
 
 /// Creation code of `Token` and `FeeToken`, compiled once a test process.
@@ -86,29 +87,15 @@ async fn call_text(chain: &Chain, token: Address, selector: &str) -> String {
     String::from_utf8(bytes[64..64 + len].to_vec()).unwrap()
 }
 
-fn decimal(hex: &Value) -> String {
-    U256::from_str_radix(hex.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16)
-        .unwrap()
-        .to_string()
-}
-
 /// Each address's `tokentx` entries (as sender or recipient) of blocks
 /// `1..=head`, oldest first, from the node's receipts and blocks.
 pub async fn node_token_transfers(chain: &Chain, head: u64) -> BTreeMap<Address, Vec<Value>> {
     let topic = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
     let mut lists: BTreeMap<Address, Vec<Value>> = BTreeMap::new();
     let mut names: BTreeMap<Address, (String, String)> = BTreeMap::new();
-    for number in 1..=head {
-        let tag = format!("{number:#x}");
-        let block = chain.rpc("eth_getBlockByNumber", json!([tag, true])).await;
-        let receipts = chain.rpc("eth_getBlockReceipts", json!([tag])).await;
-        for (index, (tx, receipt)) in block["transactions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(receipts.as_array().unwrap())
-            .enumerate()
-        {
+    for node_block in node_blocks(chain, head).await {
+        let (number, block) = (node_block.number, &node_block.block);
+        for (index, (tx, receipt)) in node_block.transactions().enumerate() {
             for log in receipt["logs"].as_array().unwrap() {
                 let topics = log["topics"].as_array().unwrap();
                 if topics.len() != 3 || topics[0] != topic {
