@@ -59,15 +59,20 @@ fn params<'a, const N: usize>(
     names: [&str; N],
 ) -> Result<[Option<Cow<'a, str>>; N], AccessError> {
     let mut found = [const { None }; N];
-    let all = crate::params::parse(credentials.query, credentials.body, credentials.body_kind)
-        .map_err(AccessError::MalformedRequest)?;
-    for (key, value) in all {
-        if let Some(i) = names.iter().position(|name| key == *name) {
-            if found[i].is_some() {
-                return Err(AccessError::DuplicateParameter);
-            }
-            found[i] = Some(value);
-        }
+    let mut repeated = false;
+    crate::params::select(
+        credentials.query,
+        credentials.body,
+        credentials.body_kind,
+        &names,
+        |i, value| match found[i] {
+            Some(_) => repeated = true,
+            None => found[i] = Some(value),
+        },
+    )
+    .map_err(AccessError::MalformedRequest)?;
+    if repeated {
+        return Err(AccessError::DuplicateParameter);
     }
     Ok(found.map(|value| value.filter(|v| !v.is_empty())))
 }

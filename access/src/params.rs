@@ -76,10 +76,55 @@ pub fn parse<'a>(
     Ok(params)
 }
 
+/// The parameters named in `names`, each handed to `found` with its index
+/// in `names` and its decoded value, in the order sent; every other
+/// parameter is checked as [`parse`] checks it but not decoded. What
+/// authentication reads of every signed request, without building the list.
+pub fn select<'a>(
+    query: &'a str,
+    body: &'a [u8],
+    kind: BodyKind,
+    names: &[&str],
+    mut found: impl FnMut(usize, Cow<'a, str>),
+) -> Result<(), ParamError> {
+    let wanted = |name: &str| names.iter().position(|wanted| *wanted == name);
+    if kind == BodyKind::Json {
+        // Rare, and its values are decoded whole anyway.
+        for (name, value) in parse(query, body, kind)? {
+            if let Some(i) = wanted(&name) {
+                found(i, value);
+            }
+        }
+        return Ok(());
+    }
+    let mut each = |name: Cow<'a, str>, value: &'a [u8]| {
+        if let Some(i) = wanted(&name) {
+            found(i, decode(value));
+        }
+    };
+    let mut count = 0;
+    form_pairs(query.as_bytes(), &mut count, &mut each)?;
+    form_pairs(body, &mut count, &mut each)
+}
+
 /// Form-encoded `name=value` pairs. Empty fragments (`a=1&&b=2`) carry
 /// nothing and are skipped, as forms define; a fragment without a name
 /// (`000`, `=5`) is refused, where `form_urlencoded` would accept it.
 fn form<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
+    let mut count = out.len();
+    form_pairs(raw, &mut count, |name, value| {
+        out.push((name, decode(value)))
+    })
+}
+
+/// Walks the pairs of [`form`], refusing what it refuses; `each` gets the
+/// decoded name and the value as sent. `count` carries the parameters seen
+/// so far, for [`MAX_PARAMS`].
+fn form_pairs<'a>(
+    raw: &'a [u8],
+    count: &mut usize,
+    mut each: impl FnMut(Cow<'a, str>, &'a [u8]),
+) -> Result<(), ParamError> {
     for fragment in raw.split(|b| *b == b'&') {
         if fragment.is_empty() {
             continue;
@@ -97,10 +142,11 @@ fn form<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
         if value.contains(&b'=') && name != "signature" {
             return Err(ParamError::RawEquals(name.into_owned()));
         }
-        out.push((name, decode(value)));
-        if out.len() > MAX_PARAMS {
-            return Err(ParamError::TooMany(out.len()));
+        *count += 1;
+        if *count > MAX_PARAMS {
+            return Err(ParamError::TooMany(*count));
         }
+        each(name, value);
     }
     Ok(())
 }
@@ -240,6 +286,40 @@ impl<'de> serde::Deserialize<'de> for Fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn select_reads_and_refuses_as_parse_does() {
+        let many = "a=1&".repeat(MAX_PARAMS);
+        for (query, body) in [
+            ("timestamp=1&recvWindow=5", "symbol=X&signature=ab=="),
+            ("", "timestamp=%31%32&x=1&timestamp=3"),
+            ("a=1", "=5"),
+            ("a=1", "b=1=2"),
+            ("t%69mestamp=7", "recvWindow"),
+            (many.as_str(), "timestamp=1"),
+            ("timestamp=", "&&recvWindow=+9&"),
+        ] {
+            let names = ["timestamp", "recvWindow"];
+            let expected = parse(query, body.as_bytes(), BodyKind::Form).map(|all| {
+                all.into_iter()
+                    .filter_map(|(name, value)| {
+                        let i = names.iter().position(|n| *n == name)?;
+                        Some((i, value.into_owned()))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let mut selected = Vec::new();
+            let result = select(
+                query,
+                body.as_bytes(),
+                BodyKind::Form,
+                &names,
+                |i, value| selected.push((i, value.into_owned())),
+            )
+            .map(|()| selected);
+            assert_eq!(result, expected, "{query:?} / {body:?}");
+        }
+    }
 
     #[test]
     fn lenient_pairs_read_as_form_urlencoded_does() {
