@@ -385,7 +385,7 @@ impl StreamHub {
     /// `user:<account>` (the WebSocket API) and the account's listen keys.
     /// Events of accounts nobody follows are not built.
     fn user_events(&self, outcome: &Outcome, users: &mut UserState, event_us: u64) {
-        let wanted = |account| !self.user_streams(account).is_empty();
+        let wanted = |account| self.followed(account);
         let now = event_us / 1000;
         let events = user_events(
             &self.catalog,
@@ -400,6 +400,28 @@ impl StreamHub {
                 self.publish(&stream, &event, event_us);
             }
         }
+    }
+
+    /// Whether any of the account's user streams has a subscriber, asked of
+    /// every account a command touches: no allocation for an account nobody
+    /// follows through the WebSocket API and that holds no listen key.
+    fn followed(&self, account: AccountId) -> bool {
+        use std::fmt::Write;
+        let mut name = arrayvec::ArrayString::<32>::new();
+        // "user:" and a u64 always fit.
+        let _ = write!(name, "user:{account}");
+        if self.has_subscribers(&name) {
+            return true;
+        }
+        let keys: smallvec::SmallVec<[String; 1]> = self
+            .listen_keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, (owner, _))| *owner == account)
+            .map(|(key, _)| key.clone())
+            .collect();
+        keys.iter().any(|key| self.has_subscribers(key))
     }
 
     /// The account's user streams that have subscribers.
