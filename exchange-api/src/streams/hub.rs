@@ -33,7 +33,15 @@ pub(super) fn kline_stream(text: &str) -> Option<(u64, i64)> {
 
 /// The internal stream of one account's user events (WebSocket API subscriptions).
 pub(super) fn user_stream(account: AccountId) -> String {
-    format!("user:{account}")
+    user_stream_name(account).to_string()
+}
+
+/// [`user_stream`] without an allocation: "user:" and a u64 always fit.
+fn user_stream_name(account: AccountId) -> arrayvec::ArrayString<32> {
+    use std::fmt::Write;
+    let mut name = arrayvec::ArrayString::new();
+    let _ = write!(name, "user:{account}");
+    name
 }
 
 /// The streams of every market's tickers at once.
@@ -406,37 +414,31 @@ impl StreamHub {
     /// every account a command touches: no allocation for an account nobody
     /// follows through the WebSocket API and that holds no listen key.
     fn followed(&self, account: AccountId) -> bool {
-        use std::fmt::Write;
-        let mut name = arrayvec::ArrayString::<32>::new();
-        // "user:" and a u64 always fit.
-        let _ = write!(name, "user:{account}");
-        if self.has_subscribers(&name) {
-            return true;
-        }
-        let keys: smallvec::SmallVec<[String; 1]> = self
-            .listen_keys
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|(_, (owner, _))| *owner == account)
-            .map(|(key, _)| key.clone())
-            .collect();
-        keys.iter().any(|key| self.has_subscribers(key))
+        self.has_subscribers(&user_stream_name(account))
+            || self
+                .listen_keys_of(account)
+                .iter()
+                .any(|key| self.has_subscribers(key))
     }
 
     /// The account's user streams that have subscribers.
     fn user_streams(&self, account: AccountId) -> Vec<String> {
         let mut streams = vec![user_stream(account)];
-        streams.extend(
-            self.listen_keys
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .filter(|(_, (owner, _))| *owner == account)
-                .map(|(key, _)| key.clone()),
-        );
+        streams.extend(self.listen_keys_of(account));
         streams.retain(|stream| self.has_subscribers(stream));
         streams
+    }
+
+    /// The account's listen keys (copied, so that no lock is held while
+    /// their subscribers are looked up).
+    fn listen_keys_of(&self, account: AccountId) -> smallvec::SmallVec<[String; 1]> {
+        self.listen_keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, (owner, _))| *owner == account)
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     /// The account's listen key, created or extended to `expires_ms`.
