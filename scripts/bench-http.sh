@@ -19,7 +19,12 @@ work="$(mktemp -d -t weiport-bench.XXXXXX)"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
+# Every server starts on CPU 1, so that its runtime sizes its worker pool to
+# the one core it gets (pinning after the start would leave it with a worker
+# per core of the machine, taking turns on one).
+server_cpu=(taskset -c 1)
+
+"${server_cpu[@]}" "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
 
 # start_weiport READY_PATH: config extras on stdin; waits until READY_PATH answers.
 start_weiport() {
@@ -36,14 +41,15 @@ level = "warn"
 TOML
     cat
   } > "$work/config.toml"
-  "$bin/weiport" --config "$work/config.toml" serve & pids+=($!)
+  "${server_cpu[@]}" "$bin/weiport" --config "$work/config.toml" serve & pids+=($!)
   for _ in $(seq 100); do curl -fs -o /dev/null "127.0.0.1:18080$1" && return; sleep 0.1; done
   echo "weiport did not become ready" >&2; exit 1
 }
 
 admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:18081$1" --data "$2"; }
 
-# Every server started so far, every thread of it, onto CPU 1.
+# Every server started so far, every thread of it, onto CPU 1 (a check that
+# none escaped: each was started there).
 pin_servers() { for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done; }
 
 # The request wrk sends, from the environment: WRK_METHOD, WRK_BODY,

@@ -21,7 +21,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 [ $(( secs * 2 * ${BENCH_ROUNDS:-3} )) -le 55 ] || { echo "BENCH_SECS × 2 × BENCH_ROUNDS must stay within the 60 s recvWindow" >&2; exit 2; }
 
-"$WEIPORT_ANVIL" --host 127.0.0.1 --port 18545 --silent & pids+=($!)
+"${server_cpu[@]}" "$WEIPORT_ANVIL" --host 127.0.0.1 --port 18545 --silent & pids+=($!)
 node=http://127.0.0.1:18545
 rpc() {
   curl -fs -H 'content-type: application/json' "$node" \

@@ -237,6 +237,7 @@ impl Sequencer {
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
             .spawn(move || {
+                schedule_for_throughput();
                 let log = Log {
                     store,
                     next,
@@ -307,6 +308,28 @@ impl Drop for Sequencer {
         self.requests = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// Puts the calling thread under `SCHED_BATCH`: the kernel then no longer lets
+/// the engine, woken by the first command of a batch, preempt the request
+/// worker that is still reading the rest of it. Without it, on a busy core
+/// the two take turns per order (a context switch for most orders, measured);
+/// with it the worker runs until it waits for the network and the engine finds
+/// the whole batch queued. A refusal (a restricted sandbox) changes nothing else.
+fn schedule_for_throughput() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `sched_setscheduler` reads the parameter block it is given,
+        // which lives for the call; pid 0 names the calling thread.
+        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+        if result != 0 {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "the engine thread keeps the default scheduling policy"
+            );
         }
     }
 }
