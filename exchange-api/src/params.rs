@@ -11,35 +11,19 @@ use crate::error::BinanceError;
 
 /// Request parameters by name, from the query string and the body.
 pub struct Params {
-    values: smallvec::SmallVec<[(Text, Text); 8]>,
+    /// Every kept name and value, decoded, one after another: one buffer
+    /// however many parameters a request carries, checked text once.
+    text: String,
+    /// Where each name and value ends in `text`; a name starts where the
+    /// previous value ended.
+    ends: smallvec::SmallVec<[Ends; 16]>,
 }
 
-/// Longest text held without an allocation: every name, and the values of
-/// nearly every request (symbols, amounts, times, client order ids).
-const INLINE: usize = 38;
-
-/// A parameter's name or value: inline when short, so reading a request's
-/// parameters does not allocate; text already checked, so reading it back
-/// costs no UTF-8 validation.
-enum Text {
-    Inline(arrayvec::ArrayString<INLINE>),
-    Heap(Box<str>),
-}
-
-impl Text {
-    fn new(text: &str) -> Self {
-        match arrayvec::ArrayString::from(text) {
-            Ok(inline) => Self::Inline(inline),
-            Err(_) => Self::Heap(text.into()),
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        match self {
-            Self::Inline(text) => text,
-            Self::Heap(text) => text,
-        }
-    }
+/// The ends of one parameter's name and value in [`Params::text`].
+#[derive(Clone, Copy)]
+struct Ends {
+    name: usize,
+    value: usize,
 }
 
 impl Params {
@@ -57,12 +41,13 @@ impl Params {
     ) -> Result<Self, BinanceError> {
         let sent = params::parse(query, body, kind).map_err(|e| BinanceError::from(&e))?;
         let count = sent.len();
-        let mut values = smallvec::SmallVec::new();
+        let mut params = Self {
+            text: String::with_capacity(query.len() + body.len()),
+            ends: smallvec::SmallVec::new(),
+        };
         let mut unread = 0;
         for (name, value) in sent {
-            if values
-                .iter()
-                .any(|(seen, _): &(Text, Text)| seen.as_str() == name)
+            if params.pairs().any(|(seen, _)| seen == name)
                 || (name == "signature" && value.is_empty())
             {
                 return Err(BinanceError::bad(
@@ -80,7 +65,13 @@ impl Params {
             {
                 unread += 1;
             }
-            values.push((Text::new(&name), Text::new(&value)));
+            params.text.push_str(&name);
+            let name = params.text.len();
+            params.text.push_str(&value);
+            params.ends.push(Ends {
+                name,
+                value: params.text.len(),
+            });
         }
         if unread > 0 {
             return Err(BinanceError::bad(
@@ -91,7 +82,17 @@ impl Params {
                 ),
             ));
         }
-        Ok(Self { values })
+        Ok(params)
+    }
+
+    /// Every kept parameter, in the order sent.
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut start = 0;
+        self.ends.iter().map(move |ends| {
+            let name = &self.text[start..ends.name];
+            start = ends.value;
+            (name, &self.text[ends.name..ends.value])
+        })
     }
 
     /// Parameters of a query string without checking which are read (tests).
@@ -108,10 +109,9 @@ impl Params {
 
     /// A parameter's value; empty counts as absent.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(key, _)| key.as_str() == name)
-            .map(|(_, value)| value.as_str())
+        self.pairs()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
             .filter(|v| !v.is_empty())
     }
 
@@ -496,6 +496,47 @@ mod tests {
         Params::unchecked(query)
             .and_then(|p| p.new_order(&exchange()))
             .map_err(|e| (e.code, e.msg))
+    }
+
+    #[test]
+    fn every_parameter_reads_back_from_query_and_body_alike() {
+        let long = "x".repeat(120);
+        let query = format!("symbol=ETHUSDT&newClientOrderId={long}&empty=&a%20b=c%2Bd+e");
+        let body = "side=SELL&quantity=0.5&recvWindow=5000&n%C3%A9=%C3%A9t%C3%A9&signature=ab";
+        let names: &[&str] = &[
+            "symbol",
+            "newClientOrderId",
+            "empty",
+            "a b",
+            "side",
+            "quantity",
+            "recvWindow",
+            "n\u{e9}",
+        ];
+        let params = Params::parse(&query, body.as_bytes(), BodyKind::Form, &[&[names]]).unwrap();
+        let read: Vec<_> = params.pairs().collect();
+        assert_eq!(
+            read,
+            [
+                ("symbol", "ETHUSDT"),
+                ("newClientOrderId", long.as_str()),
+                ("empty", ""),
+                ("a b", "c+d e"),
+                ("side", "SELL"),
+                ("quantity", "0.5"),
+                ("recvWindow", "5000"),
+                ("n\u{e9}", "\u{e9}t\u{e9}"),
+            ]
+        );
+        assert_eq!(params.get("a b"), Some("c+d e"));
+        assert_eq!(params.get("empty"), None, "empty counts as absent");
+        assert_eq!(params.get("signature"), None, "the signature is not a parameter");
+        assert_eq!(params.get("missing"), None);
+        let json = r#"{"symbol":"ETHUSDT","quantity":"0.5","recvWindow":5000}"#;
+        let params = Params::parse("", json.as_bytes(), BodyKind::Json, &[&[names]]).unwrap();
+        assert_eq!(params.get("quantity"), Some("0.5"));
+        assert_eq!(params.get("recvWindow"), Some("5000"));
+        assert_eq!(params.get("symbol"), Some("ETHUSDT"));
     }
 
     #[test]
