@@ -13,10 +13,43 @@ use crate::error::BinanceError;
 pub struct Params {
     /// Every kept name and value, decoded, one after another: one buffer
     /// however many parameters a request carries, checked text once.
-    text: String,
+    text: Text,
     /// Where each name and value ends in `text`; a name starts where the
     /// previous value ended.
     ends: smallvec::SmallVec<[Ends; 16]>,
+}
+
+/// Room for the text of nearly every request (an order with a client
+/// order id holds about 160 bytes) without an allocation.
+const INLINE_TEXT: usize = 192;
+
+/// Text kept inline up to [`INLINE_TEXT`] bytes, on the heap beyond.
+enum Text {
+    Inline(arrayvec::ArrayString<INLINE_TEXT>),
+    Heap(String),
+}
+
+impl Text {
+    fn push(&mut self, more: &str) {
+        match self {
+            Self::Inline(inline) => {
+                if inline.try_push_str(more).is_err() {
+                    let mut heap = String::with_capacity(2 * (inline.len() + more.len()));
+                    heap.push_str(inline);
+                    heap.push_str(more);
+                    *self = Self::Heap(heap);
+                }
+            }
+            Self::Heap(heap) => heap.push_str(more),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Inline(inline) => inline,
+            Self::Heap(heap) => heap,
+        }
+    }
 }
 
 /// The ends of one parameter's name and value in [`Params::text`].
@@ -42,7 +75,7 @@ impl Params {
         let sent = params::parse(query, body, kind).map_err(|e| BinanceError::from(&e))?;
         let count = sent.len();
         let mut params = Self {
-            text: String::with_capacity(query.len() + body.len()),
+            text: Text::Inline(arrayvec::ArrayString::new()),
             ends: smallvec::SmallVec::new(),
         };
         let mut unread = 0;
@@ -65,12 +98,12 @@ impl Params {
             {
                 unread += 1;
             }
-            params.text.push_str(&name);
-            let name = params.text.len();
-            params.text.push_str(&value);
+            params.text.push(&name);
+            let name = params.text.as_str().len();
+            params.text.push(&value);
             params.ends.push(Ends {
                 name,
-                value: params.text.len(),
+                value: params.text.as_str().len(),
             });
         }
         if unread > 0 {
@@ -87,11 +120,12 @@ impl Params {
 
     /// Every kept parameter, in the order sent.
     fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        let text = self.text.as_str();
         let mut start = 0;
         self.ends.iter().map(move |ends| {
-            let name = &self.text[start..ends.name];
+            let name = &text[start..ends.name];
             start = ends.value;
-            (name, &self.text[ends.name..ends.value])
+            (name, &text[ends.name..ends.value])
         })
     }
 
@@ -530,7 +564,11 @@ mod tests {
         );
         assert_eq!(params.get("a b"), Some("c+d e"));
         assert_eq!(params.get("empty"), None, "empty counts as absent");
-        assert_eq!(params.get("signature"), None, "the signature is not a parameter");
+        assert_eq!(
+            params.get("signature"),
+            None,
+            "the signature is not a parameter"
+        );
         assert_eq!(params.get("missing"), None);
         let json = r#"{"symbol":"ETHUSDT","quantity":"0.5","recvWindow":5000}"#;
         let params = Params::parse("", json.as_bytes(), BodyKind::Json, &[&[names]]).unwrap();
