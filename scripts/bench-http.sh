@@ -19,10 +19,13 @@ work="$(mktemp -d -t weiport-bench.XXXXXX)"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# Every server starts on CPU 1, so that its runtime sizes its worker pool to
-# the one core it gets (pinning after the start would leave it with a worker
-# per core of the machine, taking turns on one).
-server_cpu=(taskset -c 1)
+# BENCH_PIN=after (default, the method of every table in BENCHMARKS.md):
+# servers start unpinned and pin_servers moves every thread onto CPU 1, so
+# each runtime keeps a worker per core of the machine, taking turns on one.
+# BENCH_PIN=start: every server starts on CPU 1 and sizes its runtime to
+# that one core.
+server_cpu=()
+[ "${BENCH_PIN:-after}" = start ] && server_cpu=(taskset -c 1)
 
 "${server_cpu[@]}" "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
 
@@ -48,8 +51,7 @@ TOML
 
 admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:18081$1" --data "$2"; }
 
-# Every server started so far, every thread of it, onto CPU 1 (a check that
-# none escaped: each was started there).
+# Every server started so far, every thread of it, onto CPU 1.
 pin_servers() { for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done; }
 
 # The request wrk sends, from the environment: WRK_METHOD, WRK_BODY,
