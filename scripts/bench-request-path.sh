@@ -17,7 +17,8 @@
 # between requests) for p50/p99.
 # Env: BENCH_SECS (default 10, at most 16 with the default three rounds:
 # one signed order body serves all of its runs within the 60 s recvWindow),
-# BENCH_ROUNDS, BENCH_CONNECTIONS.
+# BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_PIN (after | start: when the servers
+# are pinned, see bench-http.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 [ $(( secs * 2 * ${BENCH_ROUNDS:-3} )) -le 55 ] || { echo "BENCH_SECS × 2 × BENCH_ROUNDS must stay within the 60 s recvWindow" >&2; exit 2; }
 
