@@ -5,57 +5,15 @@
 //!
 //! usage: baseline_server 127.0.0.1:PORT
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::routing::{get, post};
-
-const BODY: &str = r#"{"status":"1","message":"OK","result":"10000000000000000000000"}"#;
-const ORDER: &str = r#"{"symbol":"ETHUSDT","orderId":1,"orderListId":-1,"clientOrderId":"6gCrw2kRUAF9CvJDGP16IP","transactTime":1507725176595}"#;
-const PRICE: &str = r#"{"symbol":"ETHUSDT","price":"3000.00000000"}"#;
-const SIMPLE_PRICE: &str = r#"{"ethereum":{"usd":3000,"usd_24h_change":0.0,"usd_24h_vol":30,"last_updated_at":1711356300}}"#;
-
-/// A book of the size the benchmark builds (90 levels a side), so both
-/// servers send the same bytes.
-fn depth_body() -> &'static str {
-    let level = |price: u32| format!("[\"{price}.00000000\",\"0.01000000\"]");
-    let bids: Vec<String> = (2000..2090).rev().map(level).collect();
-    let asks: Vec<String> = (4000..4090).map(level).collect();
-    let body = format!(
-        r#"{{"lastUpdateId":1027024,"bids":[{}],"asks":[{}]}}"#,
-        bids.join(","),
-        asks.join(",")
-    );
-    Box::leak(body.into_boxed_str())
-}
-
-fn json(body: &'static str) -> impl axum::response::IntoResponse {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-}
+#[path = "../benches/support/baseline_app.rs"]
+mod baseline_app;
 
 #[tokio::main]
 async fn main() {
     let listen = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:18090".into());
-    let app = Router::new()
-        .route("/api", get(|| async { json(BODY) }))
-        // Reads the body, as a real order handler must.
-        .route(
-            "/api/v3/order",
-            post(|body: Bytes| async move {
-                std::hint::black_box(body);
-                json(ORDER)
-            }),
-        )
-        .route("/api/v3/ticker/price", get(|| async { json(PRICE) }))
-        .route("/api/v3/simple/price", get(|| async { json(SIMPLE_PRICE) }))
-        .route("/api/v3/depth", {
-            let depth = depth_body();
-            get(move || async move { json(depth) })
-        });
+    let app = baseline_app::app();
     let listener = tokio::net::TcpListener::bind(&listen).await.expect("bind");
     eprintln!("baseline listening on {listen}");
     axum::serve(listener, app).await.expect("serve");
