@@ -5,7 +5,10 @@
 //! neither the kernel nor a load generator's wake-ups weigh in: what is left
 //! is the work a faster request path can remove.
 //!
-//! `scripts/bench.sh request_path`
+//! `scripts/bench.sh request_path`; or, with `REQUEST_PATH_COUNT=N` and
+//! `REQUEST_PATH_CASE=<case>` (see [`CASES`]), N requests of one case in
+//! [`repeat`], for counting instructions per request under callgrind
+//! (`scripts/bench-instructions.sh`), which a noisy host cannot blur.
 
 #[path = "support/baseline_app.rs"]
 mod baseline_app;
@@ -18,7 +21,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use tower::ServiceExt;
 use weiport_access::{
     Access, KeyStore, Limiter, LimitsConfig, MasterKey, NewKey, Permission, sign_hmac_sha256,
@@ -110,34 +113,99 @@ async fn answer(router: &Router, request: Request<Body>) {
     std::hint::black_box(body);
 }
 
+/// The measured cases: a name, the router that answers, and its request.
+const CASES: [&str; 4] = [
+    "bare-ticker",
+    "weiport-ticker",
+    "bare-order",
+    "weiport-order-test",
+];
+
+/// Both routers and the signed key, on a store in `dir`.
+struct Setup {
+    runtime: tokio::runtime::Runtime,
+    weiport: Router,
+    bare: Router,
+    key: Key,
+}
+
+impl Setup {
+    fn new(dir: &std::path::Path) -> Self {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (weiport, key) = runtime.block_on(async { weiport_router(dir) });
+        Self {
+            runtime,
+            weiport,
+            bare: baseline_app::app(),
+            key,
+        }
+    }
+
+    /// A request maker for `case`, and the router it goes to. The order
+    /// body is signed once: fresh for a minute.
+    fn case(&self, case: &str) -> (&Router, Box<dyn Fn() -> Request<Body> + '_>) {
+        const TICKER: &str = "/api/v3/ticker/price?symbol=ETHUSDT";
+        let body = signed_order(&self.key);
+        let key = self.key.id.clone();
+        match case {
+            "bare-ticker" => (&self.bare, Box::new(|| get(TICKER))),
+            "weiport-ticker" => (&self.weiport, Box::new(|| get(TICKER))),
+            "bare-order" => (
+                &self.bare,
+                Box::new(move || post("/api/v3/order", &key, &body)),
+            ),
+            "weiport-order-test" => (
+                &self.weiport,
+                Box::new(move || post("/api/v3/order/test", &key, &body)),
+            ),
+            other => panic!("no case {other}; cases: {CASES:?}"),
+        }
+    }
+}
+
 fn request_path(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let (weiport, key) = runtime.block_on(async { weiport_router(dir.path()) });
-    let bare = baseline_app::app();
-    let ticker = "/api/v3/ticker/price?symbol=ETHUSDT";
+    let setup = Setup::new(dir.path());
     let mut group = c.benchmark_group("request_path");
-    for (name, router) in [("bare", &bare), ("weiport", &weiport)] {
-        group.bench_function(format!("{name}: GET ticker/price"), |b| {
-            b.iter(|| runtime.block_on(answer(router, get(ticker))))
+    for case in CASES {
+        // Signed per case, so that each case's body stays within its
+        // recvWindow however long the ones before it ran.
+        let (router, request) = setup.case(case);
+        group.bench_function(case, |b| {
+            b.iter(|| setup.runtime.block_on(answer(router, request())))
         });
     }
-    // The signed order without the engine (order/test: authenticated,
-    // limited, parsed and checked against the market's filters) against a
-    // bare handler that reads the same body.
-    group.bench_function("bare: POST order (body read)", |b| {
-        let body = signed_order(&key);
-        b.iter(|| runtime.block_on(answer(&bare, post("/api/v3/order", &key.id, &body))))
-    });
-    group.bench_function("weiport: POST order/test (signed)", |b| {
-        let body = signed_order(&key);
-        b.iter(|| runtime.block_on(answer(&weiport, post("/api/v3/order/test", &key.id, &body))))
-    });
     group.finish();
 }
 
+/// `count` requests of one case: the span callgrind counts.
+#[inline(never)]
+fn repeat(setup: &Setup, router: &Router, request: &dyn Fn() -> Request<Body>, count: u64) {
+    for _ in 0..count {
+        setup.runtime.block_on(answer(router, request()));
+    }
+}
+
 criterion_group!(benches, request_path);
-criterion_main!(benches);
+
+fn main() {
+    let Ok(count) = std::env::var("REQUEST_PATH_COUNT") else {
+        benches();
+        Criterion::default().configure_from_args().final_summary();
+        return;
+    };
+    let count = count.parse().expect("REQUEST_PATH_COUNT: a number");
+    let case = std::env::var("REQUEST_PATH_CASE").expect("REQUEST_PATH_CASE");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let setup = Setup::new(dir.path());
+    let (router, request) = setup.case(&case);
+    // Caches, metric handles and the allocator's pages, as a running
+    // server has them; outside `repeat`, so not counted.
+    for _ in 0..200 {
+        setup.runtime.block_on(answer(router, request()));
+    }
+    repeat(&setup, router, &request, count);
+}

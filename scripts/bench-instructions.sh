@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Instructions per request of the in-process request path (benches/request_path.rs),
+# counted by callgrind: exact and repeatable where wall-clock figures drift with the
+# host. Prints each case's instructions per request and weiport's ratio to the bare
+# application. Env: REQUEST_PATH_COUNT (requests counted per case, default 2000).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/rocksdb-prebuilt.sh"
+cd "$REPO_ROOT"
+apt_install valgrind
+
+count="${REQUEST_PATH_COUNT:-2000}"
+bench=$(cargo bench -j2 --locked --bench request_path --no-run --message-format=json |
+  sed -n 's/.*"executable":"\([^"]*request_path[^"]*\)".*/\1/p' | tail -1)
+[ -x "$bench" ] || { echo "the request_path benchmark did not build" >&2; exit 1; }
+out="$(mktemp -d -t weiport-callgrind.XXXXXX)"
+trap 'rm -rf "$out"' EXIT
+
+# instructions CASE: instructions per request inside `repeat`.
+instructions() {
+  REQUEST_PATH_COUNT="$count" REQUEST_PATH_CASE="$1" valgrind --tool=callgrind \
+    --callgrind-out-file="$out/$1.out" --toggle-collect='*request_path*repeat*' \
+    "$bench" >/dev/null 2>"$out/$1.log"
+  awk -v n="$count" '/^summary:|^totals:/ { print $2 / n; exit }' "$out/$1.out"
+}
+
+declare -A per_request
+for case in bare-ticker weiport-ticker bare-order weiport-order-test; do
+  per_request[$case]=$(instructions "$case")
+  printf '%-20s %10.0f instructions per request\n' "$case" "${per_request[$case]}"
+done
+awk -v bt="${per_request[bare-ticker]}" -v wt="${per_request[weiport-ticker]}" \
+  -v bo="${per_request[bare-order]}" -v wo="${per_request[weiport-order-test]}" 'BEGIN {
+  printf "ticker/price: weiport %.2fx the bare instructions (+%.0f)\n", wt / bt, wt - bt
+  printf "signed order/test vs a body-reading POST: %.2fx (+%.0f)\n", wo / bo, wo - bo
+}'
