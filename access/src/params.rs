@@ -64,16 +64,39 @@ pub fn parse<'a>(
     kind: BodyKind,
 ) -> Result<ParamList<'a>, ParamError> {
     let mut params = ParamList::new();
-    form(query.as_bytes(), &mut params)?;
-    match kind {
-        BodyKind::Form => form(body, &mut params)?,
-        BodyKind::Json if body.iter().all(u8::is_ascii_whitespace) => {}
-        BodyKind::Json => json(body, &mut params)?,
-    }
-    if params.len() > MAX_PARAMS {
-        return Err(ParamError::TooMany(params.len()));
-    }
+    visit(query, body, kind, |name, value| params.push((name, value)))?;
     Ok(params)
+}
+
+/// Every parameter [`parse`] would list, handed to `each` in the order sent
+/// without building the list (a form's pairs are decoded as they are
+/// walked); refused as [`parse`] refuses, though `each` may have seen the
+/// pairs before the refusal.
+pub fn visit<'a>(
+    query: &'a str,
+    body: &'a [u8],
+    kind: BodyKind,
+    mut each: impl FnMut(Cow<'a, str>, Cow<'a, str>),
+) -> Result<(), ParamError> {
+    let mut count = 0;
+    let mut decoded = |name, value: Sent<'a>| each(name, value.decode());
+    form_pairs(query.as_bytes(), &mut count, &mut decoded)?;
+    match kind {
+        BodyKind::Form => form_pairs(body, &mut count, &mut decoded),
+        BodyKind::Json if body.iter().all(u8::is_ascii_whitespace) => Ok(()),
+        BodyKind::Json => {
+            let mut fields = ParamList::new();
+            json(body, &mut fields)?;
+            if count + fields.len() > MAX_PARAMS {
+                // The count at which a walk of every pair stops.
+                return Err(ParamError::TooMany(MAX_PARAMS + 1));
+            }
+            fields
+                .into_iter()
+                .for_each(|(name, value)| each(name, value));
+            Ok(())
+        }
+    }
 }
 
 /// The parameters named in `names`, each handed to `found` with its index
@@ -97,9 +120,9 @@ pub fn select<'a>(
         }
         return Ok(());
     }
-    let mut each = |name: Cow<'a, str>, value: &'a [u8]| {
+    let mut each = |name: Cow<'a, str>, value: Sent<'a>| {
         if let Some(i) = wanted(&name) {
-            found(i, decode(value));
+            found(i, value.decode());
         }
     };
     let mut count = 0;
@@ -107,48 +130,114 @@ pub fn select<'a>(
     form_pairs(body, &mut count, &mut each)
 }
 
-/// Form-encoded `name=value` pairs. Empty fragments (`a=1&&b=2`) carry
-/// nothing and are skipped, as forms define; a fragment without a name
-/// (`000`, `=5`) is refused, where `form_urlencoded` would accept it.
-fn form<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
-    let mut count = out.len();
-    form_pairs(raw, &mut count, |name, value| {
-        out.push((name, decode(value)))
-    })
-}
-
-/// Walks the pairs of [`form`], refusing what it refuses; `each` gets the
-/// decoded name and the value as sent. `count` carries the parameters seen
-/// so far, for [`MAX_PARAMS`].
+/// Walks form-encoded `name=value` pairs; `each` gets the decoded name and
+/// the value as sent. Empty fragments (`a=1&&b=2`) carry nothing and are
+/// skipped, as forms define; a fragment without a name (`000`, `=5`) is
+/// refused, where `form_urlencoded` would accept it. `count` carries the
+/// parameters seen so far, for [`MAX_PARAMS`].
 fn form_pairs<'a>(
     raw: &'a [u8],
     count: &mut usize,
-    mut each: impl FnMut(Cow<'a, str>, &'a [u8]),
+    mut each: impl FnMut(Cow<'a, str>, Sent<'a>),
 ) -> Result<(), ParamError> {
-    for fragment in raw.split(|b| *b == b'&') {
-        if fragment.is_empty() {
-            continue;
+    // Checked once: every piece split at an ASCII `&` or `=` of valid text
+    // is valid text, so no piece is checked again.
+    let text = std::str::from_utf8(raw).ok();
+    let piece = |from: usize, to: usize, escaped: bool| Sent {
+        bytes: &raw[from..to],
+        text: text.map(|text| &text[from..to]),
+        escaped,
+    };
+    // One pass over the bytes: where each fragment starts, its first `=`,
+    // whether its name or value holds an escape, whether its value holds
+    // a raw `=`; the end of the text closes the last fragment. Ordinary
+    // bytes are skipped by a table look-up.
+    let mut start = 0;
+    let mut equals = None;
+    let (mut name_escaped, mut value_escaped, mut raw_equals) = (false, false, false);
+    let mut at = 0;
+    loop {
+        while at < raw.len() && !FORM_SPECIAL[usize::from(raw[at])] {
+            at += 1;
         }
-        let Some(equals) = fragment.iter().position(|b| *b == b'=') else {
-            return Err(ParamError::Nameless);
-        };
-        if equals == 0 {
-            return Err(ParamError::Nameless);
+        match raw.get(at).copied().unwrap_or(b'&') {
+            b'&' => {
+                if at > start {
+                    let Some(equals) = equals.filter(|equals| *equals > start) else {
+                        return Err(ParamError::Nameless);
+                    };
+                    let name = piece(start, equals, name_escaped).decode();
+                    // A base64 signature may arrive with its padding
+                    // unencoded; it is taken out of the payload before
+                    // verification, so it moves nothing.
+                    if raw_equals && name != "signature" {
+                        return Err(ParamError::RawEquals(name.into_owned()));
+                    }
+                    *count += 1;
+                    if *count > MAX_PARAMS {
+                        return Err(ParamError::TooMany(*count));
+                    }
+                    each(name, piece(equals + 1, at, value_escaped));
+                }
+                start = at + 1;
+                equals = None;
+                (name_escaped, value_escaped, raw_equals) = (false, false, false);
+            }
+            b'=' if equals.is_none() => equals = Some(at),
+            b'=' => raw_equals = true,
+            _ if equals.is_none() => name_escaped = true,
+            _ => value_escaped = true,
         }
-        let (name, value) = (&fragment[..equals], &fragment[equals + 1..]);
-        let name = decode(name);
-        // A base64 signature may arrive with its padding unencoded; it is
-        // taken out of the payload before verification, so it moves nothing.
-        if value.contains(&b'=') && name != "signature" {
-            return Err(ParamError::RawEquals(name.into_owned()));
+        if at >= raw.len() {
+            break;
         }
-        *count += 1;
-        if *count > MAX_PARAMS {
-            return Err(ParamError::TooMany(*count));
-        }
-        each(name, value);
+        at += 1;
     }
     Ok(())
+}
+
+/// The bytes a form walk stops at: `&`, `=`, and the escapes `%` and `+`.
+static FORM_SPECIAL: [bool; 256] = {
+    let mut special = [false; 256];
+    special[b'&' as usize] = true;
+    special[b'=' as usize] = true;
+    special[b'%' as usize] = true;
+    special[b'+' as usize] = true;
+    special
+};
+
+/// A name or value as sent, with its text when the whole it came from was
+/// valid UTF-8.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    bytes: &'a [u8],
+    text: Option<&'a str>,
+    /// Whether it holds a `%` or `+` to decode.
+    escaped: bool,
+}
+
+impl<'a> Sent<'a> {
+    /// Percent- and `+`-decoding, as `application/x-www-form-urlencoded`
+    /// defines; borrowed when nothing needs decoding and the text is valid.
+    fn decode(self) -> Cow<'a, str> {
+        let raw = self.bytes;
+        if !self.escaped {
+            return match self.text.map_or_else(|| std::str::from_utf8(raw), Ok) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(raw),
+            };
+        }
+        // `form_urlencoded` decodes whole pairs only: one `x=<raw>` pair
+        // decodes the text exactly as it would inside a query.
+        let mut owned = Vec::with_capacity(raw.len() + 2);
+        owned.extend_from_slice(b"x=");
+        owned.extend_from_slice(raw);
+        let value = form_urlencoded::parse(&owned)
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        Cow::Owned(value)
+    }
 }
 
 /// Form-encoded pairs read as `form_urlencoded::parse` reads them (empty
@@ -202,30 +291,15 @@ fn needs_decoding(text: &str) -> bool {
 
 fn decode_text(raw: &str) -> Cow<'_, str> {
     if needs_decoding(raw) {
-        decode(raw.as_bytes())
+        Sent {
+            bytes: raw.as_bytes(),
+            text: Some(raw),
+            escaped: true,
+        }
+        .decode()
     } else {
         Cow::Borrowed(raw)
     }
-}
-
-/// Percent- and `+`-decoding, as `application/x-www-form-urlencoded` defines.
-fn decode(raw: &[u8]) -> Cow<'_, str> {
-    if !raw.iter().any(|b| matches!(b, b'%' | b'+')) {
-        return match std::str::from_utf8(raw) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(raw),
-        };
-    }
-    // `form_urlencoded` decodes whole pairs only: one `x=<raw>` pair decodes
-    // the text exactly as it would inside a query.
-    let mut owned = Vec::with_capacity(raw.len() + 2);
-    owned.extend_from_slice(b"x=");
-    owned.extend_from_slice(raw);
-    let value = form_urlencoded::parse(&owned)
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
-    Cow::Owned(value)
 }
 
 /// The top-level fields of a JSON object, each value as its exact text:
@@ -393,6 +467,77 @@ mod tests {
             names("a=1&a=2", "", BodyKind::Form),
             Ok(pairs(&[("a", "1"), ("a", "2")]))
         );
+    }
+
+    /// The form reading written the plain way (split, search, decode each
+    /// piece): what the one-pass walk must equal.
+    fn form_by_splitting(raw: &[u8]) -> Result<Vec<(String, String)>, ParamError> {
+        let decode = |piece: &[u8]| {
+            form_urlencoded::parse(&[b"x=", piece].concat())
+                .next()
+                .map(|(_, value)| value.into_owned())
+                .unwrap_or_default()
+        };
+        let mut out = Vec::new();
+        for fragment in raw.split(|b| *b == b'&').filter(|f| !f.is_empty()) {
+            let equals = fragment.iter().position(|b| *b == b'=');
+            let Some(equals) = equals.filter(|at| *at > 0) else {
+                return Err(ParamError::Nameless);
+            };
+            let name = decode(&fragment[..equals]);
+            let value = &fragment[equals + 1..];
+            if value.contains(&b'=') && name != "signature" {
+                return Err(ParamError::RawEquals(name));
+            }
+            if out.len() == MAX_PARAMS {
+                return Err(ParamError::TooMany(MAX_PARAMS + 1));
+            }
+            out.push((name, decode(value)));
+        }
+        Ok(out)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_one_pass_walk_reads_as_splitting_does(
+            raw in proptest::collection::vec(proptest::sample::select(
+                b"ab=&%+23ACx\xc3\xa9\xff".to_vec()), 0..40),
+            signature in proptest::bool::ANY,
+        ) {
+            let mut raw = raw;
+            if signature {
+                raw.extend_from_slice(b"&signature=ab==");
+            }
+            let read = parse("", &raw, BodyKind::Form).map(|pairs| {
+                pairs
+                    .into_iter()
+                    .map(|(name, value)| (name.into_owned(), value.into_owned()))
+                    .collect::<Vec<_>>()
+            });
+            proptest::prop_assert_eq!(read, form_by_splitting(&raw), "{:?}", String::from_utf8_lossy(&raw));
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_is_read_piece_by_piece() {
+        let body = b"a=\xff\xfe&b=caf%C3%A9&c=\xc3\xa9t\xc3\xa9&n\xe9=1";
+        let read: Vec<_> = parse("q=1", body, BodyKind::Form)
+            .unwrap()
+            .into_iter()
+            .map(|(name, value)| (name.into_owned(), value.into_owned()))
+            .collect();
+        let expected = [
+            ("q", "1"),
+            ("a", "\u{fffd}\u{fffd}"),
+            ("b", "caf\u{e9}"),
+            ("c", "\u{e9}t\u{e9}"),
+            ("n\u{fffd}", "1"),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        assert_eq!(read, expected);
     }
 
     #[test]

@@ -34,9 +34,9 @@ pub struct SignedPayload<'a> {
 fn take_signature(params: &[u8]) -> Result<(Vec<u8>, Option<&str>), SignatureError> {
     let mut found: Option<(usize, usize)> = None;
     let mut start = 0;
-    for part in params.split(|b| *b == b'&') {
-        let end = start + part.len();
-        if part.starts_with(b"signature=") {
+    let ends = memchr::memchr_iter(b'&', params).chain(std::iter::once(params.len()));
+    for end in ends {
+        if params[start..end].starts_with(b"signature=") {
             if found.is_some() {
                 return Err(SignatureError::Duplicate);
             }

@@ -17,6 +17,15 @@ pub struct Params {
     /// Where each name and value ends in `text`; a name starts where the
     /// previous value ended.
     ends: smallvec::SmallVec<[Ends; 16]>,
+    /// A bit per kept name's [`name_bit`]: most names an endpoint asks for
+    /// were not sent, and are answered without a walk.
+    names: u64,
+}
+
+/// A name's bit in [`Params::names`], from its length and its last byte.
+fn name_bit(name: &str) -> u64 {
+    let last = name.as_bytes().last().copied().unwrap_or(0);
+    1 << ((name.len() * 7 + usize::from(last)) % 64)
 }
 
 /// Room for the text of nearly every request (an order with a client
@@ -72,24 +81,25 @@ impl Params {
         kind: BodyKind,
         accepted: &[&[&[&str]]],
     ) -> Result<Self, BinanceError> {
-        let sent = params::parse(query, body, kind).map_err(|e| BinanceError::from(&e))?;
-        let count = sent.len();
         let mut params = Self {
             text: Text::Inline(arrayvec::ArrayString::new()),
             ends: smallvec::SmallVec::new(),
+            names: 0,
         };
-        let mut unread = 0;
-        for (name, value) in sent {
-            if params.pairs().any(|(seen, _)| seen == name)
-                || (name == "signature" && value.is_empty())
-            {
-                return Err(BinanceError::bad(
-                    -1101,
-                    "Duplicate values for a parameter detected.",
-                ));
+        let (mut count, mut unread) = (0, 0);
+        let mut duplicate = false;
+        params::visit(query, body, kind, |name, value| {
+            count += 1;
+            // A refusal of the walk itself, later in the text, still wins.
+            if duplicate {
+                return;
+            }
+            if params.sent(&name).is_some() || (name == "signature" && value.is_empty()) {
+                duplicate = true;
+                return;
             }
             if name == "signature" {
-                continue;
+                return;
             }
             if !accepted
                 .iter()
@@ -98,6 +108,7 @@ impl Params {
             {
                 unread += 1;
             }
+            params.names |= name_bit(&name);
             params.text.push(&name);
             let name = params.text.as_str().len();
             params.text.push(&value);
@@ -105,6 +116,13 @@ impl Params {
                 name,
                 value: params.text.as_str().len(),
             });
+        })
+        .map_err(|e| BinanceError::from(&e))?;
+        if duplicate {
+            return Err(BinanceError::bad(
+                -1101,
+                "Duplicate values for a parameter detected.",
+            ));
         }
         if unread > 0 {
             return Err(BinanceError::bad(
@@ -119,6 +137,7 @@ impl Params {
     }
 
     /// Every kept parameter, in the order sent.
+    #[cfg(test)]
     fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
         let text = self.text.as_str();
         let mut start = 0;
@@ -143,10 +162,24 @@ impl Params {
 
     /// A parameter's value; empty counts as absent.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.pairs()
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| value)
-            .filter(|v| !v.is_empty())
+        self.sent(name).filter(|v| !v.is_empty())
+    }
+
+    /// A parameter's value as sent, empty or not. Names are compared as
+    /// bytes: only the value found is cut out of the text.
+    fn sent(&self, name: &str) -> Option<&str> {
+        if self.names & name_bit(name) == 0 {
+            return None;
+        }
+        let text = self.text.as_str();
+        let mut start = 0;
+        for ends in &self.ends {
+            if text.as_bytes()[start..ends.name] == *name.as_bytes() {
+                return Some(&text[ends.name..ends.value]);
+            }
+            start = ends.value;
+        }
+        None
     }
 
     pub(crate) fn required(&self, name: &str) -> Result<&str, BinanceError> {
@@ -577,6 +610,39 @@ mod tests {
         assert_eq!(params.get("symbol"), Some("ETHUSDT"));
     }
 
+    #[test]
+    fn a_refused_text_wins_over_a_duplicate_or_unread_parameter_before_it() {
+        let names: &[&str] = &["a"];
+        let code = |query: &str, body: &str, kind| {
+            Params::parse(query, body.as_bytes(), kind, &[&[names]])
+                .err()
+                .map(|error| (error.code, error.msg))
+        };
+        let nameless = Some((-1100, "Illegal characters found in a parameter.".into()));
+        assert_eq!(code("a=1&a=2&=5", "", BodyKind::Form), nameless);
+        assert_eq!(code("a=1&a=2", "b=1&x", BodyKind::Form), nameless);
+        assert_eq!(code("a=1&b=2", "=5", BodyKind::Form), nameless);
+        assert_eq!(code("a=1", r#"{"a":"#, BodyKind::Json).unwrap().0, -1135);
+        assert_eq!(code("a=1&a=2", "b=1", BodyKind::Form).unwrap().0, -1101);
+        assert_eq!(code("a=1", r#"{"a":2}"#, BodyKind::Json).unwrap().0, -1101);
+        assert_eq!(
+            code("a=1&b=2", "c=3&signature=ab", BodyKind::Form),
+            Some((
+                -1104,
+                "Not all sent parameters were read; read '2' parameter(s) but was sent '4'.".into()
+            ))
+        );
+        let many = "a=1&".repeat(params::MAX_PARAMS);
+        let too_many = Some((
+            -1101,
+            format!(
+                "Too many parameters; expected '{}' and received '65'.",
+                params::MAX_PARAMS
+            ),
+        ));
+        assert_eq!(code(&many, "a=2", BodyKind::Form), too_many);
+        assert_eq!(code(&many, r#"{"b":1}"#, BodyKind::Json), too_many);
+    }
     #[test]
     fn valid_orders_in_query_form_and_json() {
         let limit =
