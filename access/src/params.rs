@@ -86,11 +86,7 @@ pub fn visit<'a>(
         BodyKind::Json if body.iter().all(u8::is_ascii_whitespace) => Ok(()),
         BodyKind::Json => {
             let mut fields = ParamList::new();
-            json(body, &mut fields)?;
-            if count + fields.len() > MAX_PARAMS {
-                // The count at which a walk of every pair stops.
-                return Err(ParamError::TooMany(MAX_PARAMS + 1));
-            }
+            json(body, count, &mut fields)?;
             fields
                 .into_iter()
                 .for_each(|(name, value)| each(name, value));
@@ -305,7 +301,8 @@ fn decode_text(raw: &str) -> Cow<'_, str> {
 /// The top-level fields of a JSON object, each value as its exact text:
 /// strings unquoted, numbers as written (never through a float), arrays
 /// and `true`/`false` as their JSON text; `null` as empty (absent).
-fn json<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
+/// `before` counts the parameters of the query, for [`MAX_PARAMS`].
+fn json<'a>(raw: &'a [u8], before: usize, out: &mut ParamList<'a>) -> Result<(), ParamError> {
     let fields: Fields = serde_json::from_slice(raw).map_err(|_| ParamError::InvalidJson)?;
     for (name, value) in fields.0 {
         if name.is_empty() {
@@ -321,8 +318,8 @@ fn json<'a>(raw: &'a [u8], out: &mut ParamList<'a>) -> Result<(), ParamError> {
             _ => text.to_owned(),
         };
         out.push((Cow::Owned(name), Cow::Owned(value)));
-        if out.len() > MAX_PARAMS {
-            return Err(ParamError::TooMany(out.len()));
+        if before + out.len() > MAX_PARAMS {
+            return Err(ParamError::TooMany(before + out.len()));
         }
     }
     Ok(())
