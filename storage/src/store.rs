@@ -174,6 +174,13 @@ impl Store {
         db_opts.set_bytes_per_sync(1 << 20);
         db_opts.set_keep_log_file_num(4);
         db_opts.set_db_write_buffer_size(options.memtable_budget_bytes);
+        // A family written once (the schema version, a wallet) keeps every
+        // WAL file after its entry alive until it flushes, and RocksDB's own
+        // limit is four times all the write buffers: over thirty families,
+        // gigabytes of log a restart replays, and no file ever obsolete to be
+        // reused. Past the memtable budget the families holding the oldest
+        // file are flushed instead.
+        db_opts.set_max_total_wal_size(options.memtable_budget_bytes as u64);
         // Reused WAL files keep their size, so a synced write is one data
         // write: appending to a fresh file also rewrites its inode (size) on
         // every fdatasync.
@@ -665,6 +672,56 @@ mod tests {
 
     fn open(dir: &tempfile::TempDir) -> Store {
         Store::open(dir.path(), &StoreOptions::default()).unwrap()
+    }
+
+    /// Bytes of WAL files in the store's directory.
+    fn wal_bytes(dir: &tempfile::TempDir) -> u64 {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap())
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "log"))
+            .map(|entry| entry.metadata().unwrap().len())
+            .sum()
+    }
+
+    #[test]
+    fn the_log_stays_within_the_memtable_budget_while_a_family_sits_unflushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = 8 << 20;
+        let options = StoreOptions {
+            memtable_budget_bytes: budget,
+            write_buffer_bytes: 1 << 20,
+            ..StoreOptions::default()
+        };
+        let store = Store::open(dir.path(), &options).unwrap();
+        // `meta` got its schema version on open and is not written again;
+        // balances take 48 MiB, six budgets, in synced batches of 1 MiB.
+        let value = [7u8; 1024];
+        for round in 0u32..48 {
+            let mut batch = WriteBatch::default();
+            for row in 0u32..1024 {
+                let key = [round.to_be_bytes(), row.to_be_bytes()].concat();
+                batch.put_cf(store.cf(cf::BALANCE), key, value);
+            }
+            store.db.write_opt(batch, &Store::synced()).unwrap();
+        }
+        let live = wal_bytes(&dir);
+        assert!(
+            live <= 2 * budget as u64,
+            "{live} bytes of WAL for a budget of {budget}"
+        );
+        drop(store);
+        let store = Store::open(dir.path(), &options).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let last = [47u32.to_be_bytes(), 1023u32.to_be_bytes()].concat();
+        assert_eq!(
+            store
+                .db
+                .get_cf(store.cf(cf::BALANCE), last)
+                .unwrap()
+                .as_deref(),
+            Some(&value[..])
+        );
     }
 
     #[test]
