@@ -270,15 +270,58 @@ pub(crate) fn json_body(body: Bytes) -> Response {
         .into_response()
 }
 
-/// A non-empty parameter of a raw query string, for the weight functions,
-/// which run before the request's parameters are parsed.
-/// Whether the query names `name` with a value (without copying it).
-pub(crate) fn query_has(query: &str, name: &str) -> bool {
-    form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == name && !v.is_empty())
+/// The first non-empty value of `name` in a raw query string, read as a
+/// form would be (borrowed unless it holds an escape), for the weight
+/// functions, which run before the request's parameters are parsed.
+fn query_text<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+    weiport_access::params::lenient_pairs(query)
+        .find_map(|(sent, value)| (sent == name && !value.is_empty()).then_some(value))
 }
 
+/// Whether the query names `name` with a value (without copying it).
+pub(crate) fn query_has(query: &str, name: &str) -> bool {
+    query_text(query, name).is_some()
+}
+
+/// The first non-empty value of `name` in the query.
 pub(crate) fn query_value(query: &str, name: &str) -> Option<String> {
-    form_urlencoded::parse(query.as_bytes())
-        .find(|(k, v)| k == name && !v.is_empty())
-        .map(|(_, v)| v.into_owned())
+    query_text(query, name).map(std::borrow::Cow::into_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `form_urlencoded` finds: the first pair named `name` with a value.
+    fn as_forms_read(query: &str, name: &str) -> Option<String> {
+        form_urlencoded::parse(query.as_bytes())
+            .find(|(sent, value)| sent == name && !value.is_empty())
+            .map(|(_, value)| value.into_owned())
+    }
+
+    #[test]
+    fn the_weight_functions_read_a_query_as_a_form_does() {
+        let queries = [
+            "symbol=ETHUSDT",
+            "symbol=&symbol=BTCUSDT",
+            "symbols=%5B%22ETHUSDT%22%5D",
+            "sym%62ol=ETH%55SDT&limit=5",
+            "symbol",
+            "&&symbol=a+b&",
+            "orderId=1=2",
+            "limit=100&symbol=%E2%82%AC",
+            "symbol=%zz",
+            "",
+        ];
+        for query in queries {
+            for name in ["symbol", "symbols", "limit", "orderId"] {
+                assert_eq!(
+                    query_value(query, name),
+                    as_forms_read(query, name),
+                    "{name} in {query:?}"
+                );
+                assert_eq!(query_has(query, name), as_forms_read(query, name).is_some());
+            }
+        }
+    }
 }
