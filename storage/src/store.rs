@@ -680,7 +680,9 @@ mod tests {
             .unwrap()
             .map(|entry| entry.unwrap())
             .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "log"))
-            .map(|entry| entry.metadata().unwrap().len())
+            // A file the background purge removed meanwhile counts nothing.
+            .filter_map(|entry| entry.metadata().ok())
+            .map(|metadata| metadata.len())
             .sum()
     }
 
@@ -705,7 +707,14 @@ mod tests {
             }
             store.db.write_opt(batch, &Store::synced()).unwrap();
         }
-        let live = wal_bytes(&dir);
+        // Flushes and the removal of the files they free run in the
+        // background: on a busy machine they may trail the last write.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut live = wal_bytes(&dir);
+        while live > 2 * budget as u64 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            live = wal_bytes(&dir);
+        }
         assert!(
             live <= 2 * budget as u64,
             "{live} bytes of WAL for a budget of {budget}"
