@@ -114,17 +114,40 @@ fn requests_wrong_first_and_last() -> [String; 2] {
     [0, 31].map(|byte| format!("{PAYLOAD}&signature={}", signature_wrong_at(byte)))
 }
 
+/// Fails when two of up to three comparisons, each made by `compare` anew,
+/// find the classes apart. One run can be pushed past the bound by what is
+/// not the secret (a neighbour's burst on the host, where the two inputs
+/// happen to sit in memory: a run of the suite once saw the first-byte
+/// class 5 ns *slower*, t = +25); a leak shows in every run, as the positive
+/// control's t of −40 to −580 does.
+fn assert_no_leak(what: &str, compare: impl Fn() -> Comparison) {
+    let mut beyond = 0;
+    for _ in 0..3 {
+        let comparison = compare();
+        println!("{what}: {comparison}");
+        if comparison.t.abs() < LEAK_T {
+            if beyond == 0 {
+                return;
+            }
+        } else {
+            beyond += 1;
+            assert!(beyond < 2, "timing leak in {what}: {comparison}");
+        }
+    }
+}
+
 #[test]
 fn hmac_check_time_does_not_depend_on_matching_leading_bytes() {
     let key = HmacKey::new(SECRET);
-    let [first, last] = requests_wrong_first_and_last();
-    let comparison = welch_t_of([first.as_str(), last.as_str()], |request| {
-        SignedPayload::from_request(request, b"", true)
-            .and_then(|signed| signed.verify_hmac(&key))
-            .is_ok()
+    assert_no_leak("HMAC signature wrong in its first vs its last byte", || {
+        // Fresh requests each run, so where they sit in memory changes too.
+        let [first, last] = requests_wrong_first_and_last();
+        welch_t_of([first.as_str(), last.as_str()], |request| {
+            SignedPayload::from_request(request, b"", true)
+                .and_then(|signed| signed.verify_hmac(&key))
+                .is_ok()
+        })
     });
-    println!("HMAC signature wrong in its first vs its last byte: {comparison}");
-    assert!(comparison.t.abs() < LEAK_T, "timing leak: {comparison}");
 }
 
 #[test]
@@ -169,10 +192,10 @@ fn admin_token_check_time_does_not_depend_on_matching_leading_bytes() {
         bytes[i] = if bytes[i] == b'0' { b'1' } else { b'0' };
         String::from_utf8(bytes).unwrap()
     };
-    let (first, last) = (wrong_at(0), wrong_at(token.len() - 1));
-    let comparison = welch_t_of([first.as_str(), last.as_str()], |presented| {
-        token_matches(Some(presented), token)
+    assert_no_leak("admin token wrong in its first vs its last byte", || {
+        let (first, last) = (wrong_at(0), wrong_at(token.len() - 1));
+        welch_t_of([first.as_str(), last.as_str()], |presented| {
+            token_matches(Some(presented), token)
+        })
     });
-    println!("admin token wrong in its first vs its last byte: {comparison}");
-    assert!(comparison.t.abs() < LEAK_T, "timing leak: {comparison}");
 }
