@@ -643,6 +643,7 @@ mod tests {
         assert_eq!(code(&many, "a=2", BodyKind::Form), too_many);
         assert_eq!(code(&many, r#"{"b":1}"#, BodyKind::Json), too_many);
     }
+
     #[test]
     fn valid_orders_in_query_form_and_json() {
         let limit =
