@@ -27,7 +27,8 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$
 server_cpu=()
 [ "${BENCH_PIN:-after}" = start ] && server_cpu=(taskset -c 1)
 
-"${server_cpu[@]}" "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
+# Its durable route appends to a log in the work directory.
+BASELINE_LOG_DIR="$work" "${server_cpu[@]}" "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
 
 # start_weiport READY_PATH: config extras on stdin; waits until READY_PATH answers.
 start_weiport() {

@@ -2,7 +2,8 @@
 //! constant Etherscan-, Binance- and CoinGecko-shaped bodies (a balance, a
 //! new-order acknowledgement, a price, a book, a simple price), served over
 //! sockets by `examples/baseline_server.rs` and called in process by
-//! `benches/request_path.rs`.
+//! `benches/request_path.rs`; and one durable route, a group commit with
+//! nothing else, the floor of any order acknowledged only once on disk.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -46,10 +47,81 @@ pub fn app() -> Router {
                 json(ORDER)
             }),
         )
+        // Acknowledged once the body is on disk, as weiport's orders are.
+        .route(
+            "/durable/api/v3/order",
+            post(|body: Bytes| async move {
+                durable::append(body).await;
+                json(ORDER)
+            }),
+        )
         .route("/api/v3/ticker/price", get(|| async { json(PRICE) }))
         .route("/api/v3/simple/price", get(|| async { json(SIMPLE_PRICE) }))
         .route("/api/v3/depth", {
             let depth = depth_body();
             get(move || async move { json(depth) })
         })
+}
+
+/// A group commit and nothing else: one thread appends every waiting body
+/// to a log file with one write and one `fdatasync`, then acknowledges them,
+/// shaped as weiport's engine thread commits (it lets the request workers
+/// run first, drains its queue, and runs under `SCHED_BATCH`) without an
+/// engine, a store or anything recorded. What a durable order costs on this
+/// machine however little else it does.
+mod durable {
+    use std::io::Write;
+    use std::sync::OnceLock;
+    use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+
+    use axum::body::Bytes;
+    use tokio::sync::oneshot;
+
+    type Pending = (Bytes, oneshot::Sender<()>);
+
+    /// Appends `body` to the log and returns once it is on disk.
+    pub async fn append(body: Bytes) {
+        static QUEUE: OnceLock<SyncSender<Pending>> = OnceLock::new();
+        let queue = QUEUE.get_or_init(|| {
+            let (queue, pending) = sync_channel(4096);
+            std::thread::spawn(move || commit(pending));
+            queue
+        });
+        let (done, committed) = oneshot::channel();
+        queue.send((body, done)).expect("the committer runs");
+        committed.await.expect("the committer answers");
+    }
+
+    fn commit(pending: Receiver<Pending>) {
+        let dir = std::env::var_os("BASELINE_LOG_DIR").map_or_else(std::env::temp_dir, Into::into);
+        let path = dir.join(format!("baseline-{}.log", std::process::id()));
+        let mut log = std::fs::File::create(&path).expect("creating the baseline log");
+        // SAFETY: reads the parameter block it is given, for this thread.
+        unsafe {
+            let param = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+        }
+        let mut bytes = Vec::new();
+        let mut batch = Vec::new();
+        while let Ok(first) = pending.recv() {
+            std::thread::yield_now();
+            batch.push(first);
+            while batch.len() < 1024 {
+                match pending.try_recv() {
+                    Ok(more) => batch.push(more),
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+            bytes.clear();
+            for (body, _) in &batch {
+                bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(body);
+            }
+            log.write_all(&bytes).expect("appending to the baseline log");
+            log.sync_data().expect("syncing the baseline log");
+            for (_, done) in batch.drain(..) {
+                let _ = done.send(());
+            }
+        }
+    }
 }
