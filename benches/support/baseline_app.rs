@@ -117,7 +117,8 @@ mod durable {
                 bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
                 bytes.extend_from_slice(body);
             }
-            log.write_all(&bytes).expect("appending to the baseline log");
+            log.write_all(&bytes)
+                .expect("appending to the baseline log");
             log.sync_data().expect("syncing the baseline log");
             for (_, done) in batch.drain(..) {
                 let _ = done.send(());
