@@ -6,11 +6,24 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+
+/// The hasher of every per-client table: seeded per process, so clients
+/// cannot aim their addresses at one bucket, and several times cheaper
+/// than SipHash on the small keys here (addresses, account ids, key slots),
+/// which every request looks up two to six times.
+type Hasher = foldhash::fast::RandomState;
+
+/// A per-client table.
+type DashMap<K, V> = dashmap::DashMap<K, V, Hasher>;
+
+/// A GCRA limiter per key.
+type KeyedLimiter<K> = RateLimiter<K, DefaultKeyedStateStore<K, Hasher>, DefaultClock>;
 
 use crate::AccessError;
 
@@ -107,23 +120,27 @@ fn nonzero(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n.max(1)).expect("at least 1")
 }
 
-fn keyed<K: std::hash::Hash + Eq + Clone>(quota: Quota) -> DefaultKeyedRateLimiter<K> {
-    RateLimiter::keyed(quota)
+fn keyed<K: std::hash::Hash + Eq + Clone>(quota: Quota) -> KeyedLimiter<K> {
+    RateLimiter::dashmap_with_hasher(quota, Hasher::default())
 }
 
 /// The shared limiter.
 pub struct Limiter {
     config: LimitsConfig,
     clock: DefaultClock,
-    ip_weight: DefaultKeyedRateLimiter<IpAddr>,
-    key_weight: DefaultKeyedRateLimiter<u64>,
-    orders_10s: DefaultKeyedRateLimiter<u64>,
-    orders_day: DefaultKeyedRateLimiter<u64>,
-    query: HashMap<String, DefaultKeyedRateLimiter<u64>>,
+    ip_weight: KeyedLimiter<IpAddr>,
+    key_weight: KeyedLimiter<u64>,
+    orders_10s: KeyedLimiter<u64>,
+    orders_day: KeyedLimiter<u64>,
+    query: HashMap<String, KeyedLimiter<u64>>,
     ip_windows: DashMap<IpAddr, Window>,
     order_windows: DashMap<u64, (Window, Window)>,
     offenders: DashMap<IpAddr, Offender>,
     bad_keys: DashMap<IpAddr, BadKeys>,
+    /// No IP is banned or blocked from this time on: the latest end of
+    /// any ban or block set. Nearly always past, which spares every
+    /// request the look-ups of [`Limiter::check_ip`].
+    refusals_end_ms: AtomicU64,
 }
 
 impl Limiter {
@@ -151,10 +168,11 @@ impl Limiter {
             ),
             query,
             clock: DefaultClock::default(),
-            ip_windows: DashMap::new(),
-            order_windows: DashMap::new(),
-            offenders: DashMap::new(),
-            bad_keys: DashMap::new(),
+            ip_windows: DashMap::default(),
+            order_windows: DashMap::default(),
+            offenders: DashMap::default(),
+            bad_keys: DashMap::default(),
+            refusals_end_ms: AtomicU64::new(0),
             config,
         }
     }
@@ -173,7 +191,7 @@ impl Limiter {
 
     fn wait<K: std::hash::Hash + Eq + Clone>(
         &self,
-        limiter: &DefaultKeyedRateLimiter<K>,
+        limiter: &KeyedLimiter<K>,
         key: &K,
         n: u32,
     ) -> Option<Duration> {
@@ -194,6 +212,9 @@ impl Limiter {
 
     /// Refuses a banned or bad-key-blocked IP before any other work.
     pub fn check_ip(&self, ip: IpAddr, now_ms: u64) -> Result<(), AccessError> {
+        if now_ms >= self.refusals_end_ms.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let ip = self.client_group(ip);
         if let Some(offender) = self.offenders.get(&ip)
             && offender.banned_until_ms > now_ms
@@ -219,6 +240,8 @@ impl Limiter {
         let mut bad = self.bad_keys.entry(ip).or_default();
         if bad.window.add(now_ms, 30_000, 1) > self.config.invalid_keys_per_30s {
             bad.blocked_until_ms = now_ms + self.config.invalid_key_block.as_millis() as u64;
+            self.refusals_end_ms
+                .fetch_max(bad.blocked_until_ms, Ordering::Relaxed);
         }
     }
 
@@ -379,6 +402,8 @@ impl Limiter {
             offender.bans += 1;
             offender.rejections = 0;
             offender.banned_until_ms = now_ms + length.as_millis() as u64;
+            self.refusals_end_ms
+                .fetch_max(offender.banned_until_ms, Ordering::Relaxed);
             tracing::warn!(%ip, ban_secs = length.as_secs(), "client kept sending after 429: banned");
             return AccessError::Banned {
                 until_ms: offender.banned_until_ms,
@@ -504,6 +529,31 @@ mod tests {
         assert_eq!(until_ms, now + 2_000);
         limiter.check_ip(ip(3), now + 2_001).unwrap();
         limiter.check_ip(ip(4), now).unwrap();
+    }
+
+    #[test]
+    fn bans_and_blocks_of_several_ips_each_end_on_their_own() {
+        let limiter = Limiter::new(LimitsConfig {
+            invalid_keys_per_30s: 1,
+            invalid_key_block: Duration::from_secs(30),
+            ..small()
+        });
+        let now = 3_000_000;
+        limiter.check_ip(ip(7), now).unwrap();
+        // ip 7: blocked for bad keys until now + 30 s.
+        limiter.record_invalid_key(ip(7), now);
+        limiter.record_invalid_key(ip(7), now);
+        // ip 8: banned for 2 s, set later but ending sooner.
+        limiter.charge_weight(ip(8), None, 10, now + 1).unwrap();
+        for _ in 0..4 {
+            let _ = limiter.charge_weight(ip(8), None, 1, now + 1);
+        }
+        let refused = |n, t| limiter.check_ip(ip(n), t).is_err();
+        assert!(refused(7, now + 1) && refused(8, now + 1));
+        assert!(!refused(9, now + 1), "an IP never refused passes");
+        assert!(refused(7, now + 2_002) && !refused(8, now + 2_002));
+        assert!(refused(7, now + 29_999));
+        assert!(!refused(7, now + 30_000) && !refused(8, now + 30_000));
     }
 
     #[test]
