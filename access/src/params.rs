@@ -402,6 +402,8 @@ mod tests {
             "a=1=2",
             "sp+ace=%41%42+c&%F0%9F%A6%80=%zz",
             "bad=%FF%FE&k=\u{e9}",
+            "a=&b=1&a=2&a=3",
+            "%61=&a=+",
             "",
         ] {
             let ours: Vec<(String, String)> = lenient_pairs(raw)
