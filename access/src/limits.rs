@@ -4,28 +4,32 @@
 //! ignore 429 answers are banned for escalating periods.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
-/// The hasher of every per-client table: seeded per process, so clients
-/// cannot aim their addresses at one bucket, and several times cheaper
-/// than SipHash on the small keys here (addresses, account ids, key slots),
-/// which every request looks up two to six times.
-type Hasher = foldhash::fast::RandomState;
+use crate::AccessError;
 
-/// A per-client table.
-type DashMap<K, V> = dashmap::DashMap<K, V, Hasher>;
+/// The hasher of tables keyed by what a client picks: its address (an IPv6
+/// client picks among the networks of its prefix). SipHash with a random
+/// key, so that no one who can time the server learns enough to aim all
+/// its addresses at one bucket.
+type AddressHasher = std::hash::RandomState;
+
+/// The hasher of tables keyed by ids the server assigns (accounts, key
+/// slots): seeded per process, several times cheaper than SipHash on a
+/// `u64`, and safe where the keys are not the client's to choose.
+type IdHasher = foldhash::fast::RandomState;
 
 /// A GCRA limiter per key.
-type KeyedLimiter<K> = RateLimiter<K, DefaultKeyedStateStore<K, Hasher>, DefaultClock>;
-
-use crate::AccessError;
+type KeyedLimiter<K, S> = RateLimiter<K, DefaultKeyedStateStore<K, S>, DefaultClock>;
 
 /// Limits, from configuration.
 #[derive(Debug, Clone)]
@@ -120,23 +124,25 @@ fn nonzero(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n.max(1)).expect("at least 1")
 }
 
-fn keyed<K: std::hash::Hash + Eq + Clone>(quota: Quota) -> KeyedLimiter<K> {
-    RateLimiter::dashmap_with_hasher(quota, Hasher::default())
+fn keyed<K: std::hash::Hash + Eq + Clone, S: BuildHasher + Clone + Default>(
+    quota: Quota,
+) -> KeyedLimiter<K, S> {
+    RateLimiter::dashmap_with_hasher(quota, S::default())
 }
 
 /// The shared limiter.
 pub struct Limiter {
     config: LimitsConfig,
     clock: DefaultClock,
-    ip_weight: KeyedLimiter<IpAddr>,
-    key_weight: KeyedLimiter<u64>,
-    orders_10s: KeyedLimiter<u64>,
-    orders_day: KeyedLimiter<u64>,
-    query: HashMap<String, KeyedLimiter<u64>>,
-    ip_windows: DashMap<IpAddr, Window>,
-    order_windows: DashMap<u64, (Window, Window)>,
-    offenders: DashMap<IpAddr, Offender>,
-    bad_keys: DashMap<IpAddr, BadKeys>,
+    ip_weight: KeyedLimiter<IpAddr, AddressHasher>,
+    key_weight: KeyedLimiter<u64, IdHasher>,
+    orders_10s: KeyedLimiter<u64, IdHasher>,
+    orders_day: KeyedLimiter<u64, IdHasher>,
+    query: HashMap<String, KeyedLimiter<u64, IdHasher>>,
+    ip_windows: DashMap<IpAddr, Window, AddressHasher>,
+    order_windows: DashMap<u64, (Window, Window), IdHasher>,
+    offenders: DashMap<IpAddr, Offender, AddressHasher>,
+    bad_keys: DashMap<IpAddr, BadKeys, AddressHasher>,
     /// No IP is banned or blocked from this time on: the latest end of
     /// any ban or block set. Nearly always past, which spares every
     /// request the look-ups of [`Limiter::check_ip`].
@@ -191,7 +197,7 @@ impl Limiter {
 
     fn wait<K: std::hash::Hash + Eq + Clone>(
         &self,
-        limiter: &KeyedLimiter<K>,
+        limiter: &KeyedLimiter<K, impl BuildHasher + Clone>,
         key: &K,
         n: u32,
     ) -> Option<Duration> {
