@@ -88,6 +88,8 @@ mod durable {
             queue
         });
         let (done, committed) = oneshot::channel();
+        // The queue holds far more than any benchmark's connections, so
+        // this send, blocking in an async handler, never waits.
         queue.send((body, done)).expect("the committer runs");
         committed.await.expect("the committer answers");
     }
