@@ -36,8 +36,8 @@ struct Key {
 }
 
 /// weiport's exchange router over a fresh store, with limits that never
-/// refuse, and a key allowed to trade.
-fn weiport_router(dir: &std::path::Path) -> (Router, Key) {
+/// refuse, a key allowed to trade, and its admin router (to fund the key's account).
+fn weiport_router(dir: &std::path::Path) -> (Router, Router, Key, u64) {
     let store = Store::open(dir, &StoreOptions::default()).expect("store");
     let limits = LimitsConfig {
         ip_weight_per_minute: u32::MAX,
@@ -66,9 +66,15 @@ fn weiport_router(dir: &std::path::Path) -> (Router, Key) {
     let access = Arc::new(Access::new(keys, limiter, vec![], 65_536));
     let market = weiport_exchange::market::tests_support::eth_usdt();
     let catalog = Arc::new(Catalog::new(vec![market]));
-    let exchange =
-        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access).expect("exchange");
-    (weiport_exchange_api::router(Arc::new(exchange)), key)
+    let exchange = Arc::new(
+        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access).expect("exchange"),
+    );
+    (
+        weiport_exchange_api::router(exchange.clone()),
+        weiport_exchange_api::admin_router(exchange),
+        key,
+        account,
+    )
 }
 
 /// A signed order body as clients send it, fresh for the next minute.
@@ -114,11 +120,13 @@ async fn answer(router: &Router, request: Request<Body>) {
 }
 
 /// The measured cases: a name, the router that answers, and its request.
-const CASES: [&str; 4] = [
+const CASES: [&str; 6] = [
     "bare-ticker",
     "weiport-ticker",
     "bare-order",
     "weiport-order-test",
+    "bare-durable-order",
+    "weiport-order",
 ];
 
 /// Both routers and the signed key, on a store in `dir`.
@@ -135,7 +143,16 @@ impl Setup {
             .enable_all()
             .build()
             .expect("runtime");
-        let (weiport, key) = runtime.block_on(async { weiport_router(dir) });
+        let (weiport, admin, key, account) = runtime.block_on(async { weiport_router(dir) });
+        // Enough quote asset for every order the durable case sends: each
+        // expires unfilled (immediate-or-cancel below the book) and frees it.
+        let credit = Request::builder()
+            .method("POST")
+            .uri(format!("/admin/accounts/{account}/credit"))
+            .header("Content-Type", "application/json")
+            .body(Body::from(r#"{"asset":"USDT","amount":"100000000"}"#))
+            .expect("request");
+        runtime.block_on(answer(&admin, credit));
         Self {
             runtime,
             weiport,
@@ -160,6 +177,14 @@ impl Setup {
             "weiport-order-test" => (
                 &self.weiport,
                 Box::new(move || post("/api/v3/order/test", &key, &body)),
+            ),
+            "bare-durable-order" => (
+                &self.bare,
+                Box::new(move || post("/durable/api/v3/order", &key, &body)),
+            ),
+            "weiport-order" => (
+                &self.weiport,
+                Box::new(move || post("/api/v3/order", &key, &body)),
             ),
             other => panic!("no case {other}; cases: {CASES:?}"),
         }
