@@ -393,7 +393,17 @@ impl StreamHub {
     /// `user:<account>` (the WebSocket API) and the account's listen keys.
     /// Events of accounts nobody follows are not built.
     fn user_events(&self, outcome: &Outcome, users: &mut UserState, event_us: u64) {
-        let wanted = |account| self.followed(account);
+        // A command touches few accounts, each asked about for every order
+        // and balance it changed: each is looked up once.
+        let asked = std::cell::RefCell::new(smallvec::SmallVec::<[(AccountId, bool); 4]>::new());
+        let wanted = |account| {
+            if let Some(&(_, followed)) = asked.borrow().iter().find(|(a, _)| *a == account) {
+                return followed;
+            }
+            let followed = self.followed(account);
+            asked.borrow_mut().push((account, followed));
+            followed
+        };
         let now = event_us / 1000;
         let events = user_events(
             &self.catalog,

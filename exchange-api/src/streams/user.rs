@@ -410,22 +410,27 @@ pub(super) fn user_events(
             locked,
         } = event
         {
-            positions
-                .entry(*account)
-                .or_default()
-                .insert(*asset, (*free, *locked));
+            if wanted(*account) {
+                positions
+                    .entry(*account)
+                    .or_default()
+                    .insert(*asset, (*free, *locked));
+            } else {
+                // Kept all the same: a balance update's delta, once someone
+                // follows the account, starts from here.
+                state.free.insert((*account, *asset), *free);
+            }
         }
     }
     let time = outcome.time_ms.unwrap_or(now);
     for (account, assets) in positions {
-        let followed = wanted(account);
         for (asset, (free, _)) in &assets {
             let before = state
                 .free
                 .insert((account, *asset), *free)
                 .unwrap_or_default();
             // Credits and debits carry no engine time: they are balance updates.
-            if followed && outcome.time_ms.is_none() && *free != before {
+            if outcome.time_ms.is_none() && *free != before {
                 let delta = if *free >= before {
                     free.saturating_sub(before).to_string()
                 } else {
@@ -436,9 +441,6 @@ pub(super) fn user_events(
                     json!({ "e": "balanceUpdate", "E": now, "a": catalog.asset(*asset), "d": delta, "T": now }),
                 ));
             }
-        }
-        if !followed {
-            continue;
         }
         let balances: Vec<Value> = assets
             .iter()
@@ -452,4 +454,60 @@ pub(super) fn user_events(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weiport_exchange::history::Changes;
+
+    fn credit(account: AccountId, asset: AssetId, free: u64) -> Outcome {
+        Outcome {
+            sequence: 1,
+            time_ms: None,
+            events: vec![Event::Balance {
+                account,
+                asset,
+                free: Amount::from_units(free),
+                locked: Amount::ZERO,
+            }],
+            changes: Changes::default(),
+        }
+    }
+
+    #[test]
+    fn a_balance_update_counts_from_changes_made_while_nobody_followed() {
+        let catalog = Catalog::new(vec![weiport_exchange::market::tests_support::eth_usdt()]);
+        let usdt = catalog.asset_id("USDT").expect("USDT");
+        let mut state = UserState::default();
+        let unfollowed = user_events(
+            &catalog,
+            None,
+            &credit(7, usdt, 100),
+            &mut state,
+            1,
+            &|_| false,
+        );
+        assert!(unfollowed.is_empty(), "{unfollowed:?}");
+
+        let followed = user_events(
+            &catalog,
+            None,
+            &credit(7, usdt, 130),
+            &mut state,
+            2,
+            &|_| true,
+        );
+        let update = followed
+            .iter()
+            .find(|(_, event)| event["e"] == "balanceUpdate")
+            .expect("a balance update");
+        assert_eq!(update.0, 7);
+        assert_eq!(update.1["d"], Amount::from_units(30).to_string());
+        assert!(
+            followed
+                .iter()
+                .any(|(_, event)| event["e"] == "outboundAccountPosition")
+        );
+    }
 }
