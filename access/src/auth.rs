@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::keys::{Permission, is_key_id_shaped};
 use crate::keystore::{ApiKey, KeyStore};
-use crate::params::{BodyKind, FormWalk};
+use crate::params::BodyKind;
 use crate::{AccessError, SignatureError, SignedPayload};
 
 /// What an endpoint demands of a request.
@@ -54,17 +54,13 @@ pub const DEFAULT_RECV_WINDOW_MS: u64 = 5_000;
 
 /// The values of `names` among the request's parameters (query, then form
 /// or JSON body), empty ones as absent; a name sent twice is an error.
-/// The values [`params`] found, by the index of their name.
-type Found<'a, const N: usize> = [Option<Cow<'a, str>>; N];
-
-/// The form's walk comes back too (see [`crate::params::select`]).
 fn params<'a, const N: usize>(
     credentials: &Credentials<'a>,
     names: [&str; N],
-) -> Result<(Found<'a, N>, Option<FormWalk>), AccessError> {
+) -> Result<[Option<Cow<'a, str>>; N], AccessError> {
     let mut found = [const { None }; N];
     let mut repeated = false;
-    let walk = crate::params::select(
+    crate::params::select(
         credentials.query,
         credentials.body,
         credentials.body_kind,
@@ -78,7 +74,7 @@ fn params<'a, const N: usize>(
     if repeated {
         return Err(AccessError::DuplicateParameter);
     }
-    Ok((found.map(|value| value.filter(|v| !v.is_empty())), walk))
+    Ok(found.map(|value| value.filter(|v| !v.is_empty())))
 }
 
 /// Parses a millisecond `recvWindow` with up to three decimals into microseconds.
@@ -104,12 +100,7 @@ fn parse_recv_window_us(text: &str) -> Option<u64> {
 
 /// Checks `timestamp` and `recvWindow` against `now_us`.
 pub fn check_freshness(credentials: &Credentials<'_>, now_us: u64) -> Result<(), AccessError> {
-    freshness(credentials, now_us).map(drop)
-}
-
-/// [`check_freshness`], handing on the walk of a form's parameters.
-fn freshness(credentials: &Credentials<'_>, now_us: u64) -> Result<Option<FormWalk>, AccessError> {
-    let ([timestamp, recv_window], walk) = params(credentials, ["timestamp", "recvWindow"])?;
+    let [timestamp, recv_window] = params(credentials, ["timestamp", "recvWindow"])?;
     let timestamp = timestamp.ok_or(AccessError::MissingParameter("timestamp"))?;
     let timestamp: u64 = timestamp
         .parse()
@@ -135,7 +126,7 @@ fn freshness(credentials: &Credentials<'_>, now_us: u64) -> Result<Option<FormWa
     if now_us.saturating_sub(timestamp_us) > window_us {
         return Err(AccessError::TimestampOutsideRecvWindow);
     }
-    Ok(walk)
+    Ok(())
 }
 
 /// Authenticates a request for an endpoint of `security`. Returns the key
@@ -147,24 +138,12 @@ pub fn authenticate(
     ip: IpAddr,
     now_us: u64,
 ) -> Result<Option<Arc<ApiKey>>, AccessError> {
-    authenticate_walked(keys, security, credentials, ip, now_us).map(|(key, _)| key)
-}
-
-/// [`authenticate`], also handing on the walk of a signed form's parameters,
-/// from which the endpoint reads them without walking the text again.
-pub fn authenticate_walked(
-    keys: &KeyStore,
-    security: Security,
-    credentials: &Credentials<'_>,
-    ip: IpAddr,
-    now_us: u64,
-) -> Result<(Option<Arc<ApiKey>>, Option<FormWalk>), AccessError> {
     let Some(permission) = security.permission() else {
-        return Ok((None, None));
+        return Ok(None);
     };
     let Some(key_id) = credentials.api_key.filter(|k| !k.is_empty()) else {
         return match security {
-            Security::OptionalKey(_) => Ok((None, None)),
+            Security::OptionalKey(_) => Ok(None),
             _ => Err(AccessError::MissingApiKey),
         };
     };
@@ -175,7 +154,6 @@ pub fn authenticate_walked(
         .get(key_id)
         .filter(|k| k.revoked_ms.is_none())
         .ok_or(AccessError::InvalidApiKey)?;
-    let mut walk = None;
     if let Security::Signed(_) = security {
         let signed = SignedPayload::from_request(
             credentials.query,
@@ -187,7 +165,7 @@ pub fn authenticate_walked(
             SignatureError::Duplicate => AccessError::DuplicateParameter,
             SignatureError::Invalid => AccessError::InvalidSignature,
         })?;
-        walk = freshness(credentials, now_us)?;
+        check_freshness(credentials, now_us)?;
         key.verify(&signed, now_us / 1000)
             .map_err(|_| AccessError::InvalidSignature)?;
     }
@@ -197,7 +175,7 @@ pub fn authenticate_walked(
     if !key.permissions.allows(permission) {
         return Err(AccessError::PermissionDenied(permission));
     }
-    Ok((Some(key), walk))
+    Ok(Some(key))
 }
 
 #[cfg(test)]

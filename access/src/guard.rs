@@ -16,7 +16,7 @@ use axum::response::Response;
 use axum::routing::MethodRouter;
 use tower::{Layer, Service};
 
-use crate::auth::{Credentials, Security, authenticate_walked};
+use crate::auth::{Credentials, Security, authenticate};
 use crate::keystore::{ApiKey, now_ms};
 use crate::limits::Usage;
 use crate::params::BodyKind;
@@ -114,9 +114,6 @@ pub struct Caller {
     pub key: Option<Arc<ApiKey>>,
     /// The parameter names the endpoint reads ([`Endpoint::reads`]).
     pub reads: &'static [&'static [&'static str]],
-    /// Where a signed form's parameters sit, as authentication walked them
-    /// (see [`crate::params::visit_walked`]).
-    pub form: Option<crate::params::FormWalk>,
 }
 
 /// Wraps `route` so that every request passes `endpoint`'s checks first,
@@ -328,7 +325,7 @@ impl<F: Face> Shared<F> {
             body,
             body_kind: BodyKind::of(request.headers()),
         };
-        let (key, form) = authenticate_walked(
+        let key = authenticate(
             &access.keys,
             endpoint.security,
             &credentials,
@@ -356,7 +353,6 @@ impl<F: Face> Shared<F> {
             ip,
             key,
             reads: endpoint.reads,
-            form,
         };
         Ok((caller, usage))
     }

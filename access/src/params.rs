@@ -79,7 +79,7 @@ pub fn visit<'a>(
     mut each: impl FnMut(Cow<'a, str>, Cow<'a, str>),
 ) -> Result<(), ParamError> {
     let mut count = 0;
-    let mut decoded = |name, value: Sent<'a>, _: Span| each(name, value.decode());
+    let mut decoded = |name, value: Sent<'a>| each(name, value.decode());
     form_pairs(query.as_bytes(), &mut count, &mut decoded)?;
     match kind {
         BodyKind::Form => form_pairs(body, &mut count, &mut decoded),
@@ -99,15 +99,13 @@ pub fn visit<'a>(
 /// in `names` and its decoded value, in the order sent; every other
 /// parameter is checked as [`parse`] checks it but not decoded. What
 /// authentication reads of every signed request, without building the list.
-/// A form's walk is returned, for [`visit_walked`] to read every parameter
-/// later without walking the text again (none for a JSON body).
 pub fn select<'a>(
     query: &'a str,
     body: &'a [u8],
     kind: BodyKind,
     names: &[&str],
     mut found: impl FnMut(usize, Cow<'a, str>),
-) -> Result<Option<FormWalk>, ParamError> {
+) -> Result<(), ParamError> {
     let wanted = |name: &str| names.iter().position(|wanted| *wanted == name);
     if kind == BodyKind::Json {
         // Rare, and its values are decoded whole anyway.
@@ -116,99 +114,16 @@ pub fn select<'a>(
                 found(i, value);
             }
         }
-        return Ok(None);
+        return Ok(());
     }
-    let mut walk = FormWalk {
-        query: (query.as_ptr() as usize, query.len()),
-        body: (body.as_ptr() as usize, body.len()),
-        ..FormWalk::default()
+    let mut each = |name: Cow<'a, str>, value: Sent<'a>| {
+        if let Some(i) = wanted(&name) {
+            found(i, value.decode());
+        }
     };
     let mut count = 0;
-    let mut each = |name: Cow<'a, str>, value: Sent<'a>, span| {
-        walk.spans.push(span);
-        if let Some(i) = wanted(&name) {
-            found(i, value.decode());
-        }
-    };
     form_pairs(query.as_bytes(), &mut count, &mut each)?;
-    walk.in_query = walk.spans.len();
-    let mut each = |name: Cow<'a, str>, value: Sent<'a>, span| {
-        walk.spans.push(span);
-        if let Some(i) = wanted(&name) {
-            found(i, value.decode());
-        }
-    };
-    form_pairs(body, &mut count, &mut each)?;
-    let spans_fit = [query.len(), body.len()]
-        .into_iter()
-        .all(|len| u32::try_from(len).is_ok());
-    Ok(spans_fit.then_some(walk))
-}
-
-/// Where each parameter of a form-encoded query and body sits, as
-/// [`select`] found them: a signed request's text is walked once, by the
-/// access guard, and its endpoint reads the parameters from this.
-#[derive(Debug, Clone, Default)]
-pub struct FormWalk {
-    /// The query walked (address, length): a walk answers for that text only.
-    query: (usize, usize),
-    /// The body walked (address, length).
-    body: (usize, usize),
-    /// Every pair of the query, then of the body.
-    spans: smallvec::SmallVec<[Span; 12]>,
-    /// How many of `spans` are the query's.
-    in_query: usize,
-}
-
-/// One pair of a walked form: `name` is `start..equals`, the value
-/// `equals + 1..end`.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    start: u32,
-    equals: u32,
-    end: u32,
-    name_escaped: bool,
-    value_escaped: bool,
-}
-
-/// Every parameter [`visit`] would hand over, read from `walk` when it was
-/// made of this very query and body (the same text, not a copy): no byte is
-/// walked again. Anything else is walked anew. A walk is made only of text
-/// that passed every check, so this refuses nothing the walk accepted.
-pub fn visit_walked<'a>(
-    walk: Option<&FormWalk>,
-    query: &'a str,
-    body: &'a [u8],
-    kind: BodyKind,
-    mut each: impl FnMut(Cow<'a, str>, Cow<'a, str>),
-) -> Result<(), ParamError> {
-    let same = |text: &[u8], walked: (usize, usize)| (text.as_ptr() as usize, text.len()) == walked;
-    let Some(walk) = walk.filter(|walk| {
-        kind == BodyKind::Form && same(query.as_bytes(), walk.query) && same(body, walk.body)
-    }) else {
-        return visit(query, body, kind, each);
-    };
-    let body_text = std::str::from_utf8(body).ok();
-    for (i, span) in walk.spans.iter().enumerate() {
-        let (raw, text) = if i < walk.in_query {
-            (query.as_bytes(), Some(query))
-        } else {
-            (body, body_text)
-        };
-        let piece = |from: u32, to: u32, escaped: bool| {
-            let (from, to) = (from as usize, to as usize);
-            Sent {
-                bytes: raw.get(from..to).unwrap_or_default(),
-                text: text.and_then(|text| text.get(from..to)),
-                escaped,
-            }
-        };
-        each(
-            piece(span.start, span.equals, span.name_escaped).decode(),
-            piece(span.equals + 1, span.end, span.value_escaped).decode(),
-        );
-    }
-    Ok(())
+    form_pairs(body, &mut count, &mut each)
 }
 
 /// Walks form-encoded `name=value` pairs; `each` gets the decoded name and
@@ -219,7 +134,7 @@ pub fn visit_walked<'a>(
 fn form_pairs<'a>(
     raw: &'a [u8],
     count: &mut usize,
-    mut each: impl FnMut(Cow<'a, str>, Sent<'a>, Span),
+    mut each: impl FnMut(Cow<'a, str>, Sent<'a>),
 ) -> Result<(), ParamError> {
     // Checked once: every piece split at an ASCII `&` or `=` of valid text
     // is valid text, so no piece is checked again.
@@ -258,15 +173,7 @@ fn form_pairs<'a>(
                     if *count > MAX_PARAMS {
                         return Err(ParamError::TooMany(*count));
                     }
-                    let span = Span {
-                        // Truncated past 4 GiB: `select` keeps no walk of such text.
-                        start: start as u32,
-                        equals: equals as u32,
-                        end: at as u32,
-                        name_escaped,
-                        value_escaped,
-                    };
-                    each(name, piece(equals + 1, at, value_escaped), span);
+                    each(name, piece(equals + 1, at, value_escaped));
                 }
                 start = at + 1;
                 equals = None;
@@ -480,7 +387,7 @@ mod tests {
                 &names,
                 |i, value| selected.push((i, value.into_owned())),
             )
-            .map(|_| selected);
+            .map(|()| selected);
             assert_eq!(result, expected, "{query:?} / {body:?}");
         }
     }
@@ -589,65 +496,7 @@ mod tests {
         Ok(out)
     }
 
-    /// Every pair `visit_walked` hands over, owned.
-    fn replayed(walk: Option<&FormWalk>, query: &str, body: &[u8]) -> Vec<(String, String)> {
-        let mut pairs = Vec::new();
-        visit_walked(walk, query, body, BodyKind::Form, |name, value| {
-            pairs.push((name.into_owned(), value.into_owned()));
-        })
-        .expect("a walked text is read");
-        pairs
-    }
-
-    #[test]
-    fn a_walk_answers_for_the_text_it_walked_only() {
-        let (query, body) = ("symbol=ETHUSDT", b"side=BUY&price=1".to_vec());
-        let walk = select(query, &body, BodyKind::Form, &[], |_, _| {})
-            .expect("read")
-            .expect("a form's walk");
-        // A copy of other text of the same length is walked anew, not
-        // read through the first text's spans.
-        let other = b"type=SEL&qty=2xy".to_vec();
-        assert_eq!(other.len(), body.len());
-        assert_eq!(
-            replayed(Some(&walk), query, &other),
-            [("symbol", "ETHUSDT"), ("type", "SEL"), ("qty", "2xy")]
-                .map(|(n, v)| (n.to_owned(), v.to_owned()))
-        );
-        assert_eq!(
-            replayed(Some(&walk), query, &body),
-            [("symbol", "ETHUSDT"), ("side", "BUY"), ("price", "1")]
-                .map(|(n, v)| (n.to_owned(), v.to_owned()))
-        );
-        let json = select(query, b"{}", BodyKind::Json, &[], |_, _| {}).expect("read");
-        assert!(json.is_none(), "a JSON body is not walked as a form");
-    }
-
     proptest::proptest! {
-        #[test]
-        fn a_replayed_walk_reads_as_walking_again(
-            query in proptest::collection::vec(proptest::sample::select(
-                b"ab=&%+23C".to_vec()), 0..16),
-            body in proptest::collection::vec(proptest::sample::select(
-                b"ab=&%+23ACx\xc3\xa9\xff".to_vec()), 0..40),
-        ) {
-            let query = String::from_utf8(query).expect("ASCII");
-            let walked = select(&query, &body, BodyKind::Form, &["a"], |_, _| {});
-            let read = parse(&query, &body, BodyKind::Form).map(|pairs| {
-                pairs
-                    .into_iter()
-                    .map(|(name, value)| (name.into_owned(), value.into_owned()))
-                    .collect::<Vec<_>>()
-            });
-            match walked {
-                Ok(walk) => {
-                    proptest::prop_assert!(walk.is_some());
-                    proptest::prop_assert_eq!(Ok(replayed(walk.as_ref(), &query, &body)), read);
-                }
-                Err(error) => proptest::prop_assert_eq!(Err(error), read),
-            }
-        }
-
         #[test]
         fn the_one_pass_walk_reads_as_splitting_does(
             raw in proptest::collection::vec(proptest::sample::select(

@@ -66,11 +66,7 @@ impl<S: Send + Sync> FromRequest<S> for Signed {
             .await
             .map_err(|_| unavailable().into_response())?;
         let query = parts.uri.query().unwrap_or("");
-        let walk = parts
-            .extensions
-            .get::<Caller>()
-            .and_then(|caller| caller.form.as_ref());
-        let params = Params::parse_walked(walk, query, &body, kind, &[own, &[SIGNED]])
+        let params = Params::parse(query, &body, kind, &[own, &[SIGNED]])
             .map_err(IntoResponse::into_response)?;
         Ok(Self {
             account: key.account,

@@ -81,18 +81,6 @@ impl Params {
         kind: BodyKind,
         accepted: &[&[&[&str]]],
     ) -> Result<Self, BinanceError> {
-        Self::parse_walked(None, query, body, kind, accepted)
-    }
-
-    /// [`Params::parse`], reading the pairs from the access guard's walk
-    /// of this very text when there is one (see `params::visit_walked`).
-    pub fn parse_walked(
-        walk: Option<&params::FormWalk>,
-        query: &str,
-        body: &[u8],
-        kind: BodyKind,
-        accepted: &[&[&[&str]]],
-    ) -> Result<Self, BinanceError> {
         let mut params = Self {
             text: Text::Inline(arrayvec::ArrayString::new()),
             ends: smallvec::SmallVec::new(),
@@ -100,7 +88,7 @@ impl Params {
         };
         let (mut count, mut unread) = (0, 0);
         let mut duplicate = false;
-        params::visit_walked(walk, query, body, kind, |name, value| {
+        params::visit(query, body, kind, |name, value| {
             count += 1;
             // A refusal of the walk itself, later in the text, still wins.
             if duplicate {
