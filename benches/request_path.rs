@@ -217,6 +217,12 @@ fn repeat(setup: &Setup, router: &Router, request: &dyn Fn() -> Request<Body>, c
 criterion_group!(benches, request_path);
 
 fn main() {
+    // The bare group commit's log, removed with this directory at the end.
+    let logs = tempfile::tempdir().expect("temp dir");
+    if std::env::var_os("BASELINE_LOG_DIR").is_none() {
+        // SAFETY: no other thread runs yet to read the environment.
+        unsafe { std::env::set_var("BASELINE_LOG_DIR", logs.path()) };
+    }
     let Ok(count) = std::env::var("REQUEST_PATH_COUNT") else {
         benches();
         Criterion::default().configure_from_args().final_summary();
