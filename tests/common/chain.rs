@@ -27,12 +27,15 @@ pub fn ether(n: u64) -> U256 {
 /// A test's view of the node.
 pub struct Chain {
     pub node: NodeClient,
+    /// Transactions sent and not yet seen mined, for [`Chain::settled_head`].
+    unsettled: std::sync::Mutex<Vec<B256>>,
 }
 
 impl Chain {
     pub fn new(url: &str) -> Self {
         Self {
             node: NodeClient::new(url, NodeOptions::default()).unwrap(),
+            unsettled: std::sync::Mutex::default(),
         }
     }
 
@@ -68,7 +71,9 @@ impl Chain {
             .call::<_, serde_json::Value>("eth_sendTransaction", json!([tx.clone()]))
             .await;
         let hash = hash.unwrap_or_else(|e| panic!("eth_sendTransaction {tx}: {e}"));
-        serde_json::from_value(hash).unwrap()
+        let hash = serde_json::from_value(hash).unwrap();
+        self.unsettled.lock().unwrap().push(hash);
+        hash
     }
 
     pub async fn transfer(&self, from: Address, to: Address, value: U256) -> B256 {
@@ -112,8 +117,22 @@ impl Chain {
 
     /// The head once every sent transaction is mined: automine works in the
     /// background, so the head read right after sending may still move.
-    /// Nodes without `txpool_status` (Hardhat) mine before answering.
+    /// Nodes without `txpool_status` (Hardhat) mine before answering. A
+    /// transaction can leave the pool before its block is the head, so the
+    /// receipt of every transaction this chain sent (and the node still
+    /// knows) is awaited first.
     pub async fn settled_head(&self) -> u64 {
+        let sent = std::mem::take(&mut *self.unsettled.lock().unwrap());
+        for tx in sent {
+            // One a reorganisation dropped is unknown now: nothing to wait for.
+            let known = !self
+                .rpc("eth_getTransactionByHash", json!([tx]))
+                .await
+                .is_null();
+            if known {
+                self.receipt(tx).await;
+            }
+        }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             let Ok(status) = self
