@@ -167,25 +167,17 @@ impl Setup {
         const TICKER: &str = "/api/v3/ticker/price?symbol=ETHUSDT";
         let body = signed_order(&self.key);
         let key = self.key.id.clone();
+        // The signed order, posted to `path` of `router`.
+        let signed = move |router, path: &'static str| -> (&Router, Box<dyn Fn() -> _>) {
+            (router, Box::new(move || post(path, &key, &body)))
+        };
         match case {
             "bare-ticker" => (&self.bare, Box::new(|| get(TICKER))),
             "weiport-ticker" => (&self.weiport, Box::new(|| get(TICKER))),
-            "bare-order" => (
-                &self.bare,
-                Box::new(move || post("/api/v3/order", &key, &body)),
-            ),
-            "weiport-order-test" => (
-                &self.weiport,
-                Box::new(move || post("/api/v3/order/test", &key, &body)),
-            ),
-            "bare-durable-order" => (
-                &self.bare,
-                Box::new(move || post("/durable/api/v3/order", &key, &body)),
-            ),
-            "weiport-order" => (
-                &self.weiport,
-                Box::new(move || post("/api/v3/order", &key, &body)),
-            ),
+            "bare-order" => signed(&self.bare, "/api/v3/order"),
+            "weiport-order-test" => signed(&self.weiport, "/api/v3/order/test"),
+            "bare-durable-order" => signed(&self.bare, "/durable/api/v3/order"),
+            "weiport-order" => signed(&self.weiport, "/api/v3/order"),
             other => panic!("no case {other}; cases: {CASES:?}"),
         }
     }

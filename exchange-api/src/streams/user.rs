@@ -480,24 +480,21 @@ mod tests {
         let catalog = Catalog::new(vec![weiport_exchange::market::tests_support::eth_usdt()]);
         let usdt = catalog.asset_id("USDT").expect("USDT");
         let mut state = UserState::default();
-        let unfollowed = user_events(
-            &catalog,
-            None,
-            &credit(7, usdt, 100),
-            &mut state,
-            1,
-            &|_| false,
-        );
+        // Account 7 credited up to `free`, with `followed` saying whether anyone follows it.
+        let mut credited = |free, followed: bool| {
+            user_events(
+                &catalog,
+                None,
+                &credit(7, usdt, free),
+                &mut state,
+                1,
+                &move |_| followed,
+            )
+        };
+        let unfollowed = credited(100, false);
         assert!(unfollowed.is_empty(), "{unfollowed:?}");
 
-        let followed = user_events(
-            &catalog,
-            None,
-            &credit(7, usdt, 130),
-            &mut state,
-            2,
-            &|_| true,
-        );
+        let followed = credited(130, true);
         let update = followed
             .iter()
             .find(|(_, event)| event["e"] == "balanceUpdate")
