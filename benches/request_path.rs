@@ -35,10 +35,36 @@ struct Key {
     secret: String,
 }
 
-/// weiport's exchange router over a fresh store, with limits that never
-/// refuse, a key allowed to trade, and its admin router (to fund the key's account).
-fn weiport_router(dir: &std::path::Path) -> (Router, Router, Key, u64) {
+/// The address whose balance the query cases read, and the blocks indexed.
+const ADDRESS: &str = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
+const INDEXED_BLOCKS: u64 = 150;
+
+/// weiport's routers over a fresh store, with limits that never refuse, a
+/// key allowed to trade: the exchange, its admin router (to fund the key's
+/// account) and the query API, whose index holds `ADDRESS`'s balance
+/// changed in every one of `INDEXED_BLOCKS` blocks.
+struct Routers {
+    exchange: Router,
+    admin: Router,
+    query: Router,
+    key: Key,
+    account: u64,
+}
+
+fn weiport_routers(dir: &std::path::Path) -> Routers {
     let store = Store::open(dir, &StoreOptions::default()).expect("store");
+    let address = ADDRESS.parse().expect("address");
+    let mut batch = store.index_batch();
+    batch.set_chain(1, &Default::default(), 0);
+    for block in 0..INDEXED_BLOCKS {
+        let wei = alloy_primitives::U256::from(10u128.pow(22) - u128::from(block));
+        batch.set_balance(&address, block, &wei);
+    }
+    batch.set_cursor(&weiport_storage::Cursor {
+        number: INDEXED_BLOCKS - 1,
+        hash: Default::default(),
+    });
+    batch.commit().expect("index");
     let limits = LimitsConfig {
         ip_weight_per_minute: u32::MAX,
         key_weight_per_minute: u32::MAX,
@@ -66,15 +92,21 @@ fn weiport_router(dir: &std::path::Path) -> (Router, Router, Key, u64) {
     let access = Arc::new(Access::new(keys, limiter, vec![], 65_536));
     let market = weiport_exchange::market::tests_support::eth_usdt();
     let catalog = Arc::new(Catalog::new(vec![market]));
+    let query = weiport_query_api::router(
+        store.clone(),
+        access.clone(),
+        weiport_query_api::QueryConfig::default(),
+    );
     let exchange = Arc::new(
         weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access).expect("exchange"),
     );
-    (
-        weiport_exchange_api::router(exchange.clone()),
-        weiport_exchange_api::admin_router(exchange),
+    Routers {
+        exchange: weiport_exchange_api::router(exchange.clone()),
+        admin: weiport_exchange_api::admin_router(exchange),
+        query,
         key,
         account,
-    )
+    }
 }
 
 /// A signed order body as clients send it, fresh for the next minute.
@@ -120,7 +152,10 @@ async fn answer(router: &Router, request: Request<Body>) {
 }
 
 /// The measured cases: a name, the router that answers, and its request.
-const CASES: [&str; 6] = [
+const CASES: [&str; 9] = [
+    "bare-balance",
+    "weiport-balance",
+    "weiport-balance-history",
     "bare-ticker",
     "weiport-ticker",
     "bare-order",
@@ -133,6 +168,7 @@ const CASES: [&str; 6] = [
 struct Setup {
     runtime: tokio::runtime::Runtime,
     weiport: Router,
+    query: Router,
     bare: Router,
     key: Key,
 }
@@ -143,7 +179,13 @@ impl Setup {
             .enable_all()
             .build()
             .expect("runtime");
-        let (weiport, admin, key, account) = runtime.block_on(async { weiport_router(dir) });
+        let Routers {
+            exchange: weiport,
+            admin,
+            query,
+            key,
+            account,
+        } = runtime.block_on(async { weiport_routers(dir) });
         // Enough quote asset for every order the durable case sends: each
         // expires unfilled (immediate-or-cancel below the book) and frees it.
         let credit = Request::builder()
@@ -156,6 +198,7 @@ impl Setup {
         Self {
             runtime,
             weiport,
+            query,
             bare: baseline_app::app(),
             key,
         }
@@ -167,11 +210,19 @@ impl Setup {
         const TICKER: &str = "/api/v3/ticker/price?symbol=ETHUSDT";
         let body = signed_order(&self.key);
         let key = self.key.id.clone();
+        let balance =
+            format!("/api?module=account&action=balance&address={ADDRESS}&tag=latest&apikey={key}");
+        let history = format!(
+            "/api?module=account&action=balancehistory&address={ADDRESS}&blockno=100&apikey={key}"
+        );
         // The signed order, posted to `path` of `router`.
         let signed = move |router, path: &'static str| -> (&Router, Box<dyn Fn() -> _>) {
             (router, Box::new(move || post(path, &key, &body)))
         };
         match case {
+            "bare-balance" => (&self.bare, Box::new(move || get(&balance))),
+            "weiport-balance" => (&self.query, Box::new(move || get(&balance))),
+            "weiport-balance-history" => (&self.query, Box::new(move || get(&history))),
             "bare-ticker" => (&self.bare, Box::new(|| get(TICKER))),
             "weiport-ticker" => (&self.weiport, Box::new(|| get(TICKER))),
             "bare-order" => signed(&self.bare, "/api/v3/order"),
