@@ -36,6 +36,10 @@ pub trait Face: Clone + Send + Sync + 'static {
     fn reject(&self, error: &AccessError) -> Response;
     /// Adds this API's usage headers to a response.
     fn usage_headers(&self, _usage: &Usage, _headers: &mut HeaderMap) {}
+    /// Whether this API's handlers read the [`Caller`]; an API whose
+    /// handlers do not is spared its insertion (a map insert, often a
+    /// regrowth of the request's extensions, and its drop) on every request.
+    const HANDLERS_READ_CALLER: bool = true;
 }
 
 /// How much an endpoint costs against the request-weight limits.
@@ -105,7 +109,8 @@ impl Endpoint {
     }
 }
 
-/// Who is calling; in the request extensions of every guarded handler.
+/// Who is calling; in the request extensions of every guarded handler
+/// whose face reads it ([`Face::HANDLERS_READ_CALLER`]).
 #[derive(Clone, Debug)]
 pub struct Caller {
     /// The client's address.
@@ -218,7 +223,9 @@ where
                 .and_then(|admitted| shared.authorize(&request, &[], admitted));
             let answer = match checked {
                 Ok((caller, usage)) => {
-                    request.extensions_mut().insert(caller);
+                    if F::HANDLERS_READ_CALLER {
+                        request.extensions_mut().insert(caller);
+                    }
                     Ok((self.inner.call(request), usage))
                 }
                 Err(error) => Err(shared.refuse(error)),
@@ -376,7 +383,9 @@ impl<F: Face> Shared<F> {
         };
         let mut request = Request::from_parts(parts, Body::from(body.clone()));
         let (caller, usage) = self.authorize(&request, &body, admitted)?;
-        request.extensions_mut().insert(caller);
+        if F::HANDLERS_READ_CALLER {
+            request.extensions_mut().insert(caller);
+        }
         Ok((request, usage))
     }
 }
