@@ -40,16 +40,20 @@ all_threads() {
 }
 
 declare -A per_request
-for case in bare-ticker weiport-ticker bare-order weiport-order-test; do
+for case in bare-balance weiport-balance weiport-balance-history bare-ticker weiport-ticker bare-order weiport-order-test; do
   per_request[$case]=$(instructions "$case")
-  printf '%-20s %10.0f instructions per request\n' "$case" "${per_request[$case]}"
+  printf '%-24s %10.0f instructions per request\n' "$case" "${per_request[$case]}"
 done
 for case in bare-durable-order weiport-order; do
   per_request[$case]=$(all_threads "$case")
-  printf '%-20s %10.0f instructions per request, all threads\n' "$case" "${per_request[$case]}"
+  printf '%-24s %10.0f instructions per request, all threads\n' "$case" "${per_request[$case]}"
 done
-awk -v bt="${per_request[bare-ticker]}" -v wt="${per_request[weiport-ticker]}" \
+awk -v bb="${per_request[bare-balance]}" -v wb="${per_request[weiport-balance]}" \
+  -v wh="${per_request[weiport-balance-history]}" \
+  -v bt="${per_request[bare-ticker]}" -v wt="${per_request[weiport-ticker]}" \
   -v bo="${per_request[bare-order]}" -v wo="${per_request[weiport-order-test]}" 'BEGIN {
+  printf "balance, latest: weiport %.2fx the bare instructions (+%.0f)\n", wb / bb, wb - bb
+  printf "balancehistory at block 100: %.2fx (+%.0f)\n", wh / bb, wh - bb
   printf "ticker/price: weiport %.2fx the bare instructions (+%.0f)\n", wt / bt, wt - bt
   printf "signed order/test vs a body-reading POST: %.2fx (+%.0f)\n", wo / bo, wo - bo
 }'
