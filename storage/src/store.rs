@@ -64,6 +64,9 @@ pub struct Store {
     pub(crate) db: Arc<DB>,
     path: PathBuf,
     indexed: Arc<IndexedRange>,
+    /// The options of every point read, made once: RocksDB's own `get`
+    /// makes and frees a set per call.
+    pub(crate) point_reads: Arc<ReadOptions>,
 }
 
 /// Balance-history iterators kept for reuse: opening a RocksDB iterator
@@ -200,6 +203,7 @@ impl Store {
                 head: AtomicU64::new(UNSET),
                 start: AtomicU64::new(UNSET),
             }),
+            point_reads: Arc::new(ReadOptions::default()),
         };
         store.check_schema()?;
         let head = store.cursor()?.map_or(UNSET, |cursor| cursor.number);
@@ -260,7 +264,7 @@ impl Store {
         decode: fn(&[u8]) -> Result<T, StorageError>,
     ) -> Result<Option<T>, StorageError> {
         self.db
-            .get_pinned_cf(cf, key)?
+            .get_pinned_cf_opt(cf, key, &self.point_reads)?
             .map(|b| decode(&b))
             .transpose()
     }

@@ -248,10 +248,7 @@ impl Store {
 
     /// Where the transaction `hash` is (block, index), if indexed.
     pub fn transaction_position(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
-        self.db
-            .get_pinned_cf(self.cf(cf::TX_HASH), hash.as_slice())?
-            .map(|bytes| decode_position(&bytes))
-            .transpose()
+        self.read(self.cf(cf::TX_HASH), hash.as_slice(), decode_position)
     }
 
     /// The transactions of `block`, by position.

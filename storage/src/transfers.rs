@@ -395,12 +395,13 @@ impl Store {
             }
             let place = &key[ADDRESS_LEN + 1..];
             let (block, tx_index, kind, _) = decode_place(place)?;
-            let row = self.db.get_pinned_cf(self.cf(cf::TRANSFER), place)?.ok_or(
-                StorageError::Corrupt {
+            let row = self
+                .db
+                .get_pinned_cf_opt(self.cf(cf::TRANSFER), place, &self.point_reads)?
+                .ok_or(StorageError::Corrupt {
                     what: "missing transfer row",
                     len: 0,
-                },
-            )?;
+                })?;
             let transfer = Transfer::decode(kind, &row)?;
             if keep(&transfer) {
                 if skipped < page.skip {
@@ -540,10 +541,7 @@ impl Store {
 
     /// What the token at `token` said of itself, once read.
     pub fn token_info(&self, token: &Address) -> Result<Option<TokenInfo>, StorageError> {
-        self.db
-            .get_pinned_cf(self.cf(cf::TOKEN), token.as_slice())?
-            .map(|bytes| TokenInfo::decode(&bytes))
-            .transpose()
+        self.read(self.cf(cf::TOKEN), token.as_slice(), TokenInfo::decode)
     }
 }
 
