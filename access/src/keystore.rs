@@ -11,6 +11,7 @@ use ed25519_dalek::pkcs8::DecodePublicKey;
 use weiport_storage::{AccountRecord, ApiKeyRecord, StorageError, Store};
 
 use crate::keys::{BadIpRule, IpRule, KeyKind, Permission, Permissions, random_token};
+use crate::limits::IdHasher;
 use crate::sealing::{MasterKey, SealingError};
 use crate::signature::HmacKey;
 
@@ -195,7 +196,7 @@ pub enum KeyStoreError {
 pub struct KeyStore {
     store: Store,
     master: MasterKey,
-    keys: RwLock<HashMap<String, Arc<ApiKey>>>,
+    keys: RwLock<HashMap<String, Arc<ApiKey>, IdHasher>>,
     /// Held across each read-modify-write of a key record, so that a revoke
     /// and a rotation of one key cannot interleave and undo each other.
     changes: std::sync::Mutex<()>,
@@ -217,7 +218,7 @@ impl KeyStore {
         tiers: Vec<String>,
         default_tier: String,
     ) -> Result<Self, KeyStoreError> {
-        let mut keys = HashMap::new();
+        let mut keys = HashMap::default();
         for record in store.api_keys()? {
             let key = Self::live(&master, &record)?;
             keys.insert(key.id.clone(), Arc::new(key));

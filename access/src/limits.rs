@@ -24,9 +24,10 @@ use crate::AccessError;
 type AddressHasher = std::hash::RandomState;
 
 /// The hasher of tables keyed by ids the server assigns (accounts, key
-/// slots): seeded per process, several times cheaper than SipHash on a
-/// `u64`, and safe where the keys are not the client's to choose.
-type IdHasher = foldhash::fast::RandomState;
+/// slots, key ids, tier names): seeded per process, several times cheaper
+/// than SipHash, and safe where the keys are not the client's to choose (a
+/// client may look up any key id, but a lookup cannot lengthen a probe).
+pub(crate) type IdHasher = foldhash::fast::RandomState;
 
 /// A GCRA limiter per key.
 type KeyedLimiter<K, S> = RateLimiter<K, DefaultKeyedStateStore<K, S>, DefaultClock>;
@@ -138,7 +139,7 @@ pub struct Limiter {
     key_weight: KeyedLimiter<u64, IdHasher>,
     orders_10s: KeyedLimiter<u64, IdHasher>,
     orders_day: KeyedLimiter<u64, IdHasher>,
-    query: HashMap<String, KeyedLimiter<u64, IdHasher>>,
+    query: HashMap<String, KeyedLimiter<u64, IdHasher>, IdHasher>,
     ip_windows: DashMap<IpAddr, Window, AddressHasher>,
     order_windows: DashMap<u64, (Window, Window), IdHasher>,
     offenders: DashMap<IpAddr, Offender, AddressHasher>,
