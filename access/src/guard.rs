@@ -223,9 +223,7 @@ where
                 .and_then(|admitted| shared.authorize(&request, &[], admitted));
             let answer = match checked {
                 Ok((caller, usage)) => {
-                    if F::HANDLERS_READ_CALLER {
-                        request.extensions_mut().insert(caller);
-                    }
+                    hand_on::<F>(&mut request, caller);
                     Ok((self.inner.call(request), usage))
                 }
                 Err(error) => Err(shared.refuse(error)),
@@ -383,9 +381,19 @@ impl<F: Face> Shared<F> {
         };
         let mut request = Request::from_parts(parts, Body::from(body.clone()));
         let (caller, usage) = self.authorize(&request, &body, admitted)?;
-        if F::HANDLERS_READ_CALLER {
-            request.extensions_mut().insert(caller);
-        }
+        hand_on::<F>(&mut request, caller);
         Ok((request, usage))
+    }
+}
+
+/// Puts `caller` in the request for handlers that read it, in the place of
+/// the peer address it was made from: the extensions keep their size, where
+/// a fourth entry (after the peer, axum's matched path and path parameters)
+/// would regrow the map on every request.
+fn hand_on<F: Face>(request: &mut Request, caller: Caller) {
+    if F::HANDLERS_READ_CALLER {
+        let extensions = request.extensions_mut();
+        extensions.remove::<ConnectInfo<SocketAddr>>();
+        extensions.insert(caller);
     }
 }
