@@ -11,10 +11,11 @@ use std::time::Instant;
 
 use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
-use axum::routing::MethodRouter;
-use tower::{Layer, Service};
+use axum::routing::{MethodFilter, MethodRouter};
+use tower::Service;
 
 use crate::auth::{Credentials, Security, authenticate};
 use crate::keystore::{ApiKey, now_ms};
@@ -121,22 +122,43 @@ pub struct Caller {
     pub reads: &'static [&'static [&'static str]],
 }
 
-/// Wraps `route` so that every request passes `endpoint`'s checks first,
-/// and is counted and timed under the route's path pattern.
-pub fn guarded<F: Face, S: Clone + Send + Sync + 'static>(
-    access: &Arc<Access>,
-    face: &F,
-    endpoint: Endpoint,
-    route: MethodRouter<S>,
-) -> MethodRouter<S> {
-    route.layer(Guard {
+/// `endpoint`'s checks, for a route of the API `face` describes; see [`Guarded::on`].
+pub fn guard<F: Face>(access: &Arc<Access>, face: &F, endpoint: Endpoint) -> Guarded<F> {
+    Guarded {
         shared: Arc::new(Shared {
             access: access.clone(),
             face: face.clone(),
             endpoint,
             route: RouteId::next(),
         }),
-    })
+    }
+}
+
+/// An endpoint's checks, ready to go in front of its handler.
+pub struct Guarded<F> {
+    shared: Arc<Shared<F>>,
+}
+
+impl<F: Face> Guarded<F> {
+    /// The route answering `methods` with `handler` over `state`: every
+    /// request passes the checks first, and is counted and timed under the
+    /// route's path pattern. The handler is wrapped before the router boxes
+    /// it, so a request clones one boxed service where a layer over a
+    /// routed handler clones two (and calls through a second route).
+    pub fn on<H, T, S>(self, methods: MethodFilter, handler: H, state: S) -> MethodRouter
+    where
+        H: Handler<T, S>,
+        T: 'static,
+        S: Clone + Send + Sync + 'static,
+    {
+        axum::routing::on_service(
+            methods,
+            GuardService {
+                shared: self.shared,
+                inner: handler.with_state(state),
+            },
+        )
+    }
 }
 
 /// What one guarded route knows: the access layer, its face, its contract.
@@ -147,34 +169,9 @@ struct Shared<F> {
     route: RouteId,
 }
 
-/// The one layer in front of every endpoint: telemetry, client address,
-/// access checks and weight. A service of its own rather than a middleware
-/// function, so that a request costs one boxed future here and nothing
-/// else: no per-request state clones, no boxed continuation.
-struct Guard<F> {
-    shared: Arc<Shared<F>>,
-}
-
-impl<F> Clone for Guard<F> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-impl<F, S> Layer<S> for Guard<F> {
-    type Service = GuardService<F, S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GuardService {
-            shared: self.shared.clone(),
-            inner,
-        }
-    }
-}
-
-/// The service of [`Guard`] around an endpoint.
+/// The checks in front of an endpoint's handler: telemetry, client
+/// address, access checks and weight, in one service, so that a request
+/// costs one boxed future here and nothing else.
 struct GuardService<F, S> {
     shared: Arc<Shared<F>>,
     inner: S,

@@ -23,7 +23,7 @@ use axum::http::HeaderMap;
 
 pub use auth::Security;
 pub use error::AccessError;
-pub use guard::{Caller, Endpoint, Face, Weight, guarded};
+pub use guard::{Caller, Endpoint, Face, Guarded, Weight, guard};
 pub use keys::{IpRule, KeyKind, Permission, Permissions};
 pub use keystore::{ApiKey, CreatedKey, KeyInfo, KeyStore, KeyStoreError, NewKey};
 pub use limits::{Limiter, LimitsConfig, Usage};

@@ -13,10 +13,10 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::MethodFilter;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guarded};
+use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guard};
 use weiport_exchange::history::History;
 use weiport_exchange::view::View;
 use weiport_exchange::{Catalog, MarketId, now_ms};
@@ -672,20 +672,29 @@ pub fn router<M: Markets>(markets: Arc<M>, coins: CoinTable, access: &Arc<Access
         answers: Mutex::new(HashMap::new()),
     });
     let endpoint = |weight| Endpoint::new(Security::OptionalKey(Permission::Read)).weight(weight);
-    let route = |weight, method| guarded(access, &CoinGeckoFace, endpoint(weight), method);
+    let route = |weight| guard(access, &CoinGeckoFace, endpoint(weight));
+    let get = MethodFilter::GET;
     Router::new()
-        .route("/api/v3/simple/price", route(1, get(simple_price::<M>)))
+        .route(
+            "/api/v3/simple/price",
+            route(1).on(get, simple_price::<M>, face.clone()),
+        )
         .route(
             "/api/v3/simple/supported_vs_currencies",
-            route(1, get(supported_vs_currencies::<M>)),
+            route(1).on(get, supported_vs_currencies::<M>, face.clone()),
         )
-        .route("/api/v3/coins/list", route(1, get(coins_list::<M>)))
-        .route("/api/v3/coins/markets", route(1, get(coins_markets::<M>)))
+        .route(
+            "/api/v3/coins/list",
+            route(1).on(get, coins_list::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/coins/markets",
+            route(1).on(get, coins_markets::<M>, face.clone()),
+        )
         .route(
             "/api/v3/coins/{id}/market_chart",
-            route(2, get(market_chart::<M>)),
+            route(2).on(get, market_chart::<M>, face),
         )
-        .with_state(face)
 }
 
 #[cfg(test)]

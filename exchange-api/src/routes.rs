@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{MethodFilter, MethodRouter, get};
 use axum::{Json, Router};
-use weiport_access::{Endpoint, Permission, Security, guarded};
+use weiport_access::{Endpoint, Guarded, Permission, Security, guard};
 
 use crate::api::{self, Exchange};
 use crate::error::BinanceFace;
@@ -21,7 +23,21 @@ struct Route {
     endpoint: Endpoint,
     /// The parameter names it reads; anything else is refused (-1104).
     params: &'static [&'static [&'static str]],
-    handler: fn() -> MethodRouter<Arc<Exchange>>,
+    handler: fn(Guarding) -> MethodRouter,
+}
+
+/// A route's checks, its method, and the exchange its handler answers from.
+struct Guarding {
+    guard: Guarded<BinanceFace>,
+    methods: MethodFilter,
+    exchange: Arc<Exchange>,
+}
+
+impl Guarding {
+    /// The route answering with `handler`, behind the checks.
+    fn on<H: Handler<T, Arc<Exchange>>, T: 'static>(self, handler: H) -> MethodRouter {
+        self.guard.on(self.methods, handler, self.exchange)
+    }
 }
 
 /// Parameter lists of the routes (signed routes add `timestamp`, `recvWindow`).
@@ -145,7 +161,7 @@ fn routes() -> Vec<Route> {
             "Market streams, subscribed by message",
             public(2),
             reads::NONE,
-            || get(crate::streams::ws_bare),
+            |g| g.on(crate::streams::ws_bare),
         ),
         route(
             "GET",
@@ -153,7 +169,7 @@ fn routes() -> Vec<Route> {
             "Market streams named in the path (anything else opens an empty connection)",
             public(2),
             reads::NONE,
-            || get(crate::streams::ws_path),
+            |g| g.on(crate::streams::ws_path),
         ),
         route(
             "GET",
@@ -161,7 +177,7 @@ fn routes() -> Vec<Route> {
             "Combined market streams, each event as {stream, data}",
             public(2),
             reads::STREAMS,
-            || get(crate::streams::combined),
+            |g| g.on(crate::streams::combined),
         ),
         route(
             "GET",
@@ -169,7 +185,7 @@ fn routes() -> Vec<Route> {
             "WebSocket API: user data stream subscriptions (userDataStream.subscribe.signature)",
             public(2),
             reads::NONE,
-            || get(crate::streams::ws_api),
+            |g| g.on(crate::streams::ws_api),
         ),
         route(
             "POST",
@@ -177,7 +193,7 @@ fn routes() -> Vec<Route> {
             "Start or extend the account's user data stream (listen key)",
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::NONE,
-            || post(crate::streams::create_listen_key),
+            |g| g.on(crate::streams::create_listen_key),
         ),
         route(
             "PUT",
@@ -185,7 +201,7 @@ fn routes() -> Vec<Route> {
             "Keep a listen key alive for 60 minutes",
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::LISTEN_KEY,
-            || put(crate::streams::keep_listen_key),
+            |g| g.on(crate::streams::keep_listen_key),
         ),
         route(
             "DELETE",
@@ -193,7 +209,7 @@ fn routes() -> Vec<Route> {
             "Close a listen key",
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::LISTEN_KEY,
-            || delete(crate::streams::close_listen_key),
+            |g| g.on(crate::streams::close_listen_key),
         ),
         route(
             "GET",
@@ -201,7 +217,7 @@ fn routes() -> Vec<Route> {
             "Test connectivity",
             public(1),
             reads::NONE,
-            || get(api::ping),
+            |g| g.on(api::ping),
         ),
         route(
             "GET",
@@ -209,7 +225,7 @@ fn routes() -> Vec<Route> {
             "Server time",
             public(1),
             reads::NONE,
-            || get(api::time),
+            |g| g.on(api::time),
         ),
         route(
             "GET",
@@ -217,7 +233,7 @@ fn routes() -> Vec<Route> {
             "Markets, filters and rate limits",
             public(20),
             &[reads::SYMBOLS, &["symbolStatus"]],
-            || get(api::exchange_info),
+            |g| g.on(api::exchange_info),
         ),
         route(
             "GET",
@@ -225,7 +241,7 @@ fn routes() -> Vec<Route> {
             "Order book",
             by_query(api::depth_weight),
             &[reads::SYMBOL, reads::LIMIT],
-            || get(api::depth),
+            |g| g.on(api::depth),
         ),
         route(
             "GET",
@@ -233,7 +249,7 @@ fn routes() -> Vec<Route> {
             "Recent trades",
             public(25),
             &[reads::SYMBOL, reads::LIMIT],
-            || get(api::trades),
+            |g| g.on(api::trades),
         ),
         route(
             "GET",
@@ -241,7 +257,7 @@ fn routes() -> Vec<Route> {
             "Older trades from an id",
             public(25),
             &[reads::SYMBOL, reads::LIMIT, &["fromId"]],
-            || get(api::trades),
+            |g| g.on(api::trades),
         ),
         route(
             "GET",
@@ -249,7 +265,7 @@ fn routes() -> Vec<Route> {
             "Aggregate trades",
             public(4),
             &[reads::SYMBOL, reads::WINDOW, &["fromId"]],
-            || get(api::agg_trades),
+            |g| g.on(api::agg_trades),
         ),
         route(
             "GET",
@@ -257,7 +273,7 @@ fn routes() -> Vec<Route> {
             "Candlesticks",
             public(2),
             &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
-            || get(api::klines),
+            |g| g.on(api::klines),
         ),
         route(
             "GET",
@@ -265,7 +281,7 @@ fn routes() -> Vec<Route> {
             "Candlesticks (UI)",
             public(2),
             &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
-            || get(api::klines),
+            |g| g.on(api::klines),
         ),
         route(
             "GET",
@@ -273,7 +289,7 @@ fn routes() -> Vec<Route> {
             "Five-minute average price",
             public(2),
             &[reads::SYMBOL],
-            || get(api::avg_price),
+            |g| g.on(api::avg_price),
         ),
         route(
             "GET",
@@ -281,7 +297,7 @@ fn routes() -> Vec<Route> {
             "24-hour statistics",
             by_query(api::ticker_24hr_weight),
             &[reads::SYMBOLS, &["type"]],
-            || get(api::ticker_24hr),
+            |g| g.on(api::ticker_24hr),
         ),
         route(
             "GET",
@@ -289,7 +305,7 @@ fn routes() -> Vec<Route> {
             "Last prices",
             by_query(api::ticker_price_weight),
             &[reads::SYMBOLS],
-            || get(api::ticker_price),
+            |g| g.on(api::ticker_price),
         ),
         route(
             "GET",
@@ -297,7 +313,7 @@ fn routes() -> Vec<Route> {
             "Best bid and ask",
             by_query(api::ticker_price_weight),
             &[reads::SYMBOLS],
-            || get(api::book_ticker),
+            |g| g.on(api::book_ticker),
         ),
         route(
             "GET",
@@ -305,7 +321,7 @@ fn routes() -> Vec<Route> {
             "Rolling-window statistics",
             by_query(api::ticker_window_weight),
             &[reads::SYMBOLS, &["type", "windowSize"]],
-            || get(api::ticker_window),
+            |g| g.on(api::ticker_window),
         ),
         route(
             "GET",
@@ -313,7 +329,7 @@ fn routes() -> Vec<Route> {
             "Statistics of the current trading day in a time zone",
             by_query(api::ticker_window_weight),
             &[reads::SYMBOLS, &["type", "timeZone"]],
-            || get(api::ticker_trading_day),
+            |g| g.on(api::ticker_trading_day),
         ),
         route(
             "POST",
@@ -321,7 +337,7 @@ fn routes() -> Vec<Route> {
             "Place an order",
             TRADE.order(),
             &[reads::ORDER],
-            || post(api::new_order),
+            |g| g.on(api::new_order),
         ),
         route(
             "GET",
@@ -329,7 +345,7 @@ fn routes() -> Vec<Route> {
             "Query an order",
             read(4),
             &[reads::ORDER_REF],
-            || get(api::query_order),
+            |g| g.on(api::query_order),
         ),
         route(
             "DELETE",
@@ -337,7 +353,7 @@ fn routes() -> Vec<Route> {
             "Cancel an order",
             TRADE,
             &[reads::ORDER_REF, &["newClientOrderId"]],
-            || delete(api::cancel_order),
+            |g| g.on(api::cancel_order),
         ),
         route(
             "POST",
@@ -345,7 +361,7 @@ fn routes() -> Vec<Route> {
             "Validate an order without placing it",
             TRADE.weight_by(api::test_order_weight),
             &[reads::ORDER, &["computeCommissionRates"]],
-            || post(api::test_order),
+            |g| g.on(api::test_order),
         ),
         route(
             "POST",
@@ -363,7 +379,7 @@ fn routes() -> Vec<Route> {
                     "orderRateLimitExceededMode",
                 ],
             ],
-            || post(api::cancel_replace),
+            |g| g.on(api::cancel_replace),
         ),
         route(
             "PUT",
@@ -371,7 +387,7 @@ fn routes() -> Vec<Route> {
             "Reduce an order's quantity, keeping its place in the queue",
             TRADE.weight(4),
             &[reads::ORDER_REF, &["newClientOrderId", "newQty"]],
-            || put(api::amend_order),
+            |g| g.on(api::amend_order),
         ),
         route(
             "GET",
@@ -387,7 +403,7 @@ fn routes() -> Vec<Route> {
                     "limit",
                 ],
             ],
-            || get(api::my_prevented_matches),
+            |g| g.on(api::my_prevented_matches),
         ),
         route(
             "POST",
@@ -395,7 +411,7 @@ fn routes() -> Vec<Route> {
             "Place an OCO pair: one order above the market, one below",
             TRADE.order(),
             reads::OCO,
-            || post(api::place_oco),
+            |g| g.on(api::place_oco),
         ),
         route(
             "POST",
@@ -403,7 +419,7 @@ fn routes() -> Vec<Route> {
             "Place a working order and one placed once it fills",
             TRADE.order(),
             reads::OTO,
-            || post(api::place_oto),
+            |g| g.on(api::place_oto),
         ),
         route(
             "POST",
@@ -411,7 +427,7 @@ fn routes() -> Vec<Route> {
             "Place a working order and an OCO pair placed once it fills",
             TRADE.order(),
             reads::OTOCO,
-            || post(api::place_otoco),
+            |g| g.on(api::place_otoco),
         ),
         route(
             "POST",
@@ -419,7 +435,7 @@ fn routes() -> Vec<Route> {
             "Place an OCO pair (legacy form: limit and stop)",
             TRADE.order(),
             reads::LEGACY_OCO,
-            || post(api::place_legacy_oco),
+            |g| g.on(api::place_legacy_oco),
         ),
         route(
             "GET",
@@ -427,7 +443,7 @@ fn routes() -> Vec<Route> {
             "Query an order list",
             read(4),
             &[reads::LIST_REF],
-            || get(api::query_list),
+            |g| g.on(api::query_list),
         ),
         route(
             "DELETE",
@@ -440,7 +456,7 @@ fn routes() -> Vec<Route> {
                 "listClientOrderId",
                 "newClientOrderId",
             ]],
-            || delete(api::cancel_list),
+            |g| g.on(api::cancel_list),
         ),
         route(
             "GET",
@@ -448,7 +464,7 @@ fn routes() -> Vec<Route> {
             "Order list history",
             read(20),
             &[reads::WINDOW, &["fromId"]],
-            || get(api::all_lists),
+            |g| g.on(api::all_lists),
         ),
         route(
             "GET",
@@ -456,7 +472,7 @@ fn routes() -> Vec<Route> {
             "Open order lists",
             read(6),
             reads::NONE,
-            || get(api::open_lists),
+            |g| g.on(api::open_lists),
         ),
         route(
             "GET",
@@ -464,7 +480,7 @@ fn routes() -> Vec<Route> {
             "Open orders",
             read_by_query(api::open_orders_weight),
             &[reads::SYMBOL],
-            || get(api::open_orders),
+            |g| g.on(api::open_orders),
         ),
         route(
             "DELETE",
@@ -472,7 +488,7 @@ fn routes() -> Vec<Route> {
             "Cancel every open order on a market",
             TRADE,
             &[reads::SYMBOL],
-            || delete(api::cancel_open_orders),
+            |g| g.on(api::cancel_open_orders),
         ),
         route(
             "GET",
@@ -480,7 +496,7 @@ fn routes() -> Vec<Route> {
             "Order history",
             read(20),
             &[reads::SYMBOL, reads::WINDOW, &["orderId"]],
-            || get(api::all_orders),
+            |g| g.on(api::all_orders),
         ),
         route(
             "GET",
@@ -488,7 +504,7 @@ fn routes() -> Vec<Route> {
             "Balances and permissions",
             read(20),
             &[&["omitZeroBalances"]],
-            || get(api::account),
+            |g| g.on(api::account),
         ),
         route(
             "GET",
@@ -496,7 +512,7 @@ fn routes() -> Vec<Route> {
             "Own trades",
             read_by_query(api::my_trades_weight),
             &[reads::SYMBOL, reads::WINDOW, &["orderId", "fromId"]],
-            || get(api::my_trades),
+            |g| g.on(api::my_trades),
         ),
         route(
             "GET",
@@ -504,7 +520,7 @@ fn routes() -> Vec<Route> {
             "Order counts against the limits",
             read(40),
             reads::NONE,
-            || get(api::order_rate_limit),
+            |g| g.on(api::order_rate_limit),
         ),
         route(
             "GET",
@@ -512,7 +528,7 @@ fn routes() -> Vec<Route> {
             "Commission rates",
             read(20),
             &[reads::SYMBOL],
-            || get(api::account_commission),
+            |g| g.on(api::account_commission),
         ),
         route(
             "GET",
@@ -520,7 +536,7 @@ fn routes() -> Vec<Route> {
             "System status (0: normal)",
             public(1),
             reads::NONE,
-            || get(api::system_status),
+            |g| g.on(api::system_status),
         ),
         route(
             "GET",
@@ -528,7 +544,7 @@ fn routes() -> Vec<Route> {
             "Fee rates of one or every market",
             read(1),
             &[reads::SYMBOL],
-            || get(api::trade_fee),
+            |g| g.on(api::trade_fee),
         ),
         route(
             "GET",
@@ -536,7 +552,7 @@ fn routes() -> Vec<Route> {
             "The key's permissions",
             read(1),
             reads::NONE,
-            || get(api::api_restrictions),
+            |g| g.on(api::api_restrictions),
         ),
         route(
             "GET",
@@ -544,7 +560,7 @@ fn routes() -> Vec<Route> {
             "Assets and balances",
             read(10),
             reads::NONE,
-            || get(api::capital_config),
+            |g| g.on(api::capital_config),
         ),
         route(
             "GET",
@@ -552,7 +568,7 @@ fn routes() -> Vec<Route> {
             "The account's deposit address for a coin",
             read(10),
             &[&["coin", "network", "amount"]],
-            || get(api::deposit_address),
+            |g| g.on(api::deposit_address),
         ),
         route(
             "GET",
@@ -569,7 +585,7 @@ fn routes() -> Vec<Route> {
                 "txId",
                 "includeSource",
             ]],
-            || get(api::deposit_history),
+            |g| g.on(api::deposit_history),
         ),
         route(
             "POST",
@@ -589,7 +605,7 @@ fn routes() -> Vec<Route> {
                 "name",
                 "walletType",
             ]],
-            || post(api::withdraw),
+            |g| g.on(api::withdraw),
         ),
         route(
             "GET",
@@ -606,7 +622,7 @@ fn routes() -> Vec<Route> {
                 "startTime",
                 "endTime",
             ]],
-            || get(api::withdraw_history),
+            |g| g.on(api::withdraw_history),
         ),
         route(
             "GET",
@@ -614,7 +630,7 @@ fn routes() -> Vec<Route> {
             "Per asset: deposit and withdrawal status, minimum and fee",
             read(1),
             &[&["asset"]],
-            || get(api::asset_detail),
+            |g| g.on(api::asset_detail),
         ),
         route(
             "GET",
@@ -622,7 +638,7 @@ fn routes() -> Vec<Route> {
             "Cross-margin pairs (none)",
             public(1),
             &[reads::SYMBOL],
-            || get(api::no_margin_pairs),
+            |g| g.on(api::no_margin_pairs),
         ),
         route(
             "GET",
@@ -630,7 +646,7 @@ fn routes() -> Vec<Route> {
             "Isolated-margin pairs (none)",
             read(10),
             &[reads::SYMBOL],
-            || get(api::no_margin_pairs),
+            |g| g.on(api::no_margin_pairs),
         ),
         route(
             "GET",
@@ -638,7 +654,7 @@ fn routes() -> Vec<Route> {
             "USD-M futures (none)",
             public(1),
             reads::NONE,
-            || get(api::no_futures),
+            |g| g.on(api::no_futures),
         ),
         route(
             "GET",
@@ -646,7 +662,7 @@ fn routes() -> Vec<Route> {
             "Coin-M futures (none)",
             public(1),
             reads::NONE,
-            || get(api::no_futures),
+            |g| g.on(api::no_futures),
         ),
     ]
 }
@@ -655,10 +671,15 @@ fn routes() -> Vec<Route> {
 /// `/openapi.json` describing them.
 pub fn router(exchange: Arc<Exchange>) -> Router {
     let access = exchange.access.clone();
-    let mut paths: BTreeMap<&str, MethodRouter<Arc<Exchange>>> = BTreeMap::new();
+    let mut paths: BTreeMap<&str, MethodRouter> = BTreeMap::new();
     for route in routes() {
         let endpoint = route.endpoint.reads(route.params);
-        let guarded = guarded(&access, &BinanceFace, endpoint, (route.handler)());
+        let method = Method::from_bytes(route.method.as_bytes()).expect("a route's method");
+        let guarded = (route.handler)(Guarding {
+            guard: guard(&access, &BinanceFace, endpoint),
+            methods: MethodFilter::try_from(method).expect("a route's method"),
+            exchange: exchange.clone(),
+        });
         let merged = match paths.remove(route.path) {
             Some(existing) => existing.merge(guarded),
             None => guarded,
@@ -671,7 +692,6 @@ pub fn router(exchange: Arc<Exchange>) -> Router {
         .fold(Router::new(), |router, (path, methods)| {
             router.route(path, methods)
         })
-        .with_state(exchange)
         .route(
             "/openapi.json",
             get(move || {

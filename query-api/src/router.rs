@@ -10,10 +10,10 @@ use axum::body::{Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::MethodFilter;
 use smallvec::SmallVec;
 use weiport_access::params::{lenient_body_pairs, lenient_pairs, lenient_value};
-use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guarded};
+use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guard};
 use weiport_storage::Store;
 
 use crate::params::{BlockTag, parse_address, parse_block_tag};
@@ -453,14 +453,9 @@ pub fn router(store: Store, access: Arc<Access>, config: QueryConfig) -> Router 
     });
     let api_v1 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, false);
     let api_v2 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, true);
+    let methods = MethodFilter::GET.or(MethodFilter::POST);
+    let guarded = || guard(&access, &face, endpoint);
     Router::new()
-        .route(
-            "/api",
-            guarded(&access, &face, endpoint, get(api_v1).post(api_v1)),
-        )
-        .route(
-            "/v2/api",
-            guarded(&access, &face, endpoint, get(api_v2).post(api_v2)),
-        )
-        .with_state(state)
+        .route("/api", guarded().on(methods, api_v1, state.clone()))
+        .route("/v2/api", guarded().on(methods, api_v2, state))
 }
