@@ -111,7 +111,9 @@ impl Endpoint {
 }
 
 /// Who is calling; in the request extensions of every guarded handler
-/// whose face reads it ([`Face::HANDLERS_READ_CALLER`]).
+/// whose face reads it ([`Face::HANDLERS_READ_CALLER`]), in place of the
+/// [`ConnectInfo`] it was made from: such handlers read the client's
+/// address here.
 #[derive(Clone, Debug)]
 pub struct Caller {
     /// The client's address.
@@ -143,8 +145,8 @@ impl<F: Face> Guarded<F> {
     /// The route answering `methods` with `handler` over `state`: every
     /// request passes the checks first, and is counted and timed under the
     /// route's path pattern. The handler is wrapped before the router boxes
-    /// it, so a request clones one boxed service where a layer over a
-    /// routed handler clones two (and calls through a second route).
+    /// it, so a request clones one boxed service and polls one route's
+    /// future, where a layer over a routed handler cloned three and polled two.
     pub fn on<H, T, S>(self, methods: MethodFilter, handler: H, state: S) -> MethodRouter
     where
         H: Handler<T, S>,
