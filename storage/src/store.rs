@@ -11,6 +11,7 @@ use rocksdb::{
 use crate::codec::{
     self, ADDRESS_LEN, balance_at_key, decode_balance_at_key, encode_block_number, encode_wei,
 };
+use crate::latest::LatestCache;
 use crate::{
     AccountRecord, ApiKeyRecord, BlockRecord, CommandRecord, Cursor, LatestBalance, SCHEMA_VERSION,
     StorageError, cf,
@@ -67,6 +68,8 @@ pub struct Store {
     /// The options of every point read, made once: RocksDB's own `get`
     /// makes and frees a set per call.
     pub(crate) point_reads: Arc<ReadOptions>,
+    /// Latest balances read since the last index commit.
+    latest: Arc<LatestCache>,
 }
 
 /// Balance-history iterators kept for reuse: opening a RocksDB iterator
@@ -204,6 +207,7 @@ impl Store {
                 start: AtomicU64::new(UNSET),
             }),
             point_reads: Arc::new(ReadOptions::default()),
+            latest: Arc::default(),
         };
         store.check_schema()?;
         let head = store.cursor()?.map_or(UNSET, |cursor| cursor.number);
@@ -328,13 +332,20 @@ impl Store {
         IndexedRange::load(&self.indexed.start)
     }
 
-    /// The latest indexed balance of `address`.
+    /// The latest indexed balance of `address`: from memory when the
+    /// address was read since the last index commit.
     pub fn balance(&self, address: &Address) -> Result<Option<LatestBalance>, StorageError> {
-        self.read(
+        let generation = match self.latest.get(address) {
+            Ok(latest) => return Ok(latest),
+            Err(generation) => generation,
+        };
+        let latest = self.read(
             self.cf(cf::BALANCE),
             address.as_slice(),
             LatestBalance::decode,
-        )
+        )?;
+        self.latest.fill(address, generation, latest);
+        Ok(latest)
     }
 
     /// The balance of `address` after block `block`: the newest history row at
@@ -659,6 +670,8 @@ impl IndexBatch {
     /// returns cannot lose it.
     pub fn commit(self) -> Result<(), StorageError> {
         self.store.db.write_opt(self.batch, &Store::synced())?;
+        // Before the head: a reader that sees the new head reads afresh.
+        self.store.latest.committed();
         let range = &self.store.indexed;
         if let Some(start) = self.start {
             range.start.store(start, Ordering::Release);
@@ -735,6 +748,53 @@ mod tests {
                 .as_deref(),
             Some(&value[..])
         );
+    }
+
+    #[test]
+    fn a_latest_balance_is_never_older_than_the_head_its_reader_saw() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let address = Address::repeat_byte(0x42);
+        let commits = 300;
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..3)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut reads = 0u64;
+                        while !done.load(Ordering::Acquire) {
+                            let Some(head) = store.indexed_head() else {
+                                continue;
+                            };
+                            let latest = store.balance(&address).unwrap().unwrap();
+                            assert!(
+                                latest.block >= head,
+                                "balance of block {} read after head {head}",
+                                latest.block
+                            );
+                            assert_eq!(latest.wei, U256::from(latest.block));
+                            reads += 1;
+                        }
+                        reads
+                    })
+                })
+                .collect();
+            for block in 1..=commits {
+                let mut batch = store.index_batch();
+                batch.set_balance(&address, block, &U256::from(block));
+                batch.set_cursor(&Cursor {
+                    number: block,
+                    hash: B256::ZERO,
+                });
+                batch.commit().unwrap();
+            }
+            done.store(true, Ordering::Release);
+            for reader in readers {
+                assert!(reader.join().unwrap() > 0);
+            }
+        });
+        let latest = store.balance(&address).unwrap().unwrap();
+        assert_eq!((latest.block, latest.wei), (commits, U256::from(commits)));
     }
 
     #[test]
