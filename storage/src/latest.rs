@@ -14,7 +14,7 @@ use alloy_primitives::Address;
 
 use crate::codec::LatestBalance;
 
-/// Slots of the table: a few hundred kilobytes.
+/// Slots of the table: under a megabyte (about 90 bytes each).
 const SLOTS: usize = 8192;
 
 /// A direct-mapped table: one slot per hash of the address, a colliding
