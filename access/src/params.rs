@@ -157,8 +157,8 @@ fn form_pairs<'a>(
 
 /// The non-empty `&`-separated fragments of a form, each found in one pass
 /// over its bytes: where it starts and ends, its first `=`, whether its
-/// name or value holds an escape, whether its value holds a raw `=`.
-/// Ordinary bytes are skipped by a table look-up.
+/// name or value holds an escape, whether its value holds a raw `=`
+/// (ordinary bytes skipped by [`next_special`]).
 struct Fragments<'a> {
     raw: &'a [u8],
     /// `raw` as text, when it is valid UTF-8: every piece split at an
@@ -307,10 +307,7 @@ impl<'a> Sent<'a> {
 /// decoded. Text, not bytes: a query string is already UTF-8, so nothing
 /// is validated again.
 pub fn lenient_pairs(raw: &str) -> impl Iterator<Item = Param<'_>> {
-    Fragments::new(raw.as_bytes(), Some(raw)).map(|fragment| {
-        let value = fragment.value.map_or(Cow::Borrowed(""), Sent::decode);
-        (fragment.name.decode(), value)
-    })
+    lenient(raw.as_bytes(), Some(raw))
 }
 
 /// The first value of `name` among [`lenient_pairs`], decoding only what
@@ -326,20 +323,19 @@ pub fn lenient_value<'a>(raw: &'a str, name: &str) -> Option<Cow<'a, str>> {
     })
 }
 
-/// Form pairs of a body that may not be UTF-8: as text when it is (the
-/// usual case, borrowed), else read from its lossy conversion, owned.
+/// Form pairs of a body that may not be UTF-8, as [`lenient_pairs`] reads
+/// text: borrowed where valid and unescaped, a piece that is not valid
+/// UTF-8 read lossily (`&` and `=` are ASCII, so no sequence spans them).
 pub fn lenient_body_pairs(body: &[u8]) -> Vec<Param<'_>> {
-    match std::str::from_utf8(body) {
-        Ok(text) => lenient_pairs(text).collect(),
-        Err(_) => lenient_pairs(&String::from_utf8_lossy(body))
-            .map(|(name, value)| {
-                (
-                    Cow::Owned(name.into_owned()),
-                    Cow::Owned(value.into_owned()),
-                )
-            })
-            .collect(),
-    }
+    lenient(body, std::str::from_utf8(body).ok()).collect()
+}
+
+/// The lenient reading of `raw` (`text` when it is valid UTF-8).
+fn lenient<'a>(raw: &'a [u8], text: Option<&'a str>) -> impl Iterator<Item = Param<'a>> {
+    Fragments::new(raw, text).map(|fragment| {
+        let value = fragment.value.map_or(Cow::Borrowed(""), Sent::decode);
+        (fragment.name.decode(), value)
+    })
 }
 
 /// The top-level fields of a JSON object, each value as its exact text:
