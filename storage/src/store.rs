@@ -67,7 +67,7 @@ pub struct Store {
     indexed: Arc<IndexedRange>,
     /// The options of every point read, made once: RocksDB's own `get`
     /// makes and frees a set per call.
-    pub(crate) point_reads: Arc<ReadOptions>,
+    point_reads: Arc<ReadOptions>,
     /// Latest balances read since the last index commit.
     latest: Arc<LatestCache>,
 }
@@ -265,7 +265,7 @@ impl Store {
         &self,
         cf: &ColumnFamily,
         key: impl AsRef<[u8]>,
-        decode: fn(&[u8]) -> Result<T, StorageError>,
+        decode: impl FnOnce(&[u8]) -> Result<T, StorageError>,
     ) -> Result<Option<T>, StorageError> {
         self.db
             .get_pinned_cf_opt(cf, key, &self.point_reads)?

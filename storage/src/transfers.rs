@@ -395,14 +395,14 @@ impl Store {
             }
             let place = &key[ADDRESS_LEN + 1..];
             let (block, tx_index, kind, _) = decode_place(place)?;
-            let row = self
-                .db
-                .get_pinned_cf_opt(self.cf(cf::TRANSFER), place, &self.point_reads)?
+            let transfer = self
+                .read(self.cf(cf::TRANSFER), place, |row| {
+                    Transfer::decode(kind, row)
+                })?
                 .ok_or(StorageError::Corrupt {
                     what: "missing transfer row",
                     len: 0,
                 })?;
-            let transfer = Transfer::decode(kind, &row)?;
             if keep(&transfer) {
                 if skipped < page.skip {
                     skipped += 1;
