@@ -313,7 +313,21 @@ pub fn lenient_pairs(raw: &str) -> impl Iterator<Item = Param<'_>> {
 /// The first value of `name` among [`lenient_pairs`], decoding only what
 /// the search needs: names are compared as sent unless they hold escapes.
 pub fn lenient_value<'a>(raw: &'a str, name: &str) -> Option<Cow<'a, str>> {
+    lenient_find(raw, name, false)
+}
+
+/// The first non-empty value of `name` among [`lenient_pairs`] (a pair
+/// sent empty is passed over), decoding only that value.
+pub fn lenient_filled<'a>(raw: &'a str, name: &str) -> Option<Cow<'a, str>> {
+    lenient_find(raw, name, true)
+}
+
+fn lenient_find<'a>(raw: &'a str, name: &str, skip_empty: bool) -> Option<Cow<'a, str>> {
     Fragments::new(raw.as_bytes(), Some(raw)).find_map(|fragment| {
+        // Decoding keeps an empty value empty and a sent one non-empty.
+        if skip_empty && fragment.value.as_ref().is_none_or(|v| v.bytes.is_empty()) {
+            return None;
+        }
         let named = if fragment.name.escaped {
             fragment.name.decode() == name
         } else {

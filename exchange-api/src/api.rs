@@ -274,8 +274,7 @@ pub(crate) fn json_body(body: Bytes) -> Response {
 /// form would be (borrowed unless it holds an escape), for the weight
 /// functions, which run before the request's parameters are parsed.
 fn query_text<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
-    weiport_access::params::lenient_pairs(query)
-        .find_map(|(sent, value)| (sent == name && !value.is_empty()).then_some(value))
+    weiport_access::params::lenient_filled(query, name)
 }
 
 /// Whether the query names `name` with a value (without copying it).

@@ -1,7 +1,7 @@
 //! The exchange's markets and assets, numbered once at start so the engine
 //! and its events refer to them by small integers instead of names.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::market::Market;
 
@@ -20,8 +20,10 @@ pub struct Catalog {
     markets: Vec<Market>,
     pairs: Vec<(AssetId, AssetId)>,
     assets: Vec<String>,
-    market_ids: HashMap<String, MarketId>,
-    asset_ids: HashMap<String, AssetId>,
+    // Fixed at start and only looked up afterwards, so a client's names
+    // cannot lengthen a probe: an unseeded fast hash serves.
+    market_ids: FxHashMap<String, MarketId>,
+    asset_ids: FxHashMap<String, AssetId>,
 }
 
 impl Catalog {
@@ -29,7 +31,7 @@ impl Catalog {
     pub fn new(markets: Vec<Market>) -> Self {
         assert!(markets.len() < usize::from(u16::MAX), "too many markets");
         let mut assets: Vec<String> = Vec::new();
-        let mut asset_ids = HashMap::new();
+        let mut asset_ids = FxHashMap::default();
         let mut intern = |name: &str| {
             *asset_ids.entry(name.to_owned()).or_insert_with(|| {
                 assets.push(name.to_owned());
