@@ -13,6 +13,11 @@
 #[path = "support/baseline_app.rs"]
 mod baseline_app;
 
+// The allocator the server runs on (src/main.rs), for both applications:
+// counted here, glibc's malloc and free cost several times as much.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
