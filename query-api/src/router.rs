@@ -2,6 +2,7 @@
 //! module's block number and balance, answered from the index.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use alloy_primitives::{Address, U256};
@@ -170,6 +171,13 @@ impl<'a> Params<'a> {
     }
 }
 
+/// A U256 in decimal, on the stack: 78 digits hold the largest.
+pub(crate) fn decimal(wei: &U256) -> arrayvec::ArrayString<78> {
+    let mut text = arrayvec::ArrayString::new();
+    let _ = write!(text, "{wei}");
+    text
+}
+
 pub(crate) fn ok_string(result: &str) -> Response {
     const HEAD: &str = r#"{"status":"1","message":"OK","result":""#;
     const TAIL: &str = r#""}"#;
@@ -282,9 +290,9 @@ fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response
                 tag_param(params, "blockno")?
             };
             let block = state.resolve(tag, &indexed)?;
-            Ok(ok_string(
-                &state.balance(&address, block, &indexed)?.to_string(),
-            ))
+            Ok(ok_string(&decimal(
+                &state.balance(&address, block, &indexed)?,
+            )))
         }
         "balancemulti" => {
             let list = params.get("address").unwrap_or("");

@@ -11,7 +11,7 @@ use weiport_storage::{HistoryIndex, IndexedTransfer, Store, TokenInfo, Transfer,
 
 use crate::history::{empty, indexed_from, list, method_id, number, paging, unavailable};
 use crate::params::parse_address;
-use crate::router::{Indexed, MSG_BAD_ADDRESS, Params, QueryError, ok_string};
+use crate::router::{Indexed, MSG_BAD_ADDRESS, Params, QueryError, decimal, ok_string};
 
 const MSG_BAD_CONTRACT: &str = "Error! Invalid contractaddress format";
 const MSG_BAD_HASH: &str = "Error! Invalid transaction hash";
@@ -241,9 +241,9 @@ pub(crate) fn tokenbalance(store: &Store, params: &Params) -> Result<Response, Q
     let held = store
         .token_balance(&holder, &token, None)
         .map_err(unavailable)?;
-    Ok(ok_string(
-        &held.map(|h| h.balance).unwrap_or_default().to_string(),
-    ))
+    Ok(ok_string(&decimal(
+        &held.map(|h| h.balance).unwrap_or_default(),
+    )))
 }
 
 /// `module=account&action=addresstokenbalance`: every token the holder
