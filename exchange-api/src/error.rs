@@ -1,9 +1,6 @@
 //! Binance's error shape, `{"code": -1121, "msg": "Invalid symbol."}`, with
 //! the HTTP statuses the service promises: 401 for authentication, 429 for
 //! limits, 418 for bans, 400 for bad requests.
-
-use std::fmt::Write as _;
-
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use weiport_access::params::{MAX_PARAMS, ParamError};
@@ -183,13 +180,26 @@ fn header_value(n: u32) -> HeaderValue {
 const RENDERED_BELOW: u32 = 100_000;
 
 /// `0123456789101112…99999`: each count below [`RENDERED_BELOW`] in order,
-/// under half a megabyte, made at the first answer.
-static RENDERED_COUNTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let mut text = String::with_capacity(488_890);
-    for n in 0..RENDERED_BELOW {
-        let _ = write!(text, "{n}");
+/// under half a megabyte, made when the router is built.
+pub(crate) static RENDERED_COUNTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let mut text = Vec::with_capacity(488_890);
+    // One decimal counter stepped up in place: the text is its successive
+    // values, so no number is divided into digits.
+    let mut count = vec![b'0'];
+    for _ in 0..RENDERED_BELOW {
+        text.extend_from_slice(&count);
+        match count.iter().rposition(|&digit| digit != b'9') {
+            Some(at) => {
+                count[at] += 1;
+                count[at + 1..].fill(b'0');
+            }
+            None => {
+                count.fill(b'0');
+                count.insert(0, b'1');
+            }
+        }
     }
-    text
+    String::from_utf8(text).unwrap_or_default()
 });
 
 /// `n`'s digits within [`RENDERED_COUNTS`], when it is rendered there.

@@ -670,6 +670,8 @@ fn routes() -> Vec<Route> {
 /// The exchange's public routes, every one behind its access checks, and
 /// `/openapi.json` describing them.
 pub fn router(exchange: Arc<Exchange>) -> Router {
+    // Rendered now, so that no client's first answer waits for it.
+    std::sync::LazyLock::force(&crate::error::RENDERED_COUNTS);
     let access = exchange.access.clone();
     let mut paths: BTreeMap<&str, MethodRouter> = BTreeMap::new();
     for route in routes() {
