@@ -1,6 +1,7 @@
 //! Binance's error shape, `{"code": -1121, "msg": "Invalid symbol."}`, with
 //! the HTTP statuses the service promises: 401 for authentication, 429 for
 //! limits, 418 for bans, 400 for bad requests.
+
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use weiport_access::params::{MAX_PARAMS, ParamError};
