@@ -312,7 +312,8 @@ impl tower::Service<Request<Incoming>> for ConnectionService {
             } else {
                 Body::new(DeadlineBody {
                     inner: Body::new(incoming),
-                    deadline: Box::pin(tokio::time::sleep(timeout)),
+                    deadline: tokio::time::Instant::now() + timeout,
+                    timer: None,
                 })
             }
         });
@@ -345,10 +346,13 @@ impl Future for Answering {
 #[error("request body not received in time")]
 pub struct BodyTimedOut;
 
-/// A request body that fails once its deadline passes.
+/// A request body that fails once its deadline passes. The timer is set
+/// only when the body has to be waited for: a small body arrives with its
+/// head, and most requests then never touch the runtime's timers.
 struct DeadlineBody {
     inner: Body,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    deadline: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl HttpBody for DeadlineBody {
@@ -362,7 +366,11 @@ impl HttpBody for DeadlineBody {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame);
         }
-        match self.deadline.as_mut().poll(cx) {
+        let deadline = self.deadline;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyTimedOut)))),
             Poll::Pending => Poll::Pending,
         }
