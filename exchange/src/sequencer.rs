@@ -348,20 +348,28 @@ struct Log {
 
 type Reply = oneshot::Sender<Result<Arc<Outcome>, SequencerError>>;
 
+/// A committed batch's answers, sent when dropped: by the task that carries
+/// them, or where that task is dropped unrun (its runtime shutting down), so
+/// no caller of a durable command is left without its outcome.
+struct Answers(Vec<(Reply, Arc<Outcome>)>);
+
+impl Drop for Answers {
+    fn drop(&mut self) {
+        for (reply, outcome) in self.0.drain(..) {
+            let _ = reply.send(Ok(outcome));
+        }
+    }
+}
+
 /// Answers a committed batch's callers. With the callers' runtime at hand the
 /// answers go out from one task on it: a wake from this thread that finds a
 /// worker parked costs a syscall, and the woken worker takes the core from
 /// the engine, answers one caller and parks again, so answering each caller
 /// from here took turns with the workers several times per batch (measured).
-fn answer(callers: Option<&tokio::runtime::Handle>, replies: Vec<(Reply, Arc<Outcome>)>) {
-    let send = |replies: Vec<(Reply, Arc<Outcome>)>| {
-        for (reply, outcome) in replies {
-            let _ = reply.send(Ok(outcome));
-        }
-    };
+fn answer(callers: Option<&tokio::runtime::Handle>, answers: Answers) {
     match callers {
-        Some(runtime) => drop(runtime.spawn(async move { send(replies) })),
-        None => send(replies),
+        Some(runtime) => drop(runtime.spawn(async move { drop(answers) })),
+        None => drop(answers),
     }
 }
 
@@ -445,7 +453,7 @@ fn run(
                 sink.committed(&outcomes);
             }
         }
-        answer(callers.as_ref(), replies);
+        answer(callers.as_ref(), Answers(replies));
     }
     engine
 }
@@ -541,6 +549,33 @@ mod tests {
                 trigger: None,
             },
         }
+    }
+
+    #[test]
+    fn callers_are_answered_after_the_runtime_that_started_it_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
+        let starting = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let sequencer = starting
+            .block_on(async { Sequencer::start(store, catalog.clone(), 99, 64) })
+            .unwrap();
+        drop(starting);
+        let credit = Command::Credit {
+            account: 1,
+            asset: catalog.asset_id("USDT").unwrap(),
+            amount: amount("10"),
+        };
+        let later = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let outcome = later.block_on(sequencer.submit(credit)).unwrap();
+        assert!(outcome.accepted());
+        assert_eq!(outcome.sequence, 1);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
