@@ -99,13 +99,17 @@ fn welch_t(a: &[f64], b: &[f64]) -> f64 {
     (ma - mb) / se
 }
 
-/// The right signature with one byte (hex pair) changed: the first or the last.
+/// The right signature with one byte (hex pair) changed: the first or the
+/// last. The changed digit stays in its class (a decimal digit for a decimal
+/// digit, a letter for a letter), so the two requests decode their hex along
+/// the same branches and differ only where the comparison could leak.
 fn signature_wrong_at(byte: usize) -> String {
     let mut signature = sign_hmac_sha256(SECRET, PAYLOAD.as_bytes()).into_bytes();
-    signature[byte * 2] = if signature[byte * 2] == b'0' {
-        b'1'
-    } else {
-        b'0'
+    let digit = &mut signature[byte * 2];
+    *digit = match *digit {
+        b'9' => b'0',
+        b'f' => b'a',
+        other => other + 1,
     };
     String::from_utf8(signature).unwrap()
 }
