@@ -157,11 +157,7 @@ pub(crate) async fn account(
 }
 
 pub(crate) fn my_trades_weight(query: &str) -> u32 {
-    if query_value(query, "orderId").is_some() {
-        5
-    } else {
-        20
-    }
+    if query_has(query, "orderId") { 5 } else { 20 }
 }
 
 pub(crate) async fn my_trades(

@@ -270,21 +270,16 @@ pub(crate) fn json_body(body: Bytes) -> Response {
         .into_response()
 }
 
+/// Whether the query names `name` with a value (without copying it).
+pub(crate) fn query_has(query: &str, name: &str) -> bool {
+    query_value(query, name).is_some()
+}
+
 /// The first non-empty value of `name` in a raw query string, read as a
 /// form would be (borrowed unless it holds an escape), for the weight
 /// functions, which run before the request's parameters are parsed.
-fn query_text<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+pub(crate) fn query_value<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     weiport_access::params::lenient_filled(query, name)
-}
-
-/// Whether the query names `name` with a value (without copying it).
-pub(crate) fn query_has(query: &str, name: &str) -> bool {
-    query_text(query, name).is_some()
-}
-
-/// The first non-empty value of `name` in the query.
-pub(crate) fn query_value(query: &str, name: &str) -> Option<String> {
-    query_text(query, name).map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]
@@ -315,7 +310,7 @@ mod tests {
         for query in queries {
             for name in ["symbol", "symbols", "limit", "orderId"] {
                 assert_eq!(
-                    query_value(query, name),
+                    query_value(query, name).map(std::borrow::Cow::into_owned),
                     as_forms_read(query, name),
                     "{name} in {query:?}"
                 );

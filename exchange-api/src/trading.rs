@@ -279,11 +279,7 @@ pub(crate) async fn cancel_open_orders(
 }
 
 pub(crate) fn open_orders_weight(query: &str) -> u32 {
-    if query_value(query, "symbol").is_some() {
-        6
-    } else {
-        80
-    }
+    if query_has(query, "symbol") { 6 } else { 80 }
 }
 
 pub(crate) async fn open_orders(
@@ -338,7 +334,7 @@ pub(crate) async fn test_order(
 }
 
 pub(crate) fn test_order_weight(query: &str) -> u32 {
-    if query_value(query, "computeCommissionRates") == Some("true".into()) {
+    if query_value(query, "computeCommissionRates").as_deref() == Some("true") {
         20
     } else {
         1
