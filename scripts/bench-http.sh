@@ -91,18 +91,20 @@ measure() {
 # compare CONNECTIONS RUNNER...: each RUNNER, a command and its words (no
 # spaces inside a word) that is given the connection count last and prints
 # measure's line, run BENCH_ROUNDS times (default 3), taking turns, so
-# that drift of the machine during a run falls on every server alike;
+# that drift of the machine during a run falls on every server alike; every
+# other round takes the turns in reverse, as the first run of a round
+# measured a few percent faster than the same server run later in it;
 # prints the median req/s of each RUNNER in order.
 compare() {
   local c="$1"; shift
-  local rounds="${BENCH_ROUNDS:-3}" round i runner
-  local -a results=()
+  local rounds="${BENCH_ROUNDS:-3}" round i step runner
+  local -a results=() runners=("$@")
   for ((round = 0; round < rounds; round++)); do
-    i=0
-    for runner in "$@"; do
+    for ((step = 0; step < $#; step++)); do
+      i=$(( round % 2 == 0 ? step : $# - 1 - step ))
+      runner="${runners[i]}"
       # shellcheck disable=SC2086 # the runner's words, split on purpose
       results[i]+="$($runner "$c" | cut -d' ' -f1) "
-      i=$((i + 1))
     done
   done
   local out=()
