@@ -90,14 +90,15 @@ measure() {
 
 # compare CONNECTIONS RUNNER...: each RUNNER, a command and its words (no
 # spaces inside a word) that is given the connection count last and prints
-# measure's line, run BENCH_ROUNDS times (default 3), taking turns, so
+# measure's line, run BENCH_ROUNDS times (default 4), taking turns, so
 # that drift of the machine during a run falls on every server alike; every
 # other round takes the turns in reverse, as the first run of a round
-# measured a few percent faster than the same server run later in it;
-# prints the median req/s of each RUNNER in order.
+# measured a few percent faster than the same server run later in it (an
+# even count of rounds balances the turns); prints the median req/s of each
+# RUNNER in order (of an even count, the lower middle one).
 compare() {
   local c="$1"; shift
-  local rounds="${BENCH_ROUNDS:-3}" round i step runner
+  local rounds="${BENCH_ROUNDS:-4}" round i step runner
   local -a results=() runners=("$@")
   for ((round = 0; round < rounds; round++)); do
     for ((step = 0; step < $#; step++)); do

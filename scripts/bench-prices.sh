@@ -44,7 +44,7 @@ done
 
 one="/api/v3/simple/price?ids=ethereum&vs_currencies=usd&include_24hr_vol=true&include_24hr_change=true&include_last_updated_at=true"
 many="/api/v3/simple/price?ids=ethereum,tether,bitcoin&vs_currencies=usd,eth&include_24hr_vol=true&include_24hr_change=true"
-echo "Median of ${BENCH_ROUNDS:-3} alternating ${secs}-second runs each:"
+echo "Median of ${BENCH_ROUNDS:-4} alternating ${secs}-second runs each:"
 echo
 echo "| route | connections | baseline req/s | weiport req/s | ratio |"
 echo "|---|---|---|---|---|"

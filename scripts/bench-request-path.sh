@@ -107,7 +107,7 @@ row() {
 base=http://127.0.0.1:18090
 ours=http://127.0.0.1:18080
 echo
-echo "Peak, median of ${BENCH_ROUNDS:-3} alternating ${secs}-second runs each:"
+echo "Peak, median of ${BENCH_ROUNDS:-4} alternating ${secs}-second runs each:"
 echo
 echo "| route | connections | baseline req/s | weiport req/s | weiport / baseline | peer req/s (weiport / peer) |"
 echo "|---|---|---|---|---|---|"
