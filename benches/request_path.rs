@@ -103,7 +103,8 @@ fn weiport_routers(dir: &std::path::Path) -> Routers {
         weiport_query_api::QueryConfig::default(),
     );
     let exchange = Arc::new(
-        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access).expect("exchange"),
+        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access, None)
+            .expect("exchange"),
     );
     Routers {
         exchange: weiport_exchange_api::router(exchange.clone()),

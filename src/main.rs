@@ -1,5 +1,6 @@
 //! The `weiport` binary: command line, configuration and wiring of the crates.
 
+mod adapters;
 mod admin_cli;
 mod config;
 mod listener;

@@ -136,7 +136,7 @@ pub async fn run(mut config: Config, args: SandboxArgs) -> anyhow::Result<()> {
         let reserved: Vec<_> = server
             .exchange
             .wallet
-            .get()
+            .as_ref()
             .map(|wallet| wallet.hot_address())
             .into_iter()
             .collect();

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use weiport_indexer::{Indexer, NodeClient, Progress};
 use weiport_storage::Store;
 
+use crate::adapters::{EngineLedger, ExchangeMarkets, WalletFace};
 use crate::config::Config;
 use crate::telemetry;
 
@@ -213,9 +214,22 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
             proxy_final_depth: config.query.proxy_final_depth,
         },
     );
-    let exchange = Arc::new(open_exchange(config, &store, &access)?);
-    let wallet_job = start_wallet(config, &store, &exchange, stop_rx.clone())?;
-    tokio::spawn(weiport_exchange_api::streams::push_tickers(Arc::downgrade(
+    let catalog = Arc::new(weiport_exchange::Catalog::new(
+        config.exchange.markets.clone(),
+    ));
+    let wallet = open_wallet(config, &store, &catalog)?;
+    let exchange = Arc::new(open_exchange(
+        config,
+        &store,
+        &access,
+        catalog,
+        wallet.as_ref(),
+    )?);
+    let wallet_job = wallet.map(|wallet| {
+        let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
+        tokio::spawn(wallet.run(ledger, stop_rx.clone()))
+    });
+    tokio::spawn(weiport_exchange_api::push_tickers(Arc::downgrade(
         &exchange,
     )));
     let coins = weiport_coingecko_api::CoinTable::new(&exchange.catalog, &config.coingecko)
@@ -319,81 +333,19 @@ impl Server {
     }
 }
 
-/// The exchange's market data, as the price face reads it.
-struct ExchangeMarkets(Arc<weiport_exchange_api::Exchange>);
-
-impl weiport_coingecko_api::Markets for ExchangeMarkets {
-    fn catalog(&self) -> &weiport_exchange::Catalog {
-        &self.0.catalog
-    }
-
-    fn view(&self) -> std::sync::RwLockReadGuard<'_, weiport_exchange::view::View> {
-        self.0.sequencer.view()
-    }
-
-    fn history(&self) -> &weiport_exchange::history::History {
-        &self.0.history
-    }
-}
-
-/// The exchange as the wallet drives it: commands and the chain part of the
-/// read side. Weak, so the engine stops when the server lets it go.
-struct ExchangeLedger(std::sync::Weak<weiport_exchange_api::Exchange>);
-
-impl weiport_wallet::Ledger for ExchangeLedger {
-    fn submit(
-        &self,
-        command: weiport_exchange::engine::Command,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = Result<
-                        Arc<weiport_exchange::sequencer::Outcome>,
-                        weiport_exchange::sequencer::SequencerError,
-                    >,
-                > + Send,
-        >,
-    > {
-        let exchange = self.0.clone();
-        Box::pin(async move {
-            match exchange.upgrade() {
-                Some(exchange) => exchange.sequencer.submit(command).await,
-                None => Err(weiport_exchange::sequencer::SequencerError::Stopped),
-            }
-        })
-    }
-
-    fn last_deposit_id(&self) -> u64 {
-        self.0.upgrade().map_or(0, |exchange| {
-            exchange.sequencer.view().chain.last_deposit_id
-        })
-    }
-
-    fn pending_withdrawals(&self) -> Vec<(u64, weiport_exchange::view::WithdrawalView)> {
-        self.0.upgrade().map_or_else(Vec::new, |exchange| {
-            let view = exchange.sequencer.view();
-            view.chain
-                .pending()
-                .map(|(id, w)| (id, w.clone()))
-                .collect()
-        })
-    }
-}
-
-/// Opens the on-chain wallet over the indexed node and starts its loop
-/// (unless disabled, or without the indexer it reads deposits from).
-fn start_wallet(
+/// Opens the on-chain wallet over the indexed node (unless disabled, or
+/// without the indexer it reads deposits from); it starts with [`run_wallet`].
+fn open_wallet(
     config: &Config,
     store: &Store,
-    exchange: &Arc<weiport_exchange_api::Exchange>,
-    stop: tokio::sync::watch::Receiver<bool>,
-) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    catalog: &weiport_exchange::Catalog,
+) -> anyhow::Result<Option<Arc<weiport_wallet::Wallet>>> {
     if !config.wallet.enabled || !config.indexer.enabled {
         return Ok(None);
     }
     let settings = config
         .wallet
-        .config(&exchange.catalog, config.exchange.deposit_confirmations)
+        .config(catalog, config.exchange.deposit_confirmations)
         .context("wallet.coin names no asset of the exchange")?;
     let from_env = std::env::var("WEIPORT_MASTER_KEY").ok();
     let master =
@@ -404,31 +356,31 @@ fn start_wallet(
         key => Some(weiport_wallet::hot_wallet(key).context("wallet.hot_wallet_key")?),
     };
     let node = NodeClient::new(&config.node.url, config.node.options()).context("node.url")?;
-    let wallet = Arc::new(
-        weiport_wallet::Wallet::open(store.clone(), node, &master, hot, settings)
-            .context("opening the wallet")?,
-    );
-    let _ = exchange.wallet.set(wallet.clone());
-    let ledger = Arc::new(ExchangeLedger(Arc::downgrade(exchange)));
-    Ok(Some(tokio::spawn(wallet.run(ledger, stop))))
+    let wallet = weiport_wallet::Wallet::open(store.clone(), node, &master, hot, settings)
+        .context("opening the wallet")?;
+    Ok(Some(Arc::new(wallet)))
 }
 
-/// Replays the exchange's command log and starts its engine thread.
+/// Replays the exchange's command log and starts its engine thread, the
+/// capital endpoints answering from `wallet` when there is one.
 fn open_exchange(
     config: &Config,
     store: &Store,
     access: &Arc<weiport_access::Access>,
+    catalog: Arc<weiport_exchange::Catalog>,
+    wallet: Option<&Arc<weiport_wallet::Wallet>>,
 ) -> anyhow::Result<weiport_exchange_api::Exchange> {
-    let catalog = Arc::new(weiport_exchange::Catalog::new(
-        config.exchange.markets.clone(),
-    ));
     let started = std::time::Instant::now();
+    let wallet_face = wallet.map(|wallet| {
+        Arc::new(WalletFace::new(wallet.clone())) as Arc<dyn weiport_exchange_api::ChainWallet>
+    });
     let exchange = weiport_exchange_api::Exchange::open(
         store.clone(),
         catalog,
         config.exchange.fee_account,
         config.exchange.queue_capacity,
         access.clone(),
+        wallet_face,
     )
     .context("starting the exchange engine")?;
     tracing::info!(

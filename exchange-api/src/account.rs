@@ -6,21 +6,20 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
-
 use weiport_exchange::amount::Amount;
-use weiport_storage::ScanDirection;
-
-use crate::api::*;
-use crate::error::BinanceError;
-use crate::extract::*;
-use crate::params::Params;
-use crate::wire::*;
 use weiport_exchange::engine::{Prevention, Trade};
 use weiport_exchange::history::{Dated, HistoryError};
 use weiport_exchange::market::Market;
 use weiport_exchange::now_ms;
 use weiport_exchange::order::Side;
 use weiport_exchange::view::MarketView;
+use weiport_storage::ScanDirection;
+
+use crate::error::{Answer, BinanceError, Refusal};
+use crate::exchange::{Exchange, first, latest, stored};
+use crate::extract::*;
+use crate::params::{Params, boolean, integer, limit, market, query_has};
+use crate::wire::*;
 
 /// Checks `startTime`/`endTime`: at most 24 hours apart, start not after
 /// end. `endTime` alone means the 24 hours up to it, so every window has a
@@ -33,16 +32,10 @@ pub(crate) fn time_window(params: &Params) -> Result<(Option<u64>, Option<u64>),
     };
     if let (Some(s), Some(e)) = (start, end) {
         if s > e {
-            return Err(BinanceError::bad(
-                -1128,
-                "Combination of optional parameters invalid.",
-            ));
+            return Err(BinanceError::from(Refusal::BadCombination));
         }
         if e - s > 86_400_000 {
-            return Err(BinanceError::bad(
-                -1127,
-                "More than 24 hours between startTime and endTime.",
-            ));
+            return Err(BinanceError::from(Refusal::WindowOverDay));
         }
     }
     Ok((start, end))
@@ -172,12 +165,12 @@ pub(crate) async fn my_trades(
     let from = integer(&params, "fromId")?;
     let (start, end) = time_window(&params)?;
     if from.is_some() && (start.is_some() || end.is_some()) {
-        return Err(BinanceError::bad(
-            -1128,
-            "Combination of optional parameters invalid.",
-        ));
+        return Err(BinanceError::from(Refusal::BadCombination));
     }
-    let (base, quote) = exchange.catalog.pair(market).ok_or_else(bad_symbol)?;
+    let (base, quote) = exchange
+        .catalog
+        .pair(market)
+        .ok_or(Refusal::InvalidSymbol)?;
     let history = &exchange.history;
     let own_order = |t: &Trade| {
         order_id.is_none_or(|o| {
@@ -315,10 +308,7 @@ pub(crate) async fn my_prevented_matches(
             first(history.order_prevented(market, order_id, from), limit)?
         }
         _ => {
-            return Err(BinanceError::bad(
-                -1128,
-                "Combination of optional parameters invalid.",
-            ));
+            return Err(BinanceError::from(Refusal::BadCombination));
         }
     };
     let symbol = exchange.catalog.symbol(market);

@@ -12,7 +12,7 @@ use serde_json::json;
 use weiport_exchange::amount::Amount;
 use weiport_exchange::engine::{Command, Event, Reject, WithdrawalStage};
 
-use crate::api::Exchange;
+use crate::exchange::Exchange;
 
 #[derive(serde::Deserialize)]
 struct Transfer {
@@ -113,14 +113,14 @@ pub fn admin_router(exchange: Arc<Exchange>) -> Router {
 /// credits − debits) always; the chain should hold at least the accounts'
 /// and pending amounts.
 pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Response {
-    let Some(wallet) = exchange.wallet.get() else {
+    let Some(wallet) = exchange.wallet.as_deref() else {
         return (
             axum::http::StatusCode::NOT_FOUND,
             Json(json!({ "error": "no wallet" })),
         )
             .into_response();
     };
-    let asset = wallet.config().asset;
+    let asset = wallet.coin().asset;
     let (accounts, pending, deposited, withdrawn) = {
         let view = exchange.sequencer.view();
         let accounts = view
@@ -153,7 +153,7 @@ pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Resp
     let units = |n: u128| Amount::from_units(u64::try_from(n).unwrap_or(u64::MAX)).to_string();
     match wallet.holdings() {
         Ok(on_chain) => Json(json!({
-            "coin": wallet.config().coin,
+            "coin": wallet.coin().coin,
             "accounts": units(accounts),
             "withdrawals_pending": units(pending),
             "deposits_credited": units(deposited),

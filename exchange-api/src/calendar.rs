@@ -2,7 +2,7 @@
 
 use weiport_storage::CandleSpan;
 
-use crate::error::BinanceError;
+use crate::error::{BinanceError, Refusal};
 use crate::params::Params;
 
 /// Interval length in ms (months as 30 days is wrong, so `1M` is by calendar).
@@ -130,9 +130,8 @@ pub(crate) fn candle_tiles(
 pub(crate) fn time_zone_ms(params: &Params) -> Result<i64, BinanceError> {
     match params.get("timeZone") {
         None => Ok(0),
-        Some(text) => parse_time_zone(text).ok_or_else(|| {
-            BinanceError::bad(-1130, "Data sent for parameter 'timeZone' is not valid.")
-        }),
+        Some(text) => parse_time_zone(text)
+            .ok_or_else(|| BinanceError::from(Refusal::InvalidValue("timeZone"))),
     }
 }
 

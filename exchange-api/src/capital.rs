@@ -12,30 +12,31 @@ use serde_json::{Value, json};
 use weiport_exchange::amount::Amount;
 use weiport_exchange::engine::{Command, Event, WithdrawalStage};
 use weiport_exchange::now_ms;
-use weiport_wallet::{Wallet, WalletConfig};
 
-use crate::api::*;
-use crate::error::BinanceError;
-use crate::params::Params;
+use crate::calendar::civil_from_days;
+use crate::error::{Answer, BinanceError, Refusal};
+use crate::extract::Signed;
+use crate::params::{Params, boolean, integer, limit};
+use crate::{ChainWallet, CoinSettings, Exchange};
 
 /// The wallet, or the refusal of a server that runs none.
-fn wallet(exchange: &Exchange) -> Result<&Arc<Wallet>, BinanceError> {
-    exchange.wallet.get().ok_or_else(unsupported)
+fn wallet(exchange: &Exchange) -> Result<&dyn ChainWallet, BinanceError> {
+    exchange
+        .wallet
+        .as_deref()
+        .ok_or(Refusal::Unsupported.into())
 }
 
 fn unsupported() -> BinanceError {
-    BinanceError::bad(-1020, "This operation is not supported.")
+    Refusal::Unsupported.into()
 }
 
 fn malformed(name: &str) -> BinanceError {
-    BinanceError::bad(
-        -1102,
-        format!("Mandatory parameter '{name}' was not sent, was empty/null, or malformed."),
-    )
+    BinanceError::mandatory(name)
 }
 
 /// `coin` (and `network`, when sent) must name the wallet's coin and network.
-fn check_coin(config: &WalletConfig, params: &Params, required: bool) -> Result<(), BinanceError> {
+fn check_coin(config: &CoinSettings, params: &Params, required: bool) -> Result<(), BinanceError> {
     match params.get("coin") {
         Some(coin) if coin != config.coin => return Err(malformed("coin")),
         None if required => return Err(BinanceError::mandatory("coin")),
@@ -118,9 +119,9 @@ impl Page {
 fn history_query<'a>(
     exchange: &'a Exchange,
     params: &Params,
-) -> Result<(&'a Arc<Wallet>, Page, Option<u64>), BinanceError> {
+) -> Result<(&'a dyn ChainWallet, Page, Option<u64>), BinanceError> {
     let wallet = wallet(exchange)?;
-    check_coin(wallet.config(), params, false)?;
+    check_coin(wallet.coin(), params, false)?;
     Ok((wallet, Page::of(params)?, integer(params, "status")?))
 }
 
@@ -132,16 +133,16 @@ pub(crate) async fn deposit_address(
     }: Signed,
 ) -> Answer {
     let wallet = wallet(&exchange)?;
-    check_coin(wallet.config(), &params, true)?;
-    if !wallet.config().deposit_enable {
+    check_coin(wallet.coin(), &params, true)?;
+    if !wallet.coin().deposit_enable {
         return Err(unsupported());
     }
     let address = wallet.deposit_address(account).map_err(|error| {
         tracing::error!(%error, "deriving a deposit address failed");
-        unavailable()
+        BinanceError::unavailable()
     })?;
     Ok(Json(json!({
-        "coin": wallet.config().coin,
+        "coin": wallet.coin().coin,
         "address": address.to_checksum(None),
         "tag": "",
         "url": "",
@@ -157,11 +158,11 @@ pub(crate) async fn deposit_history(
     }: Signed,
 ) -> Answer {
     let (wallet, page, status) = history_query(&exchange, &params)?;
-    let config = wallet.config();
+    let config = wallet.coin();
     let tx_id = params.get("txId");
     let deposits = wallet.deposits(account).map_err(|error| {
         tracing::error!(%error, "reading deposits failed");
-        unavailable()
+        BinanceError::unavailable()
     })?;
     let rows = deposits
         .into_iter()
@@ -208,10 +209,10 @@ pub(crate) async fn withdraw(
 ) -> Answer {
     // As on Binance, withdrawing needs a key bound to addresses.
     if key.allowed_ips.is_empty() {
-        return Err(unauthorized());
+        return Err(BinanceError::from(Refusal::Unauthorized));
     }
     let wallet = wallet(&exchange)?;
-    let config = wallet.config();
+    let config = wallet.coin();
     check_coin(config, &params, true)?;
     if !wallet.withdrawals_open() {
         return Err(unsupported());
@@ -236,21 +237,18 @@ pub(crate) async fn withdraw(
         requested
     };
     if amount < config.withdraw_min || amount > config.withdraw_max || amount.is_zero() {
-        return Err(BinanceError::bad(
-            -1013,
-            format!(
-                "The withdrawal amount must be between {} and {}.",
-                config.withdraw_min, config.withdraw_max
-            ),
-        ));
+        return Err(Refusal::WithdrawalAmount {
+            min: &config.withdraw_min,
+            max: &config.withdraw_max,
+        }
+        .into());
     }
     let client_id = match params.get("withdrawOrderId") {
         Some(id) if id.is_empty() || id.len() > 64 => return Err(malformed("withdrawOrderId")),
         id => id.map(Box::<str>::from),
     };
-    let outcome = submit(
-        &exchange,
-        Command::Withdraw {
+    let outcome = exchange
+        .submit(Command::Withdraw {
             account,
             asset: config.asset,
             amount,
@@ -258,9 +256,8 @@ pub(crate) async fn withdraw(
             client_id,
             destination: destination.into_array(),
             requested_ms: now_ms(),
-        },
-    )
-    .await?;
+        })
+        .await?;
     let id = outcome.events.iter().find_map(|event| match event {
         Event::Withdrawal { withdrawal_id, .. } => Some(*withdrawal_id),
         _ => None,
@@ -277,7 +274,7 @@ pub(crate) async fn withdraw_history(
     }: Signed,
 ) -> Answer {
     let (wallet, page, status) = history_query(&exchange, &params)?;
-    let config = wallet.config();
+    let config = wallet.coin();
     let client_id = params.get("withdrawOrderId");
     let ids: Option<Vec<&str>> = params.get("idList").map(|list| list.split(',').collect());
     let withdrawals: Vec<_> = {
@@ -302,7 +299,7 @@ pub(crate) async fn withdraw_history(
         }
         let sent = wallet.withdrawal_tx(id).map_err(|error| {
             tracing::error!(%error, "reading a withdrawal failed");
-            unavailable()
+            BinanceError::unavailable()
         })?;
         // Binance's withdrawal statuses: 4 processing, 5 failure, 6 completed.
         let code = match w.stage {
@@ -360,8 +357,8 @@ pub(crate) async fn withdraw_history(
 }
 
 /// The coin's network as `capital/config/getall` lists it.
-pub(crate) fn network_list(wallet: &Wallet) -> Value {
-    let config = wallet.config();
+pub(crate) fn network_list(wallet: &dyn ChainWallet) -> Value {
+    let config = wallet.coin();
     json!([{
         "network": config.network,
         "coin": config.coin,
@@ -393,15 +390,15 @@ pub(crate) async fn asset_detail(
     State(exchange): State<Arc<Exchange>>,
     Signed { params, .. }: Signed,
 ) -> Answer {
-    let wallet = exchange.wallet.get();
+    let wallet = exchange.wallet.as_deref();
     let wanted = params.get("asset");
     let mut out = serde_json::Map::new();
     for (id, name) in exchange.catalog.assets() {
         if wanted.is_some_and(|w| w != name) {
             continue;
         }
-        let wallet = wallet.filter(|w| w.config().asset == id);
-        let config = wallet.map(|w| w.config());
+        let wallet = wallet.filter(|w| w.coin().asset == id);
+        let config = wallet.map(|w| w.coin());
         out.insert(
             name.to_owned(),
             json!({

@@ -7,11 +7,10 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use weiport_access::params::BodyKind;
 use weiport_access::{ApiKey, Caller};
-
-use crate::api::*;
-use crate::error::BinanceError;
-use crate::params::Params;
 use weiport_exchange::engine::AccountId;
+
+use crate::error::{BinanceError, Refusal};
+use crate::params::Params;
 
 /// What every signed request may carry besides the endpoint's own parameters.
 pub(crate) const SIGNED: &[&str] = &["timestamp", "recvWindow"];
@@ -57,14 +56,14 @@ impl<S: Send + Sync> FromRequest<S> for Signed {
         let ip = caller.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.ip);
         let key = caller
             .and_then(|caller| caller.key.clone())
-            .ok_or_else(|| unauthorized().into_response())?;
+            .ok_or_else(|| BinanceError::from(Refusal::Unauthorized).into_response())?;
         let (parts, body) = request.into_parts();
         let kind = BodyKind::of(&parts.headers);
         let own = accepted(&parts.extensions);
         // The access guard read the body already, within the size limit.
         let body = axum::body::to_bytes(body, usize::MAX)
             .await
-            .map_err(|_| unavailable().into_response())?;
+            .map_err(|_| BinanceError::unavailable().into_response())?;
         let query = parts.uri.query().unwrap_or("");
         let params = Params::parse(query, &body, kind, &[own, &[SIGNED]])
             .map_err(IntoResponse::into_response)?;

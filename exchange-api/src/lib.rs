@@ -11,24 +11,30 @@
 
 mod account;
 mod admin;
-pub mod api;
 mod calendar;
 mod capital;
+pub mod chain_wallet;
 pub mod error;
+mod exchange;
 mod extract;
 mod lists;
 mod market_data;
 mod modify;
+mod order_params;
 mod params;
 mod routes;
 mod sapi;
+mod stream_routes;
 pub mod streams;
 mod ticker;
+mod ticker_push;
 mod trading;
 mod wire;
 
 pub use admin::admin_router;
-pub use api::Exchange;
+pub use chain_wallet::{ChainWallet, CoinSettings, Deposit, WalletFailure};
 pub use error::{BinanceError, BinanceFace};
+pub use exchange::Exchange;
 pub use routes::{openapi, router};
+pub use ticker_push::push_tickers;
 pub use weiport_exchange::now_ms;

@@ -7,15 +7,18 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use serde_json::Value;
-
 use weiport_exchange::engine::{AccountId, Command};
 use weiport_exchange::history::{Changes, ListView, OrderView};
 use weiport_exchange::order::{Contingency, NewOrder, NewOrderList, OrderType, ResponseType};
 use weiport_storage::ScanDirection;
 
-use crate::api::*;
-use crate::error::BinanceError;
-use crate::params::{OrderNames, Params};
+use crate::account::time_window;
+use crate::error::{Answer, BinanceError, Refusal};
+use crate::exchange::{Exchange, first, latest, stored};
+use crate::extract::Signed;
+use crate::order_params::{OrderNames, validated_order_named};
+use crate::params::{CLIENT_ID_RANGE, Params, integer, limit, market};
+use crate::wire::{cancel_json, generated_client_id, list_json, placed_json};
 
 /// The price an order of a pair is placed at: its limit for a post-only
 /// order, else its stop price (none for a trailing order without one).
@@ -33,15 +36,12 @@ fn pair(below: NewOrder, above: NewOrder) -> Result<Vec<NewOrder>, BinanceError>
     let stop_loss =
         |o: &NewOrder| matches!(o.order_type, OrderType::StopLoss | OrderType::StopLossLimit);
     if stop_loss(&below) == stop_loss(&above) {
-        return Err(BinanceError::bad(-1014, "Unsupported order combination."));
+        return Err(BinanceError::from(Refusal::UnsupportedCombination));
     }
     if let (Some(low), Some(high)) = (level(&below), level(&above))
         && low >= high
     {
-        return Err(BinanceError::bad(
-            -2010,
-            "The relationship of the prices for the orders is not correct.",
-        ));
+        return Err(BinanceError::from(Refusal::ListPrices));
     }
     Ok(vec![below, above])
 }
@@ -136,10 +136,10 @@ fn list_client_id(params: &Params) -> Result<Option<String>, BinanceError> {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
         {
-            Err(BinanceError::bad(
-                -1100,
-                "Illegal characters found in parameter 'listClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.",
-            ))
+            Err(BinanceError::from(Refusal::IllegalCharacters {
+                name: "listClientOrderId",
+                range: CLIENT_ID_RANGE,
+            }))
         }
         id => Ok(id.map(str::to_owned)),
     }
@@ -154,16 +154,18 @@ async fn place(exchange: &Exchange, account: AccountId, mut list: NewOrderList) 
             .get_or_insert_with(generated_client_id);
     }
     list.list_client_id.get_or_insert_with(generated_client_id);
-    let outcome = submit(
-        exchange,
-        Command::PlaceList {
+    let outcome = exchange
+        .submit(Command::PlaceList {
             account,
             list: Box::new(list),
             time_ms: 0,
-        },
-    )
-    .await?;
-    let list = outcome.changes.list.as_ref().ok_or_else(unavailable)?;
+        })
+        .await?;
+    let list = outcome
+        .changes
+        .list
+        .as_ref()
+        .ok_or_else(BinanceError::unavailable)?;
     let orders: Vec<&OrderView> = list
         .order_ids
         .iter()
@@ -190,7 +192,9 @@ pub(crate) fn list_orders(
 ) -> Result<Vec<OrderView>, BinanceError> {
     list.order_ids
         .iter()
-        .map(|id| stored(exchange.history.order(list.market, *id))?.ok_or_else(unavailable))
+        .map(|id| {
+            stored(exchange.history.order(list.market, *id))?.ok_or_else(BinanceError::unavailable)
+        })
         .collect()
 }
 
@@ -201,7 +205,7 @@ fn shown(exchange: &Exchange, list: &ListView) -> Result<Value, BinanceError> {
 }
 
 fn no_such_list() -> BinanceError {
-    BinanceError::bad(-2013, "Order list does not exist.")
+    BinanceError::from(Refusal::NoSuchOrderList)
 }
 
 /// The list `orderListId` (or `param_for_client`) of `account` names.
@@ -214,12 +218,10 @@ fn referenced_list(
     let id = integer(params, "orderListId")?;
     let client = params.get(param_for_client);
     if id.is_none() && client.is_none() {
-        return Err(BinanceError::bad(
-            -1102,
-            format!(
-                "Param 'orderListId' or '{param_for_client}' must be sent, but both were empty/null!"
-            ),
-        ));
+        return Err(BinanceError::from(Refusal::EitherOf(
+            "orderListId",
+            param_for_client,
+        )));
     }
     stored(exchange.history.find_order_list(account, id, client))?
         .filter(|l| client.is_none_or(|c| c == l.list_client_id))
@@ -311,18 +313,16 @@ pub(crate) async fn cancel_list(
     if list.market != market {
         return Err(no_such_list());
     }
-    let outcome = submit(
-        &exchange,
-        Command::CancelList {
+    let outcome = exchange
+        .submit(Command::CancelList {
             account,
             market,
             list_id: list.list_id,
             time_ms: 0,
-        },
-    )
-    .await?;
+        })
+        .await?;
     if outcome.changes.orders.is_empty() {
-        return Err(BinanceError::bad(-2011, "Unknown order sent."));
+        return Err(BinanceError::from(Refusal::UnknownOrder));
     }
     let cancel_id = params
         .get("newClientOrderId")

@@ -8,12 +8,16 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
-
 use weiport_exchange::amount::Amount;
 use weiport_storage::{CandleRow, ScanDirection};
 
-use crate::api::*;
-use crate::error::BinanceError;
+use crate::calendar::{candle_tiles, interval_ms, time_zone_ms, usable_spans, zoned_period};
+use crate::error::{Answer, BinanceError, Refusal};
+use crate::exchange::{Exchange, first, latest, stored};
+use crate::extract::Query;
+use crate::params::{integer, limit, market, markets, query_value};
+use crate::wire::{json_body, kline_json, stp_name, trade_json};
+
 use weiport_exchange::history::{
     CANDLE_MS, Dated, HistoryError, candle_of, merge_earlier, merge_later,
 };
@@ -30,10 +34,7 @@ pub(crate) async fn exchange_info(
         None | Some("TRADING") => {}
         Some("HALT" | "BREAK") => ids.clear(),
         Some(_) => {
-            return Err(BinanceError::bad(
-                -1130,
-                "Data sent for parameter 'symbolStatus' is not valid.",
-            ));
+            return Err(BinanceError::from(Refusal::InvalidValue("symbolStatus")));
         }
     }
     let limits = exchange.access.limiter.config();
@@ -110,7 +111,7 @@ pub(crate) fn depth_weight(query: &str) -> u32 {
 pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = depth_levels(integer(&params, "limit")?);
-    let book = exchange.sequencer.book(id).ok_or_else(bad_symbol)?;
+    let book = exchange.sequencer.book(id).ok_or(Refusal::InvalidSymbol)?;
     // The book changes less often than it is read: the last rendering per
     // market and limit serves until the next change.
     let key = (id, limit);
@@ -176,10 +177,7 @@ pub(crate) async fn agg_trades(
     let start = integer(&params, "startTime")?;
     let end = integer(&params, "endTime")?;
     if from.is_some() && (start.is_some() || end.is_some()) {
-        return Err(BinanceError::bad(
-            -1128,
-            "Combination of optional parameters invalid.",
-        ));
+        return Err(BinanceError::from(Refusal::BadCombination));
     }
     let last = exchange
         .sequencer
@@ -221,7 +219,7 @@ pub(crate) async fn agg_trades(
 pub(crate) async fn klines(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let length = interval_ms(params.required("interval")?)
-        .ok_or_else(|| BinanceError::bad(-1120, "Invalid interval."))?;
+        .ok_or_else(|| BinanceError::from(Refusal::InvalidInterval))?;
     let limit = limit(&params, 500, 1000)?;
     let start = integer(&params, "startTime")?;
     let end = integer(&params, "endTime")?.unwrap_or(u64::MAX);

@@ -7,13 +7,22 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
-
 use weiport_exchange::engine::{Command, Event, OrderStatus};
 use weiport_exchange::history::OrderView;
 use weiport_exchange::now_ms;
 
-use crate::api::*;
-use crate::error::BinanceError;
+use crate::error::{Answer, BinanceError, Refusal};
+use crate::exchange::{Exchange, stored};
+use crate::extract::Signed;
+use crate::lists::{list_of, list_orders};
+use crate::order_params::validated_order;
+use crate::params::{integer, market};
+use crate::trading::referenced_order;
+
+use crate::wire::{
+    cancel_json, generated_client_id, list_id, list_json, placed_json, side_name, status_name,
+    stp_name, tif_name, type_name,
+};
 
 /// `POST /api/v3/order/cancelReplace`: cancels an order and places another
 /// in one engine step. STOP_ON_FAILURE places nothing if the cancel fails;
@@ -34,35 +43,33 @@ pub(crate) async fn cancel_replace(
         "STOP_ON_FAILURE" => false,
         "ALLOW_FAILURE" => true,
         _ => {
-            return Err(BinanceError::bad(
-                -1130,
-                "Data sent for parameter 'cancelReplaceMode' is not valid.",
-            ));
+            return Err(BinanceError::from(Refusal::InvalidValue(
+                "cancelReplaceMode",
+            )));
         }
     };
     let cancel_only_when_limited = match params.get("orderRateLimitExceededMode") {
         None | Some("DO_NOTHING") => false,
         Some("CANCEL_ONLY") => true,
         Some(_) => {
-            return Err(BinanceError::bad(
-                -1130,
-                "Data sent for parameter 'orderRateLimitExceededMode' is not valid.",
-            ));
+            return Err(BinanceError::from(Refusal::InvalidValue(
+                "orderRateLimitExceededMode",
+            )));
         }
     };
     let restriction = match params.get("cancelRestrictions") {
         None => None,
         Some("ONLY_NEW") => Some(OrderStatus::New),
         Some("ONLY_PARTIALLY_FILLED") => Some(OrderStatus::PartiallyFilled),
-        Some(_) => return Err(BinanceError::bad(-1145, "Invalid cancelRestrictions")),
+        Some(_) => return Err(BinanceError::from(Refusal::InvalidCancelRestrictions)),
     };
     let by_id = integer(&params, "cancelOrderId")?;
     let by_client = params.get("cancelOrigClientOrderId");
     if by_id.is_none() && by_client.is_none() {
-        return Err(BinanceError::bad(
-            -1102,
-            "Param 'cancelOrigClientOrderId' or 'cancelOrderId' must be sent, but both were empty/null!",
-        ));
+        return Err(BinanceError::from(Refusal::EitherOf(
+            "cancelOrigClientOrderId",
+            "cancelOrderId",
+        )));
     }
     let mut order = validated_order(&exchange, &params)?;
     order
@@ -77,11 +84,8 @@ pub(crate) async fn cancel_replace(
     // What would refuse the cancel, known before the engine sees it.
     let cancel_refusal = match &target {
         Some(o) if o.is_open() && restriction.is_none_or(|r| r == o.status) => None,
-        Some(o) if o.is_open() => Some(BinanceError::bad(
-            -2011,
-            "Order was not canceled due to cancel restrictions.",
-        )),
-        _ => Some(BinanceError::bad(-2011, "Unknown order sent.")),
+        Some(o) if o.is_open() => Some(BinanceError::from(Refusal::CancelRestricted)),
+        _ => Some(BinanceError::from(Refusal::UnknownOrder)),
     };
     let cancel_id = params
         .get("cancelNewClientOrderId")
@@ -119,16 +123,14 @@ pub(crate) async fn cancel_replace(
         else {
             return Err(limited);
         };
-        let outcome = submit(
-            &exchange,
-            Command::Cancel {
+        let outcome = exchange
+            .submit(Command::Cancel {
                 account,
                 market,
                 order_id: target.order_id,
                 time_ms: 0,
-            },
-        )
-        .await?;
+            })
+            .await?;
         let canceled = canceled_order(&outcome, target.order_id)?;
         let cancel = Ok(cancel_json(&exchange.catalog, canceled, &cancel_id));
         return failed(
@@ -164,11 +166,11 @@ pub(crate) async fn cancel_replace(
         .sequencer
         .submit(command)
         .await
-        .map_err(|_| unavailable())?;
-    let unknown = BinanceError::bad(-2011, "Unknown order sent.");
+        .map_err(|_| BinanceError::unavailable())?;
+    let unknown = BinanceError::from(Refusal::UnknownOrder);
     let cancel_failure = cancel_refusal.as_ref().unwrap_or(&unknown);
     if let Some(Event::Rejected(reject)) = outcome.events.first() {
-        let refusal = engine_refusal(*reject);
+        let refusal = BinanceError::from(*reject);
         // Refused whole: under STOP_ON_FAILURE the cancel failed (the order
         // ended meanwhile); under ALLOW_FAILURE both parts did.
         return if allow_failure {
@@ -200,7 +202,7 @@ pub(crate) async fn cancel_replace(
         ))
     };
     let part_refused = outcome.events.iter().find_map(|e| match e {
-        Event::PartRefused(reject) => Some(engine_refusal(*reject)),
+        Event::PartRefused(reject) => Some(BinanceError::from(*reject)),
         _ => None,
     });
     let conflict = axum::http::StatusCode::CONFLICT;
@@ -225,7 +227,7 @@ pub(crate) async fn cancel_replace(
             conflict,
             parts(Ok(cancel_answer(target.order_id)?), Some(Err(&refusal))),
         ),
-        _ => Err(unavailable()),
+        _ => Err(BinanceError::unavailable()),
     }
 }
 
@@ -240,7 +242,7 @@ fn canceled_order(
         .iter()
         .find(|(o, _)| o.order_id == order_id)
         .map(|(o, _)| o)
-        .ok_or_else(unavailable)
+        .ok_or_else(BinanceError::unavailable)
 }
 
 /// `PUT /api/v3/order/amend/keepPriority`: reduces an order's quantity in
@@ -256,7 +258,7 @@ pub(crate) async fn amend_order(
     let quantity = params
         .amount("newQty")?
         .ok_or_else(|| BinanceError::mandatory("newQty"))?;
-    let unknown = || BinanceError::bad(-2038, "Unknown order sent.");
+    let unknown = || BinanceError::from(Refusal::UnknownOrderToAmend);
     let order = referenced_order(&exchange, account, market, &params)?
         .filter(|o| o.is_open())
         .ok_or_else(unknown)?;
@@ -274,15 +276,12 @@ pub(crate) async fn amend_order(
             time_ms: 0,
         })
         .await
-        .map_err(|_| unavailable())?;
+        .map_err(|_| BinanceError::unavailable())?;
     if let Some(Event::Rejected(reject)) = outcome.events.first() {
         return Err(match reject {
             weiport_exchange::engine::Reject::UnknownOrder => unknown(),
-            weiport_exchange::engine::Reject::BadList => BinanceError::bad(
-                -2038,
-                "Order amend of one order of an OCO pair is not supported.",
-            ),
-            other => engine_refusal(*other),
+            weiport_exchange::engine::Reject::BadList => BinanceError::from(Refusal::AmendInPair),
+            other => BinanceError::from(*other),
         });
     }
     let amended = canceled_order(&outcome, order.order_id)?;

@@ -10,8 +10,9 @@ use axum::routing::{MethodFilter, MethodRouter, get};
 use axum::{Json, Router};
 use weiport_access::{Endpoint, Guarded, Permission, Security, guard};
 
-use crate::api::{self, Exchange};
 use crate::error::BinanceFace;
+use crate::exchange::Exchange;
+use crate::{account, capital, lists, market_data, modify, sapi, ticker, trading};
 
 /// One route: what it answers, who may call it and what it costs, and its
 /// handler. The router and the OpenAPI document are both built from the
@@ -40,95 +41,7 @@ impl Guarding {
     }
 }
 
-/// Parameter lists of the routes (signed routes add `timestamp`, `recvWindow`).
-mod reads {
-    pub(super) const NONE: &[&[&str]] = &[];
-    pub(super) const SYMBOL: &[&str] = &["symbol"];
-    pub(super) const SYMBOLS: &[&str] = &["symbol", "symbols"];
-    pub(super) const LIMIT: &[&str] = &["limit"];
-    pub(super) const STREAMS: &[&[&str]] = &[&["streams", "timeUnit"]];
-    pub(super) const LISTEN_KEY: &[&[&str]] = &[&["listenKey"]];
-    pub(super) const WINDOW: &[&str] = &["startTime", "endTime", "limit"];
-    pub(super) const ORDER: &[&str] = &[
-        "symbol",
-        "side",
-        "type",
-        "timeInForce",
-        "quantity",
-        "quoteOrderQty",
-        "price",
-        "newClientOrderId",
-        "stopPrice",
-        "trailingDelta",
-        "icebergQty",
-        "newOrderRespType",
-        "selfTradePreventionMode",
-    ];
-    pub(super) const ORDER_REF: &[&str] = &["symbol", "orderId", "origClientOrderId"];
-    /// What every order list request shares.
-    pub(super) const LIST: &[&str] = &[
-        "symbol",
-        "listClientOrderId",
-        "newOrderRespType",
-        "selfTradePreventionMode",
-    ];
-    /// One order of a list, under a prefix (`above…`, `working…`).
-    macro_rules! leg {
-        ($prefix:literal) => {
-            &[
-                concat!($prefix, "Type"),
-                concat!($prefix, "ClientOrderId"),
-                concat!($prefix, "Price"),
-                concat!($prefix, "StopPrice"),
-                concat!($prefix, "TrailingDelta"),
-                concat!($prefix, "TimeInForce"),
-                concat!($prefix, "IcebergQty"),
-            ]
-        };
-    }
-    pub(super) const OCO: &[&[&str]] = &[LIST, &["side", "quantity"], leg!("above"), leg!("below")];
-    pub(super) const WORKING: &[&str] = leg!("working");
-    pub(super) const OTO: &[&[&str]] = &[
-        LIST,
-        WORKING,
-        &[
-            "workingSide",
-            "workingQuantity",
-            "pendingSide",
-            "pendingQuantity",
-        ],
-        leg!("pending"),
-    ];
-    pub(super) const OTOCO: &[&[&str]] = &[
-        LIST,
-        WORKING,
-        &[
-            "workingSide",
-            "workingQuantity",
-            "pendingSide",
-            "pendingQuantity",
-        ],
-        leg!("pendingAbove"),
-        leg!("pendingBelow"),
-    ];
-    pub(super) const LEGACY_OCO: &[&[&str]] = &[
-        LIST,
-        &[
-            "side",
-            "quantity",
-            "limitClientOrderId",
-            "price",
-            "limitIcebergQty",
-            "trailingDelta",
-            "stopClientOrderId",
-            "stopPrice",
-            "stopLimitPrice",
-            "stopIcebergQty",
-            "stopLimitTimeInForce",
-        ],
-    ];
-    pub(super) const LIST_REF: &[&str] = &["orderListId", "origClientOrderId"];
-}
+mod reads;
 
 const fn public(weight: u32) -> Endpoint {
     Endpoint::new(Security::Public).weight(weight)
@@ -161,7 +74,7 @@ fn routes() -> Vec<Route> {
             "Market streams, subscribed by message",
             public(2),
             reads::NONE,
-            |g| g.on(crate::streams::ws_bare),
+            |g| g.on(crate::stream_routes::ws_bare),
         ),
         route(
             "GET",
@@ -169,7 +82,7 @@ fn routes() -> Vec<Route> {
             "Market streams named in the path (anything else opens an empty connection)",
             public(2),
             reads::NONE,
-            |g| g.on(crate::streams::ws_path),
+            |g| g.on(crate::stream_routes::ws_path),
         ),
         route(
             "GET",
@@ -177,7 +90,7 @@ fn routes() -> Vec<Route> {
             "Combined market streams, each event as {stream, data}",
             public(2),
             reads::STREAMS,
-            |g| g.on(crate::streams::combined),
+            |g| g.on(crate::stream_routes::combined),
         ),
         route(
             "GET",
@@ -185,7 +98,7 @@ fn routes() -> Vec<Route> {
             "WebSocket API: user data stream subscriptions (userDataStream.subscribe.signature)",
             public(2),
             reads::NONE,
-            |g| g.on(crate::streams::ws_api),
+            |g| g.on(crate::stream_routes::ws_api),
         ),
         route(
             "POST",
@@ -193,7 +106,7 @@ fn routes() -> Vec<Route> {
             "Start or extend the account's user data stream (listen key)",
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::NONE,
-            |g| g.on(crate::streams::create_listen_key),
+            |g| g.on(crate::stream_routes::create_listen_key),
         ),
         route(
             "PUT",
@@ -201,7 +114,7 @@ fn routes() -> Vec<Route> {
             "Keep a listen key alive for 60 minutes",
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::LISTEN_KEY,
-            |g| g.on(crate::streams::keep_listen_key),
+            |g| g.on(crate::stream_routes::keep_listen_key),
         ),
         route(
             "DELETE",
@@ -209,7 +122,7 @@ fn routes() -> Vec<Route> {
             "Close a listen key",
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::LISTEN_KEY,
-            |g| g.on(crate::streams::close_listen_key),
+            |g| g.on(crate::stream_routes::close_listen_key),
         ),
         route(
             "GET",
@@ -217,7 +130,7 @@ fn routes() -> Vec<Route> {
             "Test connectivity",
             public(1),
             reads::NONE,
-            |g| g.on(api::ping),
+            |g| g.on(market_data::ping),
         ),
         route(
             "GET",
@@ -225,7 +138,7 @@ fn routes() -> Vec<Route> {
             "Server time",
             public(1),
             reads::NONE,
-            |g| g.on(api::time),
+            |g| g.on(market_data::time),
         ),
         route(
             "GET",
@@ -233,15 +146,15 @@ fn routes() -> Vec<Route> {
             "Markets, filters and rate limits",
             public(20),
             &[reads::SYMBOLS, &["symbolStatus"]],
-            |g| g.on(api::exchange_info),
+            |g| g.on(market_data::exchange_info),
         ),
         route(
             "GET",
             "/api/v3/depth",
             "Order book",
-            by_query(api::depth_weight),
+            by_query(market_data::depth_weight),
             &[reads::SYMBOL, reads::LIMIT],
-            |g| g.on(api::depth),
+            |g| g.on(market_data::depth),
         ),
         route(
             "GET",
@@ -249,7 +162,7 @@ fn routes() -> Vec<Route> {
             "Recent trades",
             public(25),
             &[reads::SYMBOL, reads::LIMIT],
-            |g| g.on(api::trades),
+            |g| g.on(market_data::trades),
         ),
         route(
             "GET",
@@ -257,7 +170,7 @@ fn routes() -> Vec<Route> {
             "Older trades from an id",
             public(25),
             &[reads::SYMBOL, reads::LIMIT, &["fromId"]],
-            |g| g.on(api::trades),
+            |g| g.on(market_data::trades),
         ),
         route(
             "GET",
@@ -265,7 +178,7 @@ fn routes() -> Vec<Route> {
             "Aggregate trades",
             public(4),
             &[reads::SYMBOL, reads::WINDOW, &["fromId"]],
-            |g| g.on(api::agg_trades),
+            |g| g.on(market_data::agg_trades),
         ),
         route(
             "GET",
@@ -273,7 +186,7 @@ fn routes() -> Vec<Route> {
             "Candlesticks",
             public(2),
             &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
-            |g| g.on(api::klines),
+            |g| g.on(market_data::klines),
         ),
         route(
             "GET",
@@ -281,7 +194,7 @@ fn routes() -> Vec<Route> {
             "Candlesticks (UI)",
             public(2),
             &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
-            |g| g.on(api::klines),
+            |g| g.on(market_data::klines),
         ),
         route(
             "GET",
@@ -289,47 +202,47 @@ fn routes() -> Vec<Route> {
             "Five-minute average price",
             public(2),
             &[reads::SYMBOL],
-            |g| g.on(api::avg_price),
+            |g| g.on(ticker::avg_price),
         ),
         route(
             "GET",
             "/api/v3/ticker/24hr",
             "24-hour statistics",
-            by_query(api::ticker_24hr_weight),
+            by_query(ticker::ticker_24hr_weight),
             &[reads::SYMBOLS, &["type"]],
-            |g| g.on(api::ticker_24hr),
+            |g| g.on(ticker::ticker_24hr),
         ),
         route(
             "GET",
             "/api/v3/ticker/price",
             "Last prices",
-            by_query(api::ticker_price_weight),
+            by_query(ticker::ticker_price_weight),
             &[reads::SYMBOLS],
-            |g| g.on(api::ticker_price),
+            |g| g.on(ticker::ticker_price),
         ),
         route(
             "GET",
             "/api/v3/ticker/bookTicker",
             "Best bid and ask",
-            by_query(api::ticker_price_weight),
+            by_query(ticker::ticker_price_weight),
             &[reads::SYMBOLS],
-            |g| g.on(api::book_ticker),
+            |g| g.on(ticker::book_ticker),
         ),
         route(
             "GET",
             "/api/v3/ticker",
             "Rolling-window statistics",
-            by_query(api::ticker_window_weight),
+            by_query(ticker::ticker_window_weight),
             &[reads::SYMBOLS, &["type", "windowSize"]],
-            |g| g.on(api::ticker_window),
+            |g| g.on(ticker::ticker_window),
         ),
         route(
             "GET",
             "/api/v3/ticker/tradingDay",
             "Statistics of the current trading day in a time zone",
-            by_query(api::ticker_window_weight),
+            by_query(ticker::ticker_window_weight),
             &[reads::SYMBOLS, &["type", "timeZone"]],
-            |g| g.on(api::ticker_trading_day),
+            |g| g.on(ticker::ticker_trading_day),
         ),
         route(
             "POST",
@@ -337,7 +250,7 @@ fn routes() -> Vec<Route> {
             "Place an order",
             TRADE.order(),
             &[reads::ORDER],
-            |g| g.on(api::new_order),
+            |g| g.on(trading::new_order),
         ),
         route(
             "GET",
@@ -345,7 +258,7 @@ fn routes() -> Vec<Route> {
             "Query an order",
             read(4),
             &[reads::ORDER_REF],
-            |g| g.on(api::query_order),
+            |g| g.on(trading::query_order),
         ),
         route(
             "DELETE",
@@ -353,15 +266,15 @@ fn routes() -> Vec<Route> {
             "Cancel an order",
             TRADE,
             &[reads::ORDER_REF, &["newClientOrderId"]],
-            |g| g.on(api::cancel_order),
+            |g| g.on(trading::cancel_order),
         ),
         route(
             "POST",
             "/api/v3/order/test",
             "Validate an order without placing it",
-            TRADE.weight_by(api::test_order_weight),
+            TRADE.weight_by(trading::test_order_weight),
             &[reads::ORDER, &["computeCommissionRates"]],
-            |g| g.on(api::test_order),
+            |g| g.on(trading::test_order),
         ),
         route(
             "POST",
@@ -379,7 +292,7 @@ fn routes() -> Vec<Route> {
                     "orderRateLimitExceededMode",
                 ],
             ],
-            |g| g.on(api::cancel_replace),
+            |g| g.on(modify::cancel_replace),
         ),
         route(
             "PUT",
@@ -387,13 +300,13 @@ fn routes() -> Vec<Route> {
             "Reduce an order's quantity, keeping its place in the queue",
             TRADE.weight(4),
             &[reads::ORDER_REF, &["newClientOrderId", "newQty"]],
-            |g| g.on(api::amend_order),
+            |g| g.on(modify::amend_order),
         ),
         route(
             "GET",
             "/api/v3/myPreventedMatches",
             "Matches self-trade prevention stopped",
-            read_by_query(api::prevented_matches_weight),
+            read_by_query(account::prevented_matches_weight),
             &[
                 reads::SYMBOL,
                 &[
@@ -403,7 +316,7 @@ fn routes() -> Vec<Route> {
                     "limit",
                 ],
             ],
-            |g| g.on(api::my_prevented_matches),
+            |g| g.on(account::my_prevented_matches),
         ),
         route(
             "POST",
@@ -411,7 +324,7 @@ fn routes() -> Vec<Route> {
             "Place an OCO pair: one order above the market, one below",
             TRADE.order(),
             reads::OCO,
-            |g| g.on(api::place_oco),
+            |g| g.on(lists::place_oco),
         ),
         route(
             "POST",
@@ -419,7 +332,7 @@ fn routes() -> Vec<Route> {
             "Place a working order and one placed once it fills",
             TRADE.order(),
             reads::OTO,
-            |g| g.on(api::place_oto),
+            |g| g.on(lists::place_oto),
         ),
         route(
             "POST",
@@ -427,7 +340,7 @@ fn routes() -> Vec<Route> {
             "Place a working order and an OCO pair placed once it fills",
             TRADE.order(),
             reads::OTOCO,
-            |g| g.on(api::place_otoco),
+            |g| g.on(lists::place_otoco),
         ),
         route(
             "POST",
@@ -435,7 +348,7 @@ fn routes() -> Vec<Route> {
             "Place an OCO pair (legacy form: limit and stop)",
             TRADE.order(),
             reads::LEGACY_OCO,
-            |g| g.on(api::place_legacy_oco),
+            |g| g.on(lists::place_legacy_oco),
         ),
         route(
             "GET",
@@ -443,7 +356,7 @@ fn routes() -> Vec<Route> {
             "Query an order list",
             read(4),
             &[reads::LIST_REF],
-            |g| g.on(api::query_list),
+            |g| g.on(lists::query_list),
         ),
         route(
             "DELETE",
@@ -456,7 +369,7 @@ fn routes() -> Vec<Route> {
                 "listClientOrderId",
                 "newClientOrderId",
             ]],
-            |g| g.on(api::cancel_list),
+            |g| g.on(lists::cancel_list),
         ),
         route(
             "GET",
@@ -464,7 +377,7 @@ fn routes() -> Vec<Route> {
             "Order list history",
             read(20),
             &[reads::WINDOW, &["fromId"]],
-            |g| g.on(api::all_lists),
+            |g| g.on(lists::all_lists),
         ),
         route(
             "GET",
@@ -472,15 +385,15 @@ fn routes() -> Vec<Route> {
             "Open order lists",
             read(6),
             reads::NONE,
-            |g| g.on(api::open_lists),
+            |g| g.on(lists::open_lists),
         ),
         route(
             "GET",
             "/api/v3/openOrders",
             "Open orders",
-            read_by_query(api::open_orders_weight),
+            read_by_query(trading::open_orders_weight),
             &[reads::SYMBOL],
-            |g| g.on(api::open_orders),
+            |g| g.on(trading::open_orders),
         ),
         route(
             "DELETE",
@@ -488,7 +401,7 @@ fn routes() -> Vec<Route> {
             "Cancel every open order on a market",
             TRADE,
             &[reads::SYMBOL],
-            |g| g.on(api::cancel_open_orders),
+            |g| g.on(trading::cancel_open_orders),
         ),
         route(
             "GET",
@@ -496,7 +409,7 @@ fn routes() -> Vec<Route> {
             "Order history",
             read(20),
             &[reads::SYMBOL, reads::WINDOW, &["orderId"]],
-            |g| g.on(api::all_orders),
+            |g| g.on(account::all_orders),
         ),
         route(
             "GET",
@@ -504,15 +417,15 @@ fn routes() -> Vec<Route> {
             "Balances and permissions",
             read(20),
             &[&["omitZeroBalances"]],
-            |g| g.on(api::account),
+            |g| g.on(account::account),
         ),
         route(
             "GET",
             "/api/v3/myTrades",
             "Own trades",
-            read_by_query(api::my_trades_weight),
+            read_by_query(account::my_trades_weight),
             &[reads::SYMBOL, reads::WINDOW, &["orderId", "fromId"]],
-            |g| g.on(api::my_trades),
+            |g| g.on(account::my_trades),
         ),
         route(
             "GET",
@@ -520,7 +433,7 @@ fn routes() -> Vec<Route> {
             "Order counts against the limits",
             read(40),
             reads::NONE,
-            |g| g.on(api::order_rate_limit),
+            |g| g.on(account::order_rate_limit),
         ),
         route(
             "GET",
@@ -528,7 +441,7 @@ fn routes() -> Vec<Route> {
             "Commission rates",
             read(20),
             &[reads::SYMBOL],
-            |g| g.on(api::account_commission),
+            |g| g.on(account::account_commission),
         ),
         route(
             "GET",
@@ -536,7 +449,7 @@ fn routes() -> Vec<Route> {
             "System status (0: normal)",
             public(1),
             reads::NONE,
-            |g| g.on(api::system_status),
+            |g| g.on(sapi::system_status),
         ),
         route(
             "GET",
@@ -544,7 +457,7 @@ fn routes() -> Vec<Route> {
             "Fee rates of one or every market",
             read(1),
             &[reads::SYMBOL],
-            |g| g.on(api::trade_fee),
+            |g| g.on(sapi::trade_fee),
         ),
         route(
             "GET",
@@ -552,7 +465,7 @@ fn routes() -> Vec<Route> {
             "The key's permissions",
             read(1),
             reads::NONE,
-            |g| g.on(api::api_restrictions),
+            |g| g.on(sapi::api_restrictions),
         ),
         route(
             "GET",
@@ -560,7 +473,7 @@ fn routes() -> Vec<Route> {
             "Assets and balances",
             read(10),
             reads::NONE,
-            |g| g.on(api::capital_config),
+            |g| g.on(sapi::capital_config),
         ),
         route(
             "GET",
@@ -568,7 +481,7 @@ fn routes() -> Vec<Route> {
             "The account's deposit address for a coin",
             read(10),
             &[&["coin", "network", "amount"]],
-            |g| g.on(api::deposit_address),
+            |g| g.on(capital::deposit_address),
         ),
         route(
             "GET",
@@ -585,7 +498,7 @@ fn routes() -> Vec<Route> {
                 "txId",
                 "includeSource",
             ]],
-            |g| g.on(api::deposit_history),
+            |g| g.on(capital::deposit_history),
         ),
         route(
             "POST",
@@ -605,7 +518,7 @@ fn routes() -> Vec<Route> {
                 "name",
                 "walletType",
             ]],
-            |g| g.on(api::withdraw),
+            |g| g.on(capital::withdraw),
         ),
         route(
             "GET",
@@ -622,7 +535,7 @@ fn routes() -> Vec<Route> {
                 "startTime",
                 "endTime",
             ]],
-            |g| g.on(api::withdraw_history),
+            |g| g.on(capital::withdraw_history),
         ),
         route(
             "GET",
@@ -630,7 +543,7 @@ fn routes() -> Vec<Route> {
             "Per asset: deposit and withdrawal status, minimum and fee",
             read(1),
             &[&["asset"]],
-            |g| g.on(api::asset_detail),
+            |g| g.on(capital::asset_detail),
         ),
         route(
             "GET",
@@ -638,7 +551,7 @@ fn routes() -> Vec<Route> {
             "Cross-margin pairs (none)",
             public(1),
             &[reads::SYMBOL],
-            |g| g.on(api::no_margin_pairs),
+            |g| g.on(sapi::no_margin_pairs),
         ),
         route(
             "GET",
@@ -646,7 +559,7 @@ fn routes() -> Vec<Route> {
             "Isolated-margin pairs (none)",
             read(10),
             &[reads::SYMBOL],
-            |g| g.on(api::no_margin_pairs),
+            |g| g.on(sapi::no_margin_pairs),
         ),
         route(
             "GET",
@@ -654,7 +567,7 @@ fn routes() -> Vec<Route> {
             "USD-M futures (none)",
             public(1),
             reads::NONE,
-            |g| g.on(api::no_futures),
+            |g| g.on(sapi::no_futures),
         ),
         route(
             "GET",
@@ -662,7 +575,7 @@ fn routes() -> Vec<Route> {
             "Coin-M futures (none)",
             public(1),
             reads::NONE,
-            |g| g.on(api::no_futures),
+            |g| g.on(sapi::no_futures),
         ),
     ]
 }
@@ -670,8 +583,6 @@ fn routes() -> Vec<Route> {
 /// The exchange's public routes, every one behind its access checks, and
 /// `/openapi.json` describing them.
 pub fn router(exchange: Arc<Exchange>) -> Router {
-    // Rendered now, so that no client's first answer waits for it.
-    std::sync::LazyLock::force(&crate::error::RENDERED_COUNTS);
     let access = exchange.access.clone();
     let mut paths: BTreeMap<&str, MethodRouter> = BTreeMap::new();
     for route in routes() {
@@ -790,121 +701,4 @@ pub fn openapi() -> serde_json::Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::body::Body;
-    use axum::http::Request;
-    use tower::ServiceExt;
-    use weiport_access::{KeyStore, Limiter, LimitsConfig, MasterKey, NewKey};
-    use weiport_exchange::Catalog;
-    use weiport_exchange::engine::Command;
-    use weiport_exchange::market::tests_support::eth_usdt;
-    use weiport_storage::{Store, StoreOptions};
-
-    /// The exchange over a store in `dir`, with one funded trading key.
-    fn exchange(dir: &tempfile::TempDir) -> (Arc<Exchange>, String, String) {
-        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        let master = MasterKey::load(None, &dir.path().join("master.key")).unwrap();
-        let limiter = Limiter::new(LimitsConfig::default());
-        let keys =
-            KeyStore::open(store.clone(), master, limiter.tiers(), "default".into()).unwrap();
-        let account = keys.create_account("test").unwrap().id;
-        let created = keys
-            .create_key(NewKey {
-                account,
-                permissions: vec![Permission::Read, Permission::Trade],
-                ..NewKey::default()
-            })
-            .unwrap();
-        let access = Arc::new(weiport_access::Access::new(keys, limiter, vec![], 65_536));
-        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-        let exchange = Arc::new(Exchange::open(store, catalog, 0, 64, access).unwrap());
-        (exchange, created.info.id, created.secret.unwrap())
-    }
-
-    async fn call(
-        router: &Router,
-        method: &str,
-        uri: &str,
-        key: Option<&str>,
-    ) -> (u16, serde_json::Value) {
-        let mut request = Request::builder().method(method).uri(uri);
-        if let Some(key) = key {
-            request = request.header("X-MBX-APIKEY", key);
-        }
-        let response = router
-            .clone()
-            .oneshot(request.body(Body::empty()).unwrap())
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-            .await
-            .unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap_or_default())
-    }
-
-    fn signed(secret: &str, params: &str) -> String {
-        let payload = format!("{params}&timestamp={}", weiport_exchange::now_ms());
-        let signature = weiport_access::sign_hmac_sha256(secret.as_bytes(), payload.as_bytes());
-        format!("{payload}&signature={signature}")
-    }
-
-    #[tokio::test]
-    async fn handlers_answer_in_process_without_a_server() {
-        let dir = tempfile::tempdir().unwrap();
-        let (exchange, key, secret) = exchange(&dir);
-        exchange
-            .sequencer
-            .submit(Command::Credit {
-                account: 1,
-                asset: exchange.catalog.asset_id("USDT").unwrap(),
-                amount: "10000".parse().unwrap(),
-            })
-            .await
-            .unwrap();
-        let router = router(exchange);
-
-        let (status, depth) =
-            call(&router, "GET", "/api/v3/depth?symbol=ETHUSDT&limit=5", None).await;
-        assert_eq!(
-            (status, depth["bids"].as_array().map(Vec::len)),
-            (200, Some(0))
-        );
-        let (status, refused) =
-            call(&router, "GET", "/api/v3/depth?symbol=ETHUSDT&extra=1", None).await;
-        assert_eq!(status, 400);
-        assert_eq!(
-            refused["msg"],
-            "Not all sent parameters were read; read '1' parameter(s) but was sent '2'."
-        );
-
-        let order = signed(
-            &secret,
-            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.5&price=3000&newOrderRespType=RESULT",
-        );
-        let (status, placed) = call(
-            &router,
-            "POST",
-            &format!("/api/v3/order?{order}"),
-            Some(&key),
-        )
-        .await;
-        assert_eq!(status, 200, "{placed}");
-        assert_eq!(
-            (placed["status"].as_str(), placed["orderId"].as_u64()),
-            (Some("NEW"), Some(1))
-        );
-        let open = signed(&secret, "symbol=ETHUSDT");
-        let (_, open) = call(
-            &router,
-            "GET",
-            &format!("/api/v3/openOrders?{open}"),
-            Some(&key),
-        )
-        .await;
-        assert_eq!(open.as_array().map(Vec::len), Some(1));
-        let (status, _) = call(&router, "GET", "/api/v3/account", None).await;
-        assert_eq!(status, 401, "signed routes need a key");
-    }
-}
+mod tests;

@@ -1,16 +1,18 @@
 //! The /sapi, /fapi and /dapi answers ccxt asks for when loading markets.
 
-use axum::response::Response;
 use std::sync::Arc;
-use weiport_access::Permission;
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-
-use crate::api::*;
+use weiport_access::Permission;
 use weiport_exchange::now_ms;
+
+use crate::error::Answer;
+use crate::exchange::Exchange;
+use crate::extract::Signed;
+use crate::params::market;
 
 pub(crate) async fn capital_config(
     State(exchange): State<Arc<Exchange>>,
@@ -18,7 +20,7 @@ pub(crate) async fn capital_config(
 ) -> Answer {
     let view = exchange.sequencer.view();
     let held = view.accounts.get(&account);
-    let wallet = exchange.wallet.get();
+    let wallet = exchange.wallet.as_deref();
     let out: Vec<Value> = exchange
         .catalog
         .assets()
@@ -38,14 +40,14 @@ pub(crate) async fn capital_config(
                 .fold(weiport_exchange::Amount::ZERO, |sum, a| {
                     sum.checked_add(a).unwrap_or(sum)
                 });
-            let chain = wallet.filter(|w| w.config().asset == id);
+            let chain = wallet.filter(|w| w.coin().asset == id);
             json!({
                 "coin": name, "name": name, "free": free.to_string(), "locked": locked.to_string(),
                 "freeze": "0", "withdrawing": withdrawing.to_string(), "ipoing": "0", "ipoable": "0", "storage": "0",
                 "isLegalMoney": false, "trading": true,
-                "depositAllEnable": chain.is_some_and(|w| w.config().deposit_enable),
+                "depositAllEnable": chain.is_some_and(|w| w.coin().deposit_enable),
                 "withdrawAllEnable": chain.is_some_and(|w| w.withdrawals_open()),
-                "networkList": chain.map_or(json!([]), |w| crate::capital::network_list(w)),
+                "networkList": chain.map_or(json!([]), crate::capital::network_list),
             })
         })
         .collect();

@@ -6,17 +6,19 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
-
 use weiport_exchange::amount::Amount;
 use weiport_exchange::catalog::MarketId;
-use weiport_storage::CandleRow;
-
-use crate::api::*;
-use crate::error::BinanceError;
-use crate::params::Params;
 use weiport_exchange::engine::Trade;
 use weiport_exchange::now_ms;
 use weiport_exchange::view::View;
+use weiport_storage::CandleRow;
+
+use crate::calendar::{time_zone_ms, zoned_period};
+use crate::error::{Answer, BinanceError, Refusal};
+use crate::exchange::Exchange;
+use crate::extract::Query;
+use crate::params::{Params, market, markets, query_has, query_value};
+use crate::wire::{json_body, one_or_many};
 
 /// Best bid and ask of `id`, each (price, quantity), zeros when absent.
 pub(crate) fn best(view: &View, id: MarketId) -> ((Amount, Amount), (Amount, Amount)) {
@@ -108,7 +110,7 @@ pub(crate) async fn avg_price(
 ) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let view = exchange.sequencer.view();
-    let book = view.market(id).ok_or_else(bad_symbol)?;
+    let book = view.market(id).ok_or(Refusal::InvalidSymbol)?;
     let now = now_ms();
     let (price, recent) = five_minute_price(&view, id, now);
     let price = price.unwrap_or(Amount::ZERO);
@@ -198,17 +200,14 @@ pub(crate) fn ticker_type(
     match params.get("type") {
         None | Some("FULL") => Ok(full),
         Some("MINI") => Ok(TickerFields::Mini),
-        Some(_) => Err(BinanceError::bad(-1139, "Invalid ticker type.")),
+        Some(_) => Err(BinanceError::from(Refusal::InvalidTickerType)),
     }
 }
 
 /// `symbol` or `symbols` must be sent (the rolling tickers have no "all").
 pub(crate) fn require_symbols(params: &Params) -> Result<(), BinanceError> {
     if params.get("symbol").is_none() && params.get("symbols").is_none() {
-        return Err(BinanceError::bad(
-            -1102,
-            "Param 'symbol' or 'symbols' must be sent, but both were empty/null!",
-        ));
+        return Err(BinanceError::from(Refusal::EitherOf("symbol", "symbols")));
     }
     Ok(())
 }
@@ -251,10 +250,10 @@ pub(crate) async fn ticker_window(
     let fields = ticker_type(&params, TickerFields::Full)?;
     let size = params.get("windowSize").unwrap_or("1d");
     let invalid = || {
-        BinanceError::bad(
-            -1100,
-            "Illegal characters found in parameter 'windowSize'; legal range is '^[0-9]{1,2}[mhd]$'.",
-        )
+        BinanceError::from(Refusal::IllegalCharacters {
+            name: "windowSize",
+            range: "^[0-9]{1,2}[mhd]$",
+        })
     };
     // By characters, not bytes: the value is the client's and may be any UTF-8.
     let mut chars = size.chars();

@@ -1,16 +1,17 @@
-//! Binance's wire shapes and names, shared by the REST handlers and the coming streams.
+//! Binance's wire shapes and names, shared by the REST handlers and the streams.
 
+use axum::Json;
+use axum::body::Bytes;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-
 use weiport_exchange::amount::Amount;
 use weiport_exchange::catalog::Catalog;
-use weiport_storage::CandleRow;
-
 use weiport_exchange::engine::{OrderStatus, Trade};
 use weiport_exchange::history::{ListView, OrderView};
 use weiport_exchange::market::StpMode;
 use weiport_exchange::now_ms;
-use weiport_exchange::order::{Contingency, OrderType, Side, TimeInForce};
+use weiport_exchange::order::{Contingency, OrderType, ResponseType, Side, TimeInForce};
+use weiport_storage::CandleRow;
 
 pub(crate) fn status_name(status: OrderStatus) -> &'static str {
     match status {
@@ -242,6 +243,95 @@ pub(crate) struct Acknowledgement<'a> {
     pub(crate) order_list_id: i64,
     pub(crate) client_order_id: &'a str,
     pub(crate) transact_time: u64,
+}
+
+pub(crate) fn one_or_many(values: Vec<Value>, single: bool) -> Response {
+    if single {
+        Json(values.into_iter().next().unwrap_or(Value::Null)).into_response()
+    } else {
+        Json(Value::Array(values)).into_response()
+    }
+}
+
+pub(crate) fn json_body(body: Bytes) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, weiport_access::JSON)],
+        body,
+    )
+        .into_response()
+}
+
+pub(crate) fn acknowledgement<'a>(
+    catalog: &'a Catalog,
+    order: &'a OrderView,
+) -> Acknowledgement<'a> {
+    Acknowledgement {
+        symbol: catalog.symbol(order.market),
+        order_id: order.order_id,
+        order_list_id: list_id(order),
+        client_order_id: &order.client_order_id,
+        transact_time: order.time_ms,
+    }
+}
+
+/// The answer to a placed order in the shape of its `newOrderRespType`:
+/// ACK's ids, RESULT's state, FULL's fills among `trades` too.
+pub(crate) fn placed_json(
+    catalog: &Catalog,
+    order: &OrderView,
+    trades: &[Trade],
+    response_type: ResponseType,
+) -> Value {
+    let mut out = json!(acknowledgement(catalog, order));
+    if response_type == ResponseType::Ack {
+        return out;
+    }
+    let full = order_json(catalog, order);
+    for field in [
+        "price",
+        "origQty",
+        "executedQty",
+        "origQuoteOrderQty",
+        "cummulativeQuoteQty",
+        "status",
+        "timeInForce",
+        "type",
+        "side",
+        "workingTime",
+        "selfTradePreventionMode",
+        "trailingDelta",
+        "trailingTime",
+    ] {
+        if let Some(value) = full.get(field) {
+            out[field] = value.clone();
+        }
+    }
+    if order.stop_price.is_some() {
+        out["stopPrice"] = full["stopPrice"].clone();
+    }
+    if response_type == ResponseType::Full
+        && let Some((base, quote)) = catalog.pair(order.market)
+    {
+        let fills: Vec<Value> = trades
+            .iter()
+            .filter(|t| t.taker.0 == order.order_id && t.market == order.market)
+            .map(|t| {
+                let asset = if t.taker_side == Side::Buy {
+                    base
+                } else {
+                    quote
+                };
+                json!({
+                    "price": t.price.to_string(), "qty": t.quantity.to_string(),
+                    "commission": t.taker_fee.to_string(),
+                    "commissionAsset": catalog.asset(asset),
+                    "tradeId": t.trade_id,
+                })
+            })
+            .collect();
+        out["fills"] = Value::Array(fills);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,9 +6,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use serde_json::{Value, json};
-
 use futures::SinkExt;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::hub::{Connection, Frame, StreamHub};
@@ -26,7 +25,7 @@ const LIFETIME: Duration = Duration::from_secs(24 * 3600);
 const CLOSE_WITHIN: Duration = Duration::from_secs(1);
 
 /// One client connection: its subscriptions, control messages and keep-alive.
-pub(super) async fn connection(
+pub(crate) async fn connection(
     hub: Arc<StreamHub>,
     mut socket: WebSocket,
     streams: Vec<String>,

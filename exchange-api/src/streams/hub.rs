@@ -10,20 +10,18 @@ use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use weiport_access::keys::random_token;
-use weiport_exchange::engine::AccountId;
-use weiport_exchange::engine::Event;
-
+use weiport_exchange::engine::{AccountId, Event};
+use weiport_exchange::history::History;
 use weiport_exchange::order::Side;
 use weiport_exchange::sequencer::{Outcome, Sink};
 use weiport_exchange::view::View;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
 use super::user::{UserState, user_events};
-use weiport_exchange::history::History;
 
 /// A kline stream's `<interval>[@<zone>]`: the interval's length and the
 /// zone's offset from UTC, both in ms.
-pub(super) fn kline_stream(text: &str) -> Option<(u64, i64)> {
+pub(crate) fn kline_stream(text: &str) -> Option<(u64, i64)> {
     let (interval, zone) = match text.split_once('@') {
         Some((interval, zone)) => (interval, crate::calendar::parse_time_zone(zone)?),
         None => (text, 0),
@@ -45,7 +43,7 @@ fn user_stream_name(account: AccountId) -> arrayvec::ArrayString<32> {
 }
 
 /// The streams of every market's tickers at once.
-pub(super) const ALL_MARKET_ARRAYS: [&str; 5] = [
+pub(crate) const ALL_MARKET_ARRAYS: [&str; 5] = [
     "!miniTicker@arr",
     "!ticker@arr",
     "!ticker_1h@arr",
@@ -116,7 +114,7 @@ fn time_fields(event_type: &str) -> &'static [&'static str] {
 }
 
 /// The time now in microseconds.
-pub(super) fn now_us() -> u64 {
+pub(crate) fn now_us() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
@@ -281,7 +279,7 @@ impl StreamHub {
     }
 
     /// The subscribed streams whose kind starts with `prefix` (after the `@`).
-    pub(super) fn subscribed_kinds(&self, prefix: &str) -> Vec<String> {
+    pub(crate) fn subscribed_kinds(&self, prefix: &str) -> Vec<String> {
         let subscribers = self
             .subscribers
             .lock()
@@ -298,7 +296,7 @@ impl StreamHub {
             .collect()
     }
 
-    pub(super) fn has_subscribers(&self, stream: &str) -> bool {
+    pub(crate) fn has_subscribers(&self, stream: &str) -> bool {
         self.subscribers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -308,7 +306,7 @@ impl StreamHub {
 
     /// Sends `data`, an event of time `event_us`, on `stream` to every
     /// subscriber; one whose buffer is full is told to close and leaves the stream.
-    pub(super) fn publish(&self, stream: &str, data: &Value, event_us: u64) {
+    pub(crate) fn publish(&self, stream: &str, data: &Value, event_us: u64) {
         let mut subscribers = self
             .subscribers
             .lock()
@@ -385,7 +383,7 @@ impl StreamHub {
         }
     }
 
-    pub(super) fn symbol(&self, market: MarketId) -> String {
+    pub(crate) fn symbol(&self, market: MarketId) -> String {
         self.catalog.symbol(market).to_ascii_lowercase()
     }
 
@@ -452,7 +450,7 @@ impl StreamHub {
     }
 
     /// The account's listen key, created or extended to `expires_ms`.
-    pub(super) fn listen_key(&self, account: AccountId, expires_ms: u64) -> String {
+    pub(crate) fn listen_key(&self, account: AccountId, expires_ms: u64) -> String {
         let mut keys = self
             .listen_keys
             .lock()
@@ -468,7 +466,7 @@ impl StreamHub {
 
     /// Extends (`Some(expiry)`) or closes (`None`) the account's `key`;
     /// false when the account has no such key.
-    pub(super) fn keep_listen_key(
+    pub(crate) fn keep_listen_key(
         &self,
         account: AccountId,
         key: &str,
@@ -494,7 +492,7 @@ impl StreamHub {
 
     /// Ends listen keys past their expiry: each stream gets `listenKeyExpired`
     /// and loses its subscribers.
-    pub(super) fn expire_listen_keys(&self, now_us: u64) {
+    pub(crate) fn expire_listen_keys(&self, now_us: u64) {
         let now = now_us / 1000;
         let expired: Vec<String> = {
             let mut keys = self
@@ -724,79 +722,4 @@ impl StreamHub {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use weiport_exchange::market::tests_support::eth_usdt;
-
-    fn connection(buffer: usize) -> (Arc<Connection>, mpsc::Receiver<Arc<Frame>>) {
-        Connection::new(buffer, false, false)
-    }
-
-    #[tokio::test]
-    async fn a_reader_that_never_reads_is_dropped_and_the_others_keep_every_event_in_order() {
-        let (hub, _sink) = StreamHub::new(Arc::new(Catalog::new(vec![eth_usdt()])), None);
-        let (stalled, _never_read) = connection(4);
-        let (reader, mut frames) = connection(64);
-        hub.subscribe(1, &stalled, "ethusdt@trade");
-        hub.subscribe(2, &reader, "ethusdt@trade");
-        for t in 0..10 {
-            hub.publish("ethusdt@trade", &json!({ "t": t }), 0);
-        }
-        // Told to close when the fifth frame found its buffer full, and gone from the stream.
-        tokio::time::timeout(Duration::from_secs(1), stalled.too_slow.notified())
-            .await
-            .expect("the stalled reader is told to close");
-        let left = hub.subscribers.lock().unwrap()["ethusdt@trade"]
-            .keys()
-            .copied()
-            .collect::<Vec<_>>();
-        assert_eq!(left, [2]);
-        for t in 0..10 {
-            let frame = frames.recv().await.unwrap();
-            assert_eq!(&*frame.raw, json!({ "t": t }).to_string());
-            assert_eq!(
-                &*frame.combined,
-                format!("{{\"stream\":\"ethusdt@trade\",\"data\":{{\"t\":{t}}}}}")
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod time_unit_tests {
-    use super::*;
-
-    #[test]
-    fn microseconds_scale_every_time_field_and_keep_the_event_times_precision() {
-        let event_us = 1_700_000_000_123_456;
-        let kline = json!({ "e": "kline", "E": 1_700_000_000_123u64, "t": 7, "k": { "t": 1_000, "T": 1_999, "n": 5 } });
-        let scaled = in_microseconds(&kline, event_us);
-        assert_eq!(scaled["E"], event_us);
-        assert_eq!(scaled["t"], 7, "a trade id is no time");
-        assert_eq!(
-            (&scaled["k"]["t"], &scaled["k"]["T"]),
-            (&json!(1_000_000), &json!(1_999_000))
-        );
-        assert_eq!(scaled["k"]["n"], 5);
-
-        let report =
-            json!({ "e": "executionReport", "E": 1, "T": 2, "O": 3, "W": 4, "t": 9, "i": 10 });
-        let scaled = in_microseconds(&report, 1_500);
-        assert_eq!(
-            scaled,
-            json!({ "e": "executionReport", "E": 1_500, "T": 2_000, "O": 3_000, "W": 4_000, "t": 9, "i": 10 })
-        );
-
-        let position = json!({ "e": "outboundAccountPosition", "E": 1, "u": 2, "B": [] });
-        assert_eq!(in_microseconds(&position, 1_000)["u"], 2_000);
-        let minis = json!([{ "e": "24hrMiniTicker", "E": 1, "s": "ETHUSDT" }, { "e": "24hrMiniTicker", "E": 1, "s": "BTCUSDT" }]);
-        let scaled = in_microseconds(&minis, 1_234);
-        assert!(scaled.as_array().unwrap().iter().all(|m| m["E"] == 1_234));
-        // Depth diffs carry update ids in `U`/`u`, never scaled.
-        let diff = json!({ "e": "depthUpdate", "E": 1, "U": 5, "u": 6 });
-        assert_eq!(
-            in_microseconds(&diff, 1_000),
-            json!({ "e": "depthUpdate", "E": 1_000, "U": 5, "u": 6 })
-        );
-    }
-}
+mod tests;

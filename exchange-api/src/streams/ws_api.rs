@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
 use serde_json::{Map, Value, json};
-use weiport_access::auth::Credentials;
-use weiport_access::auth::authenticate;
+use weiport_access::auth::{Credentials, authenticate};
 use weiport_access::keys::{KeyKind, Permission};
 use weiport_access::keystore::ApiKey;
 use weiport_access::params::BodyKind;
@@ -22,7 +21,7 @@ use weiport_exchange::now_ms;
 
 use super::connection::{BUFFER, PING_EVERY, PONG_WITHIN};
 use super::hub::{Connection, StreamHub, in_microseconds, now_us, user_stream};
-use crate::error::BinanceError;
+use crate::error::{BinanceError, Refusal};
 
 /// Requests a connection may send a second: the WebSocket API answers
 /// requests, so it allows more than the 5 control messages of market streams.
@@ -76,7 +75,7 @@ fn signed_key(
         now_us,
     )
     .map_err(|error| BinanceError::from(&error))?
-    .ok_or_else(|| BinanceError::bad(-2015, "Invalid API-key, IP, or permissions for action."))
+    .ok_or_else(|| BinanceError::from(Refusal::Unauthorized))
 }
 
 /// One user data subscription of a connection.
@@ -157,17 +156,14 @@ impl Session {
     /// Answers one request; events to send before the answer go to `events`.
     fn request(&mut self, text: &str, events: &mut Vec<Value>) -> Value {
         let Ok(request) = serde_json::from_str::<Value>(text) else {
-            return refusal(
-                &Value::Null,
-                &BinanceError::bad(-1100, "Malformed request: not JSON."),
-            );
+            return refusal(&Value::Null, &BinanceError::from(Refusal::NotJson));
         };
         let request_id = request.get("id").cloned().unwrap_or(Value::Null);
         let params = match request.get("params") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(params)) => params.clone(),
             Some(_) => {
-                let error = BinanceError::bad(-1104, "Not all sent parameters were read.");
+                let error = BinanceError::from(Refusal::NotAllReadWs);
                 return refusal(&request_id, &error);
             }
         };
@@ -187,10 +183,7 @@ impl Session {
                     let account = key.account;
                     Ok(self.subscribe(account, true))
                 }
-                None => Err(BinanceError {
-                    status: axum::http::StatusCode::UNAUTHORIZED,
-                    ..BinanceError::bad(-1002, "You are not authorized to execute this request.")
-                }),
+                None => Err(Refusal::NotAuthorized.into()),
             },
             "userDataStream.subscribe.signature" => signed_key(&self.access, &params, self.ip)
                 .map(|key| self.subscribe(key.account, false)),
@@ -199,7 +192,7 @@ impl Session {
                 events.extend(self.end(|s| only.is_none_or(|o| o == s.id)));
                 Ok(json!({}))
             }
-            _ => Err(BinanceError::bad(-1020, "This operation is not supported.")),
+            _ => Err(BinanceError::from(Refusal::Unsupported)),
         };
         match result {
             Ok(result) => answer(&request_id, result),
@@ -216,10 +209,7 @@ impl Session {
     ) -> Result<Value, BinanceError> {
         let key = signed_key(&self.access, params, self.ip)?;
         if key.kind != KeyKind::Ed25519 {
-            return Err(BinanceError::bad(
-                -4056,
-                "HMAC_SHA256 API key is not supported.",
-            ));
+            return Err(BinanceError::from(Refusal::HmacSession));
         }
         if self
             .logon
@@ -234,7 +224,7 @@ impl Session {
 }
 
 /// One WebSocket API connection.
-pub(super) async fn connection(
+pub(crate) async fn connection(
     hub: Arc<StreamHub>,
     access: Arc<Access>,
     ip: std::net::IpAddr,

@@ -5,9 +5,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use weiport_exchange::Amount;
 
-use super::hub::{ALL_MARKET_ARRAYS, StreamHub, kline_stream, now_us};
-use crate::api::Exchange;
+use crate::exchange::Exchange;
 use crate::market_data::kline_rows;
+use crate::streams::{ALL_MARKET_ARRAYS, StreamHub, kline_stream, now_us};
 use crate::ticker::{TickerFields, five_minute_price, statistics};
 
 /// The 24-hour and rolling-window tickers and the average price, pushed

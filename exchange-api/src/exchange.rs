@@ -1,0 +1,111 @@
+//! The state every handler shares: the markets, the engine behind its
+//! sequencer, the history in storage, the access layer, the stream hub and,
+//! when the server runs one, the on-chain wallet.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use weiport_access::Access;
+use weiport_exchange::catalog::{Catalog, MarketId};
+use weiport_exchange::engine::{Command, Event};
+use weiport_exchange::history::{History, HistoryError};
+use weiport_exchange::sequencer::{Outcome, Sequencer, SequencerError};
+
+use crate::chain_wallet::ChainWallet;
+use crate::error::BinanceError;
+use crate::streams::StreamHub;
+
+/// The exchange as the API sees it: the markets, the engine behind its
+/// sequencer, and the access layer (for order-count figures).
+pub struct Exchange {
+    /// Markets and assets.
+    pub catalog: Arc<Catalog>,
+    /// The engine thread; shared with whoever else drives the engine (the
+    /// wallet), and stopped when the last holder lets it go.
+    pub sequencer: Arc<Sequencer>,
+    /// Orders, trades and candles in storage.
+    pub history: History,
+    /// Keys and limits.
+    pub access: Arc<Access>,
+    /// Last `depth` body per market and limit, with the book version it shows.
+    pub depth_cache: Mutex<HashMap<(MarketId, usize), (u64, Bytes)>>,
+    /// The WebSocket streams, fed by the sequencer.
+    pub streams: Arc<StreamHub>,
+    /// The on-chain wallet (deposits and withdrawals), when the server runs one.
+    pub wallet: Option<Arc<dyn ChainWallet>>,
+}
+
+impl Exchange {
+    /// Replays the command log of `store` and starts the engine thread (a
+    /// queue of `capacity` commands, fees to `fee_account`) with the stream
+    /// hub as one of its sinks; spawns the hub on the current Tokio runtime.
+    /// `wallet` is what the capital endpoints answer from (none: they refuse
+    /// as unsupported).
+    pub fn open(
+        store: weiport_storage::Store,
+        catalog: Arc<Catalog>,
+        fee_account: u64,
+        capacity: usize,
+        access: Arc<Access>,
+        wallet: Option<Arc<dyn ChainWallet>>,
+    ) -> Result<Self, SequencerError> {
+        let history = History::new(store.clone(), catalog.clone());
+        let (streams, sink) = StreamHub::new(catalog.clone(), Some(history.clone()));
+        let sequencer = Sequencer::start_with(
+            store.clone(),
+            catalog.clone(),
+            fee_account,
+            capacity,
+            vec![Box::new(sink)],
+        )?;
+        tokio::spawn(streams.clone().run());
+        Ok(Self {
+            history,
+            catalog,
+            sequencer: Arc::new(sequencer),
+            access,
+            depth_cache: Default::default(),
+            streams,
+            wallet,
+        })
+    }
+
+    /// Sequences `command`; the engine's refusal comes back as Binance's error.
+    pub(crate) async fn submit(&self, command: Command) -> Result<Arc<Outcome>, BinanceError> {
+        let outcome = self.sequencer.submit(command).await.map_err(|error| {
+            tracing::error!(%error, "the exchange engine refused work");
+            BinanceError::unavailable()
+        })?;
+        match outcome.events.first() {
+            Some(Event::Rejected(reject)) => Err(BinanceError::from(*reject)),
+            _ => Ok(outcome),
+        }
+    }
+}
+
+/// A history read's result, its failure logged and answered as Binance's internal error.
+pub(crate) fn stored<T>(result: Result<T, HistoryError>) -> Result<T, BinanceError> {
+    result.map_err(|error| {
+        tracing::error!(%error, "reading the exchange history failed");
+        BinanceError::unavailable()
+    })
+}
+
+/// The first `limit` items of `rows`, stopping at the first failure.
+pub(crate) fn first<T>(
+    rows: impl Iterator<Item = Result<T, HistoryError>>,
+    limit: usize,
+) -> Result<Vec<T>, BinanceError> {
+    stored(rows.take(limit).collect())
+}
+
+/// The last `limit` items before `from`, read backwards, in ascending order.
+pub(crate) fn latest<T>(
+    rows: impl Iterator<Item = Result<T, HistoryError>>,
+    limit: usize,
+) -> Result<Vec<T>, BinanceError> {
+    let mut out = first(rows, limit)?;
+    out.reverse();
+    Ok(out)
+}

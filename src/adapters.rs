@@ -1,0 +1,127 @@
+//! The traits each face declares for what it needs, implemented over the
+//! parts that provide it: the price face over the exchange's market data,
+//! the Binance face over the on-chain wallet, the wallet over the engine.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, U256};
+use futures::future::BoxFuture;
+use weiport_exchange::engine::Command;
+use weiport_exchange::sequencer::{Outcome, Sequencer, SequencerError};
+use weiport_exchange::view::WithdrawalView;
+use weiport_exchange_api::{ChainWallet, CoinSettings, Deposit, Exchange, WalletFailure};
+use weiport_storage::WithdrawalTxRow;
+use weiport_wallet::Wallet;
+
+/// The exchange's market data, as the price face reads it.
+pub struct ExchangeMarkets(pub Arc<Exchange>);
+
+impl weiport_coingecko_api::Markets for ExchangeMarkets {
+    fn catalog(&self) -> &weiport_exchange::Catalog {
+        &self.0.catalog
+    }
+
+    fn view(&self) -> std::sync::RwLockReadGuard<'_, weiport_exchange::view::View> {
+        self.0.sequencer.view()
+    }
+
+    fn history(&self) -> &weiport_exchange::history::History {
+        &self.0.history
+    }
+}
+
+/// The engine as the wallet drives it: commands through the sequencer, and
+/// the chain part of its read side. It holds the sequencer, so the engine
+/// thread runs until the wallet's loop has ended too.
+pub struct EngineLedger(pub Arc<Sequencer>);
+
+impl weiport_wallet::Ledger for EngineLedger {
+    fn submit(&self, command: Command) -> BoxFuture<'static, Result<Arc<Outcome>, SequencerError>> {
+        let sequencer = self.0.clone();
+        Box::pin(async move { sequencer.submit(command).await })
+    }
+
+    fn last_deposit_id(&self) -> u64 {
+        self.0.view().chain.last_deposit_id
+    }
+
+    fn pending_withdrawals(&self) -> Vec<(u64, WithdrawalView)> {
+        let view = self.0.view();
+        view.chain
+            .pending()
+            .map(|(id, withdrawal)| (id, withdrawal.clone()))
+            .collect()
+    }
+}
+
+/// The on-chain wallet, as the Binance face's capital endpoints call it.
+pub struct WalletFace {
+    wallet: Arc<Wallet>,
+    coin: CoinSettings,
+}
+
+impl WalletFace {
+    /// The face's view of `wallet`, its coin settings read once (they are
+    /// fixed at start).
+    pub fn new(wallet: Arc<Wallet>) -> Self {
+        let config = wallet.config();
+        let coin = CoinSettings {
+            asset: config.asset,
+            coin: config.coin.clone(),
+            network: config.network.clone(),
+            confirmations: config.confirmations,
+            deposit_enable: config.deposit_enable,
+            withdraw_fee: config.withdraw_fee,
+            withdraw_min: config.withdraw_min,
+            withdraw_max: config.withdraw_max,
+        };
+        Self { wallet, coin }
+    }
+}
+
+impl ChainWallet for WalletFace {
+    fn coin(&self) -> &CoinSettings {
+        &self.coin
+    }
+
+    fn withdrawals_open(&self) -> bool {
+        self.wallet.withdrawals_open()
+    }
+
+    fn deposit_address(&self, account: u64) -> Result<Address, WalletFailure> {
+        Ok(self.wallet.deposit_address(account)?)
+    }
+
+    fn deposits(&self, account: u64) -> Result<Vec<Deposit>, WalletFailure> {
+        Ok(self
+            .wallet
+            .deposits(account)?
+            .into_iter()
+            .map(|deposit| Deposit {
+                row: deposit.row,
+                confirmations: deposit.confirmations,
+                status: deposit.status,
+            })
+            .collect())
+    }
+
+    fn withdrawal_tx(&self, id: u64) -> Result<Option<WithdrawalTxRow>, WalletFailure> {
+        Ok(self.wallet.withdrawal_tx(id)?)
+    }
+
+    fn indexed_head(&self) -> Option<u64> {
+        self.wallet.indexed_head()
+    }
+
+    fn wake(&self) {
+        self.wallet.wake();
+    }
+
+    fn holdings(&self) -> Result<U256, WalletFailure> {
+        Ok(self.wallet.holdings()?)
+    }
+
+    fn hot_address(&self) -> Address {
+        self.wallet.hot_address()
+    }
+}
