@@ -554,21 +554,20 @@ impl IndexBatch {
     /// Records `transfers` of transaction `tx_index` of `block`, in order,
     /// and lists each under its addresses.
     pub fn put_transfers(&mut self, block: u64, tx_index: u32, transfers: &[Transfer]) {
-        let store = self.store.clone();
         let mut sequences = [0u32; 2];
         for transfer in transfers {
             let kind = transfer.kind();
             let sequence = sequences[usize::from(kind)];
             sequences[usize::from(kind)] += 1;
             for (address, listing) in transfer.listings() {
-                self.batch.put_cf(
-                    store.cf(cf::ADDRESS_TRANSFER),
+                self.put(
+                    cf::ADDRESS_TRANSFER,
                     listing_key(&address, listing, block, tx_index, sequence),
                     [],
                 );
             }
-            self.batch.put_cf(
-                store.cf(cf::TRANSFER),
+            self.put(
+                cf::TRANSFER,
                 place(block, tx_index, kind, sequence),
                 transfer.encode(),
             );
@@ -583,9 +582,8 @@ impl IndexBatch {
         block: u64,
         balance: &U256,
     ) {
-        let store = self.store.clone();
-        self.batch.put_cf(
-            store.cf(cf::TOKEN_BALANCE),
+        self.put(
+            cf::TOKEN_BALANCE,
             balance_key(holder, token, block),
             balance.to_be_bytes_trimmed_vec(),
         );
@@ -593,33 +591,28 @@ impl IndexBatch {
 
     /// Records what a token said of itself.
     pub fn put_token_info(&mut self, token: &Address, info: &TokenInfo) {
-        let store = self.store.clone();
-        self.batch
-            .put_cf(store.cf(cf::TOKEN), token.as_slice(), info.encode());
+        self.put(cf::TOKEN, token.as_slice(), info.encode());
     }
 
     /// Removes `block`'s transfers, their listings and the token balances
     /// read after it (a reorganisation dropped the block). Reads committed
     /// data.
     pub fn delete_block_transfers(&mut self, block: u64) -> Result<(), StorageError> {
-        let store = self.store.clone();
-        for (place, transfer) in store.block_transfers(block)? {
+        let placed = self.store().block_transfers(block)?;
+        for (place, transfer) in placed {
             let (_, tx_index, _, sequence) = decode_place(&place)?;
             for (address, listing) in transfer.listings() {
-                self.batch.delete_cf(
-                    store.cf(cf::ADDRESS_TRANSFER),
+                self.delete(
+                    cf::ADDRESS_TRANSFER,
                     listing_key(&address, listing, block, tx_index, sequence),
                 );
             }
             if let Transfer::Token(t) = &transfer {
                 for holder in [t.from, t.to] {
-                    self.batch.delete_cf(
-                        store.cf(cf::TOKEN_BALANCE),
-                        balance_key(&holder, &t.token, block),
-                    );
+                    self.delete(cf::TOKEN_BALANCE, balance_key(&holder, &t.token, block));
                 }
             }
-            self.batch.delete_cf(store.cf(cf::TRANSFER), place);
+            self.delete(cf::TRANSFER, place);
         }
         Ok(())
     }
@@ -627,14 +620,9 @@ impl IndexBatch {
     /// Records the first block `index` covers, or forgets it (the history
     /// is off, so turning it on later never claims blocks indexed meanwhile).
     pub fn set_history_indexed_from(&mut self, index: HistoryIndex, block: Option<u64>) {
-        let store = self.store.clone();
         match block {
-            Some(block) => self.batch.put_cf(
-                store.cf(cf::META),
-                index.meta_key(),
-                encode_block_number(block),
-            ),
-            None => self.batch.delete_cf(store.cf(cf::META), index.meta_key()),
+            Some(block) => self.put(cf::META, index.meta_key(), encode_block_number(block)),
+            None => self.delete(cf::META, index.meta_key()),
         }
     }
 }

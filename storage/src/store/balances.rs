@@ -2,6 +2,13 @@
 //! every block that changed it, read back (the latest through the table in
 //! `latest.rs`), and the index batch that writes them together with the
 //! blocks and the cursor, committed atomically.
+//!
+//! The one way to write a balance: this module alone holds handles to the
+//! balance families (`Store::cf` refuses them elsewhere) and alone touches
+//! an index batch's writes, so every balance row reaches the database in
+//! [`IndexBatch::commit`], which moves the latest-balance table's
+//! generation before it publishes the new head. That is what keeps the
+//! table exact; a balance written past the commit would break it.
 
 use std::sync::atomic::Ordering;
 
@@ -56,7 +63,7 @@ impl Store {
             Err(generation) => generation,
         };
         let latest = self.read(
-            self.cf(cf::BALANCE),
+            self.handle(cf::BALANCE),
             address.as_slice(),
             LatestBalance::decode,
         )?;
@@ -106,7 +113,9 @@ impl Store {
         }
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
-        let iter = self.db.raw_iterator_cf_opt(self.cf(cf::BALANCE_AT), read);
+        let iter = self
+            .db
+            .raw_iterator_cf_opt(self.handle(cf::BALANCE_AT), read);
         // SAFETY: see `HistoryIterator`: the readers that keep this iterator
         // are dropped before the database it borrows.
         Ok(unsafe {
@@ -120,7 +129,7 @@ impl Store {
     pub fn history(&self) -> impl Iterator<Item = Result<(Address, u64, U256), StorageError>> + '_ {
         self.db
             .iterator_cf(
-                self.cf(cf::BALANCE_AT),
+                self.handle(cf::BALANCE_AT),
                 IteratorMode::From(&[], Direction::Forward),
             )
             .map(|item| {
@@ -128,6 +137,36 @@ impl Store {
                 let (address, block) = decode_balance_at_key(&key)?;
                 Ok((address, block, codec::decode_wei(&value)?))
             })
+    }
+
+    /// `address`'s indexed balance after each block in `(after, through]`
+    /// that changed it, oldest first.
+    pub fn balance_changes(
+        &self,
+        address: &Address,
+        after: u64,
+        through: u64,
+    ) -> Result<Vec<(u64, U256)>, StorageError> {
+        let mut out = Vec::new();
+        if after >= through {
+            return Ok(out);
+        }
+        let start = codec::balance_at_key(address, after + 1);
+        for item in self.db.iterator_cf(
+            self.handle(cf::BALANCE_AT),
+            IteratorMode::From(&start, Direction::Forward),
+        ) {
+            let (key, value) = item?;
+            let (found, block) = match codec::decode_balance_at_key(&key) {
+                Ok(found) => found,
+                Err(_) => break,
+            };
+            if found != *address || block > through {
+                break;
+            }
+            out.push((block, codec::decode_wei(&value)?));
+        }
+        Ok(out)
     }
 
     /// Starts an atomic batch of index writes.
@@ -143,9 +182,14 @@ impl Store {
 
 /// A set of index writes applied all together or not at all. Owns a handle
 /// to the store, so it can be committed on another thread.
+///
+/// The only way a balance is written: its writes are private to this
+/// module, other modules add their rows through [`IndexBatch::put`] and
+/// [`IndexBatch::delete`] (which refuse the balance families), and
+/// [`IndexBatch::commit`] keeps the latest-balance table exact.
 pub struct IndexBatch {
-    pub(crate) store: Store,
-    pub(crate) batch: WriteBatch,
+    store: Store,
+    batch: WriteBatch,
     /// The cursor and start block this batch records, published to
     /// [`Store::indexed_head`] and [`Store::indexed_start`] once committed.
     head: Option<u64>,
@@ -154,16 +198,17 @@ pub struct IndexBatch {
 
 impl IndexBatch {
     /// Records that `address` holds `wei` after `block`: updates the latest
-    /// balance and appends a history row.
+    /// balance and appends a history row. Written by [`IndexBatch::commit`]
+    /// only, as every balance must be (see the module's note).
     pub fn set_balance(&mut self, address: &Address, block: u64, wei: &U256) {
         let latest = LatestBalance { wei: *wei, block };
         self.batch.put_cf(
-            self.store.cf(cf::BALANCE),
+            self.store.handle(cf::BALANCE),
             address.as_slice(),
             latest.encode(),
         );
         self.batch.put_cf(
-            self.store.cf(cf::BALANCE_AT),
+            self.store.handle(cf::BALANCE_AT),
             balance_at_key(address, block),
             encode_wei(wei),
         );
@@ -209,13 +254,14 @@ impl IndexBatch {
     /// Undoes every change to `address` after block `keep_through`: deletes its
     /// newer history rows and restores its latest balance from history. Reads
     /// committed data, so call it before writing anything else for `address`
-    /// in this batch.
+    /// in this batch. Like every balance write, it takes effect in
+    /// [`IndexBatch::commit`] only.
     pub fn rewind_address(
         &mut self,
         address: &Address,
         keep_through: u64,
     ) -> Result<(), StorageError> {
-        let history = self.store.cf(cf::BALANCE_AT);
+        let history = self.store.handle(cf::BALANCE_AT);
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
         let mut iter = self.store.db.raw_iterator_cf_opt(history, read);
@@ -232,13 +278,13 @@ impl IndexBatch {
         iter.status()?;
         match self.store.history_at_or_before(address, keep_through)? {
             Some((block, wei)) => self.batch.put_cf(
-                self.store.cf(cf::BALANCE),
+                self.store.handle(cf::BALANCE),
                 address.as_slice(),
                 LatestBalance { wei, block }.encode(),
             ),
             None => self
                 .batch
-                .delete_cf(self.store.cf(cf::BALANCE), address.as_slice()),
+                .delete_cf(self.store.handle(cf::BALANCE), address.as_slice()),
         }
         Ok(())
     }
@@ -253,8 +299,29 @@ impl IndexBatch {
         self.batch.is_empty()
     }
 
+    /// Queues `value` under `key` in `family`, written with the batch. For
+    /// the rows other modules add; the balance families are refused.
+    pub(crate) fn put(&mut self, family: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.batch.put_cf(self.store.cf(family), key, value);
+    }
+
+    /// Queues the removal of `key` from `family`; the balance families are
+    /// refused.
+    pub(crate) fn delete(&mut self, family: &str, key: impl AsRef<[u8]>) {
+        self.batch.delete_cf(self.store.cf(family), key);
+    }
+
+    /// The store this batch commits to, for reads of committed data.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Writes the batch atomically with the WAL synced, so a crash after this
     /// returns cannot lose it.
+    ///
+    /// The latest-balance table (`latest.rs`) is exact because this is the
+    /// only write of a balance and moves the table's generation after the
+    /// write and before the head: keep both, in this order.
     pub fn commit(self) -> Result<(), StorageError> {
         self.store.db.write_opt(self.batch, &Store::synced())?;
         // Before the head: a reader that sees the new head reads afresh.

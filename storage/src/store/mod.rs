@@ -14,10 +14,12 @@ use rocksdb::{
 };
 
 use crate::codec::{self, ADDRESS_LEN, encode_block_number};
-use crate::latest::LatestCache;
 use crate::{BlockRecord, Cursor, SCHEMA_VERSION, StorageError, cf};
 
 mod balances;
+mod latest;
+
+use latest::LatestCache;
 
 pub use balances::IndexBatch;
 
@@ -66,13 +68,18 @@ pub struct Store {
     // Declared before `db`: the pooled iterators read the database and are
     // dropped first (see `balances::HistoryReaders`).
     history_readers: Arc<balances::HistoryReaders>,
+    /// The database. Its handles come from [`Store::cf`], which refuses the
+    /// balance families: a balance row written other than through
+    /// [`IndexBatch::commit`] would leave the latest-balance table stale
+    /// (see `latest.rs`).
     pub(crate) db: Arc<DB>,
     path: PathBuf,
     indexed: Arc<IndexedRange>,
     /// The options of every point read, made once: RocksDB's own `get`
     /// makes and frees a set per call.
     point_reads: Arc<ReadOptions>,
-    /// Latest balances read since the last index commit.
+    /// Latest balances read since the last index commit; exact only while
+    /// [`IndexBatch::commit`] is the one way a balance is written.
     latest: Arc<LatestCache>,
 }
 
@@ -222,7 +229,22 @@ impl Store {
         &self.path
     }
 
+    /// The handle of column family `name`, for any family but the
+    /// balances'. Those are written only by [`IndexBatch`], whose commit
+    /// moves the latest-balance table's generation (`latest.rs`); a handle
+    /// to them here would let any module write a balance that the table
+    /// never hears of, so asking for one is a programming error.
     pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
+        assert!(
+            name != cf::BALANCE && name != cf::BALANCE_AT,
+            "the balance families are written only through IndexBatch::commit"
+        );
+        self.handle(name)
+    }
+
+    /// The handle of any column family, the balances' included: only this
+    /// module and `balances` (which owns their writes) ask for it.
+    fn handle(&self, name: &str) -> &ColumnFamily {
         // Every name in `cf::ALL` is opened in `open`; a miss is a programming error.
         self.db
             .cf_handle(name)
@@ -321,14 +343,14 @@ impl Store {
     pub fn compact(&self) {
         for name in cf::ALL {
             self.db
-                .compact_range_cf(self.cf(name), None::<&[u8]>, None::<&[u8]>);
+                .compact_range_cf(self.handle(name), None::<&[u8]>, None::<&[u8]>);
         }
     }
 
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.
     pub fn flush(&self) -> Result<(), StorageError> {
         for name in cf::ALL {
-            self.db.flush_cf(self.cf(name))?;
+            self.db.flush_cf(self.handle(name))?;
         }
         self.db.flush_wal(true)?;
         Ok(())
@@ -412,13 +434,13 @@ mod tests {
         };
         let store = Store::open(dir.path(), &options).unwrap();
         // `meta` got its schema version on open and is not written again;
-        // balances take 48 MiB, six budgets, in synced batches of 1 MiB.
+        // transaction rows take 48 MiB, six budgets, in synced batches of 1 MiB.
         let value = [7u8; 1024];
         for round in 0u32..48 {
             let mut batch = WriteBatch::default();
             for row in 0u32..1024 {
                 let key = [round.to_be_bytes(), row.to_be_bytes()].concat();
-                batch.put_cf(store.cf(cf::BALANCE), key, value);
+                batch.put_cf(store.cf(cf::TX), key, value);
             }
             store.db.write_opt(batch, &Store::synced()).unwrap();
         }
@@ -439,13 +461,16 @@ mod tests {
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let last = [47u32.to_be_bytes(), 1023u32.to_be_bytes()].concat();
         assert_eq!(
-            store
-                .db
-                .get_cf(store.cf(cf::BALANCE), last)
-                .unwrap()
-                .as_deref(),
+            store.db.get_cf(store.cf(cf::TX), last).unwrap().as_deref(),
             Some(&value[..])
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "written only through IndexBatch::commit")]
+    fn the_balance_families_are_handed_out_to_the_index_batch_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let _ = open(&dir).cf(cf::BALANCE_AT);
     }
 
     #[test]
