@@ -4,10 +4,12 @@
 pub mod genesis;
 pub mod node;
 mod pipeline;
+mod plan;
+mod reads;
 pub mod source;
 mod transactions;
 mod transfers;
 
 pub use node::{NodeClient, NodeError, NodeOptions, StateAt};
 pub use pipeline::{Indexer, IndexerConfig, IndexerError, Progress};
-pub use source::{BalanceSource, NodePlan, ReceiptSource, StateReads};
+pub use plan::{BalanceSource, NodePlan, ReceiptSource, StateReads};

@@ -1,110 +1,15 @@
-//! Where exact post-block balances come from, and how one block's balance
-//! changes are derived from the node's answers.
+//! Where exact post-block balances come from (the node's capabilities,
+//! probed once), and how one block's balance changes are derived from the
+//! node's answers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use alloy_primitives::{Address, B256, U64, U128, U256};
+use alloy_primitives::{Address, B256, U256};
 use serde::Deserialize;
 
 use crate::node::{BlockSummary, NodeClient, NodeError, StateAt};
-
-/// How balance changes are obtained from the node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BalanceSource {
-    /// `debug_traceBlockByNumber` with `prestateTracer` in diff mode.
-    Prestate,
-    /// `trace_replayBlockTransactions` with `stateDiff`.
-    StateDiff,
-    /// `debug_traceTransaction` struct logs (the default tracer, which every
-    /// dev node has): every address a transaction can move value to or from
-    /// (value calls, creations, self-destruct beneficiaries, sender,
-    /// recipient, coinbase) re-read at the block. Exact: the numbers are
-    /// the node's own.
-    StructLogs,
-    /// Re-read the balances of addresses seen in receipts, the coinbase and
-    /// withdrawals. Misses internal transfers to otherwise untouched addresses.
-    Touched,
-}
-
-impl std::fmt::Display for BalanceSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Prestate => "debug_traceBlockByNumber prestateTracer (diff mode)",
-            Self::StateDiff => "trace_replayBlockTransactions stateDiff",
-            Self::StructLogs => {
-                "debug_traceTransaction struct logs, value-moving addresses re-read"
-            }
-            Self::Touched => "touched addresses re-read with eth_getBalance (degraded)",
-        })
-    }
-}
-
-/// Where a block's receipts come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReceiptSource {
-    /// `eth_getBlockReceipts`, one call a block.
-    Block,
-    /// `eth_getTransactionReceipt` for each transaction, in one batch.
-    PerTransaction,
-}
-
-/// How state at a block is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateReads {
-    /// By block hash (EIP-1898): immune to a reorganisation.
-    ByHash,
-    /// By number, with the block's hash checked before and after the reads,
-    /// so a reorganisation in between is seen and the block fetched again.
-    ByNumber,
-}
-
-/// What the indexer asks of the node, chosen once by probing it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NodePlan {
-    /// Where balance changes come from.
-    pub balances: BalanceSource,
-    /// Where receipts come from.
-    pub receipts: ReceiptSource,
-    /// How state at a block is read.
-    pub state: StateReads,
-    /// Whether `debug_traceBlockByNumber` takes `callTracer` (internal
-    /// transfers for `txlistinternal`).
-    pub call_traces: bool,
-}
-
-impl NodePlan {
-    /// The reference to state at `block`, as this node takes it.
-    pub fn state_at(&self, number: u64, hash: B256) -> StateAt {
-        match self.state {
-            StateReads::ByHash => StateAt::Hash(hash),
-            StateReads::ByNumber => StateAt::Number(number),
-        }
-    }
-}
-
-impl std::fmt::Display for NodePlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let receipts = match self.receipts {
-            ReceiptSource::Block => "eth_getBlockReceipts",
-            ReceiptSource::PerTransaction => "eth_getTransactionReceipt per transaction",
-        };
-        let state = match self.state {
-            StateReads::ByHash => "by block hash (EIP-1898)",
-            StateReads::ByNumber => "by block number, hash checked before and after",
-        };
-        let calls = if self.call_traces {
-            "callTracer"
-        } else {
-            "none (no internal transfers)"
-        };
-        write!(
-            f,
-            "balances: {}; receipts: {receipts}; state: {state}; call traces: {calls}",
-            self.balances
-        )
-    }
-}
+pub use crate::plan::{BalanceSource, NodePlan, ReceiptSource, StateReads};
+use crate::reads::{check_coverage, malformed, read_at_block, receipts};
 
 /// Whether an answer says the node lacks a method or a parameter form:
 /// a capability to do without, not an outage.
@@ -272,33 +177,6 @@ struct FromTo {
     to: U256,
 }
 
-/// A transaction receipt, as far as the indexer reads it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Receipt {
-    pub(crate) from: Address,
-    pub(crate) to: Option<Address>,
-    pub(crate) contract_address: Option<Address>,
-    pub(crate) block_hash: Option<B256>,
-    #[serde(default)]
-    pub(crate) logs: Vec<Log>,
-    /// Its transaction's hash.
-    #[serde(default)]
-    pub(crate) transaction_hash: Option<B256>,
-    /// Gas used by the transaction.
-    #[serde(default)]
-    pub(crate) gas_used: Option<U64>,
-    /// Gas used in the block through this transaction.
-    #[serde(default)]
-    pub(crate) cumulative_gas_used: Option<U64>,
-    /// Price paid per gas (absent on nodes older than EIP-1559).
-    #[serde(default)]
-    pub(crate) effective_gas_price: Option<U128>,
-    /// 1 success, 0 failure (absent before Byzantium).
-    #[serde(default)]
-    pub(crate) status: Option<U64>,
-}
-
 /// A `debug_traceTransaction` answer of the default (struct-log) tracer.
 #[derive(Debug, Deserialize)]
 struct StructTrace {
@@ -361,55 +239,6 @@ fn value_addresses(steps: &[StructStep]) -> BTreeSet<Address> {
     found
 }
 
-/// The receipts of `block`'s transactions, in order, checked to belong to it.
-pub(crate) async fn receipts(
-    node: &NodeClient,
-    plan: &NodePlan,
-    block: &BlockSummary,
-) -> Result<Vec<Receipt>, NodeError> {
-    let number = block.number.to::<u64>();
-    let (method, receipts): (&'static str, Vec<Option<Receipt>>) = match plan.receipts {
-        ReceiptSource::Block => (
-            "eth_getBlockReceipts",
-            node.call("eth_getBlockReceipts", (StateAt::Number(number),))
-                .await?,
-        ),
-        ReceiptSource::PerTransaction => {
-            let params: Vec<(B256,)> = block.transactions.iter().map(|h| (*h,)).collect();
-            (
-                "eth_getTransactionReceipt",
-                node.call_batch("eth_getTransactionReceipt", &params)
-                    .await?,
-            )
-        }
-    };
-    if receipts.len() != block.transactions.len() {
-        return Err(malformed(
-            method,
-            format!(
-                "block {number}: {} receipts for {} transactions",
-                receipts.len(),
-                block.transactions.len()
-            ),
-        ));
-    }
-    receipts
-        .into_iter()
-        .map(|receipt| {
-            receipt
-                .filter(|r| r.block_hash.is_none_or(|h| h == block.hash))
-                .ok_or_else(|| {
-                    malformed(
-                        method,
-                        format!(
-                            "block {number}: a receipt is missing or of another block (reorg?)"
-                        ),
-                    )
-                })
-        })
-        .collect()
-}
-
 /// Balances of `addresses` after `block`. Read by number, the block's hash
 /// is checked before and after, so values of a block that was replaced
 /// meanwhile are never taken.
@@ -423,54 +252,6 @@ pub async fn balances_after(
         node.balances(addresses, at)
     })
     .await
-}
-
-/// Runs `read` against the state after `block`: by hash where the node
-/// takes it, else by number with the block's hash checked before and after.
-pub(crate) async fn read_at_block<T, F, Fut>(
-    node: &NodeClient,
-    plan: &NodePlan,
-    block: (u64, B256),
-    method: &'static str,
-    read: F,
-) -> Result<T, NodeError>
-where
-    F: FnOnce(StateAt) -> Fut,
-    Fut: std::future::Future<Output = Result<T, NodeError>>,
-{
-    let (number, hash) = block;
-    let at = plan.state_at(number, hash);
-    if plan.state == StateReads::ByHash {
-        return read(at).await;
-    }
-    let still = || async {
-        let current = node.block(number).await?.map(|b| b.hash);
-        if current == Some(hash) {
-            Ok(())
-        } else {
-            Err(malformed(
-                method,
-                format!("block {number} was replaced while its state was read (reorg)"),
-            ))
-        }
-    };
-    still().await?;
-    let values = read(at).await?;
-    still().await?;
-    Ok(values)
-}
-
-/// A receipt's log.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Log {
-    pub(crate) address: Address,
-    #[serde(default)]
-    pub(crate) topics: Vec<B256>,
-    #[serde(default)]
-    pub(crate) data: alloy_primitives::Bytes,
-    #[serde(default)]
-    pub(crate) log_index: Option<U64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -496,43 +277,6 @@ async fn state_diffs(node: &NodeClient, block: u64) -> Result<Vec<StateDiffTxTra
         (StateAt::Number(block), ["stateDiff"]),
     )
     .await
-}
-
-pub(crate) fn malformed(method: &'static str, detail: String) -> NodeError {
-    NodeError::Malformed { method, detail }
-}
-
-/// Traces must cover exactly the block's transactions, in order: an empty or
-/// partial answer (a node that could not replay, or a reorg between the two
-/// calls) is retried, never indexed as "nothing changed".
-pub(crate) fn check_coverage(
-    method: &'static str,
-    block: &BlockSummary,
-    traced: impl ExactSizeIterator<Item = Option<B256>>,
-) -> Result<(), NodeError> {
-    if traced.len() != block.transactions.len() {
-        return Err(malformed(
-            method,
-            format!(
-                "block {} has {} transactions but the trace covers {}",
-                block.number,
-                block.transactions.len(),
-                traced.len()
-            ),
-        ));
-    }
-    for (expected, got) in block.transactions.iter().zip(traced) {
-        if got.is_some_and(|got| got != *expected) {
-            return Err(malformed(
-                method,
-                format!(
-                    "trace of block {} does not match its transactions (reorg?)",
-                    block.number
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Derives the balance changes of `block` as `plan` says.
@@ -782,26 +526,5 @@ mod tests {
             .map(Address::repeat_byte)
             .collect();
         assert_eq!(found, expected);
-    }
-
-    #[test]
-    fn a_trace_that_does_not_cover_the_block_is_refused() {
-        let block = BlockSummary {
-            number: alloy_primitives::U64::from(5),
-            hash: B256::repeat_byte(5),
-            parent_hash: B256::repeat_byte(4),
-            miner: Address::ZERO,
-            timestamp: Default::default(),
-            difficulty: None,
-            transactions: vec![B256::repeat_byte(1), B256::repeat_byte(2)],
-            uncles: vec![],
-            withdrawals: None,
-        };
-        let empty: Vec<Option<B256>> = vec![];
-        assert!(check_coverage("m", &block, empty.into_iter()).is_err());
-        let swapped = vec![Some(B256::repeat_byte(2)), Some(B256::repeat_byte(1))];
-        assert!(check_coverage("m", &block, swapped.into_iter()).is_err());
-        let right = vec![Some(B256::repeat_byte(1)), Some(B256::repeat_byte(2))];
-        assert!(check_coverage("m", &block, right.into_iter()).is_ok());
     }
 }

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use weiport_storage::TransactionRow;
 
 use crate::node::{BlockSummary, NodeClient, NodeError, StateAt};
-use crate::source::{NodePlan, Receipt, malformed, receipts};
+use crate::plan::NodePlan;
+use crate::reads::{Receipt, malformed, receipts};
 
 /// `eth_getBlockByNumber` with transaction bodies.
 #[derive(Debug, Deserialize)]

@@ -14,7 +14,8 @@ use weiport_storage::{
 };
 
 use crate::node::{BlockSummary, NodeClient, NodeError};
-use crate::source::{NodePlan, Receipt, check_coverage, malformed, read_at_block};
+use crate::plan::NodePlan;
+use crate::reads::{Receipt, check_coverage, malformed, read_at_block};
 
 /// `keccak256("Transfer(address,address,uint256)")`.
 const TRANSFER_TOPIC: B256 =

@@ -1,13 +1,19 @@
 //! weiport's Etherscan-compatible query API: request parsing, the
 //! `status`/`message`/`result` envelope, and the `/api` router.
 
+mod balances;
+mod envelope;
+mod error;
 mod history;
 mod logs;
 pub mod params;
 pub mod proxy;
+mod range;
 mod router;
 mod transfers;
 
+pub use balances::MAX_MULTI_ADDRESSES;
+pub use error::QueryError;
 pub use params::{AddressError, BlockTag, parse_address, parse_block_tag};
 pub use proxy::{NodeProxy, ProxyFailure};
-pub use router::{MAX_MULTI_ADDRESSES, QueryConfig, QueryError, router};
+pub use router::{QueryConfig, router};

@@ -15,10 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use weiport_storage::{HistoryIndex, Store};
 
-use crate::history::{empty, indexed_from, list, number, unavailable};
-use crate::params::parse_address;
+use crate::envelope::{empty, list};
+use crate::error::{MSG_BAD_ADDRESS, QueryError, unavailable};
+use crate::params::{Params, number, parse_address};
 use crate::proxy::{NodeProxy, ProxyFailure};
-use crate::router::{Indexed, MSG_BAD_ADDRESS, Params, QueryError};
+use crate::range::{Indexed, indexed_from};
 
 /// Etherscan answers at most this many logs a page.
 const MAX_OFFSET: u64 = 1_000;

@@ -1,7 +1,14 @@
 //! Parsing of Etherscan request parameters, tolerant the way real clients need:
-//! addresses in any letter case, decimal or `0x` block numbers.
+//! addresses in any letter case, decimal or `0x` block numbers; and the
+//! request's parameters themselves, from the query string and a form body.
+
+use std::borrow::Cow;
 
 use alloy_primitives::Address;
+use smallvec::SmallVec;
+use weiport_access::params::{lenient_body_pairs, lenient_pairs};
+
+use crate::error::QueryError;
 
 /// Why an address parameter was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +65,52 @@ pub fn parse_block_tag(text: &str) -> Option<BlockTag> {
             None => return None,
         },
     })
+}
+
+/// Request parameters, from the query string and a form body alike,
+/// borrowed from the request where no decoding changed them.
+pub(crate) struct Params<'a> {
+    pairs: SmallVec<[(Cow<'a, str>, Cow<'a, str>); 8]>,
+}
+
+impl<'a> Params<'a> {
+    /// The parameters of a request with this query string and body.
+    pub(crate) fn new(query: &'a str, body: &'a [u8]) -> Self {
+        let mut pairs: SmallVec<_> = lenient_pairs(query).collect();
+        if !body.is_empty() {
+            pairs.extend(lenient_body_pairs(body));
+        }
+        Self { pairs }
+    }
+
+    /// The first value of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_ref())
+    }
+}
+
+/// A decimal parameter, `default` when absent or empty.
+pub(crate) fn number(params: &Params, name: &str, default: u64) -> Result<u64, QueryError> {
+    match params.get(name) {
+        None | Some("") => Ok(default),
+        Some(text) => text
+            .parse()
+            .map_err(|_| QueryError::bad(format!("Error! Invalid {name}"))),
+    }
+}
+
+/// A block tag parameter; an absent or empty `tag` is `latest`.
+pub(crate) fn tag_param(params: &Params, name: &str) -> Result<BlockTag, QueryError> {
+    match params.get(name) {
+        None | Some("") if name == "tag" => Ok(BlockTag::Latest),
+        None | Some("") => Err(QueryError::bad(format!("Error! Missing or invalid {name}"))),
+        Some(text) => {
+            parse_block_tag(text).ok_or_else(|| QueryError::bad(format!("Error! Invalid {name}")))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 
+use axum::response::Response;
 use serde_json::{Value, json};
+use weiport_storage::Store;
+
+use crate::balances::wei_at;
+use crate::envelope::rpc_envelope;
+use crate::error::{MSG_BAD_ACTION, QueryError};
+use crate::params::{Params, parse_address, tag_param};
+use crate::range::Indexed;
 
 /// Why the node gave no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,14 +45,14 @@ pub trait NodeProxy: Send + Sync {
 
 /// One pass-through action: the node method and how its parameters are
 /// built from Etherscan's.
-pub(crate) struct Action {
-    pub(crate) method: &'static str,
+struct Action {
+    method: &'static str,
     /// Whether a final answer may be cached.
     cacheable: bool,
 }
 
 /// The actions passed to the node.
-pub(crate) fn action(name: &str) -> Option<Action> {
+fn action(name: &str) -> Option<Action> {
     let (method, cacheable) = match name {
         "eth_getBlockByNumber" => ("eth_getBlockByNumber", true),
         "eth_getBlockTransactionCountByNumber" => ("eth_getBlockTransactionCountByNumber", true),
@@ -110,10 +118,7 @@ impl Digits {
 }
 
 /// The node parameters of `action`, from Etherscan's query parameters.
-pub(crate) fn node_params(
-    action: &Action,
-    get: impl Fn(&str) -> Option<String>,
-) -> Result<Value, String> {
+fn node_params(action: &Action, get: impl Fn(&str) -> Option<String>) -> Result<Value, String> {
     const ADDRESS: Digits = Digits::Exactly(40);
     const HASH: Digits = Digits::Exactly(64);
     const QUANTITY: Digits = Digits::AtMost(64);
@@ -226,13 +231,13 @@ impl ProxyCache {
         format!("{method}{params}")
     }
 
-    pub(crate) fn get(&self, method: &str, params: &Value) -> Option<Value> {
+    fn get(&self, method: &str, params: &Value) -> Option<Value> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.0.get(&Self::key(method, params)).cloned()
     }
 
     /// Keeps `result` when the block it belongs to is final at `head`.
-    pub(crate) fn offer(&self, action: &Action, params: &Value, result: &Value, head: u64) {
+    fn offer(&self, action: &Action, params: &Value, result: &Value, head: u64) {
         if !action.cacheable || self.capacity == 0 {
             return;
         }
@@ -257,6 +262,66 @@ impl ProxyCache {
             }
         }
     }
+}
+
+/// `module=proxy&action=…`, answered in a JSON-RPC envelope as Etherscan
+/// does: the block number and balances from `store`, every other action
+/// from `node` (through `cache`).
+pub(crate) async fn answer(
+    store: &Store,
+    node: Option<&dyn NodeProxy>,
+    cache: &ProxyCache,
+    params: &Params<'_>,
+    action_name: &str,
+) -> Result<Response, QueryError> {
+    let id: Value = params
+        .get("id")
+        .and_then(|id| id.parse::<u64>().ok().map(Into::into))
+        .unwrap_or_else(|| 1.into());
+    let invalid = |message: String| Ok(rpc_envelope(&id, Err((-32602, message))));
+    let indexed = Indexed::of(store)?;
+    let result = match action_name {
+        "eth_blockNumber" => format!("{:#x}", indexed.head),
+        "eth_getBalance" => {
+            let Ok(address) = parse_address(params.get("address").unwrap_or("")) else {
+                return invalid("invalid address".into());
+            };
+            let block = match tag_param(params, "tag").and_then(|tag| indexed.resolve(tag)) {
+                Ok(block) => block,
+                Err(error) => return invalid(error.into_reason()),
+            };
+            match wei_at(store, &address, block, &indexed) {
+                Ok(wei) => format!("{wei:#x}"),
+                Err(error) => return invalid(error.into_reason()),
+            }
+        }
+        other => {
+            let (Some(action), Some(node)) = (action(other), node) else {
+                return Err(QueryError::bad(MSG_BAD_ACTION));
+            };
+            let node_params = match node_params(&action, |name| params.get(name).map(str::to_owned))
+            {
+                Ok(p) => p,
+                Err(message) => return invalid(message),
+            };
+            if let Some(kept) = cache.get(action.method, &node_params) {
+                return Ok(rpc_envelope(&id, Ok(kept)));
+            }
+            return match node.call(action.method, node_params.clone()).await {
+                Ok(result) => {
+                    cache.offer(&action, &node_params, &result, indexed.head);
+                    Ok(rpc_envelope(&id, Ok(result)))
+                }
+                Err(ProxyFailure::Refused { code, message }) => {
+                    Ok(rpc_envelope(&id, Err((code, message))))
+                }
+                Err(ProxyFailure::Unreachable(reason)) => Err(QueryError::unavailable(format!(
+                    "Error! The node did not answer: {reason}"
+                ))),
+            };
+        }
+    };
+    Ok(rpc_envelope(&id, Ok(result.into())))
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@ use alloy_primitives::{Address, B256};
 use axum::response::Response;
 use weiport_storage::{HistoryIndex, IndexedTransfer, Store, TokenInfo, Transfer, TransferKind};
 
-use crate::history::{empty, indexed_from, list, method_id, number, paging, unavailable};
-use crate::params::parse_address;
-use crate::router::{Indexed, MSG_BAD_ADDRESS, Params, QueryError, decimal, ok_string};
+use crate::envelope::{decimal, empty, list, method_id, ok_string};
+use crate::error::{MSG_BAD_ADDRESS, QueryError, unavailable};
+use crate::params::{Params, number, parse_address};
+use crate::range::{Indexed, indexed_from, paging};
 
 const MSG_BAD_CONTRACT: &str = "Error! Invalid contractaddress format";
 const MSG_BAD_HASH: &str = "Error! Invalid transaction hash";

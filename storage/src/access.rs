@@ -1,8 +1,12 @@
-//! Accounts and API keys: their records and byte layouts. Secrets arrive here
-//! already sealed by the access layer; this module never sees plaintext.
+//! Accounts and API keys: their records, byte layouts, reads and writes.
+//! Secrets arrive here already sealed by the access layer; this module never
+//! sees plaintext.
 
-use crate::StorageError;
+use rocksdb::{IteratorMode, WriteBatch};
+
 use crate::record::{Reader, Writer};
+use crate::store::meta_key;
+use crate::{StorageError, Store, cf, codec};
 
 /// An account: the owner of API keys and exchange balances.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,6 +132,79 @@ impl ApiKeyRecord {
     }
 }
 
+impl Store {
+    /// Creates an account with the next free id, durably.
+    pub fn create_account(
+        &self,
+        label: &str,
+        created_ms: u64,
+    ) -> Result<AccountRecord, StorageError> {
+        // One writer allocates ids: account creation is rare and serialised here.
+        static ALLOCATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _guard = ALLOCATION.lock().unwrap_or_else(|e| e.into_inner());
+        let id = self
+            .meta(meta_key::NEXT_ACCOUNT)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()?
+            .unwrap_or(1);
+        let record = AccountRecord {
+            id,
+            label: label.to_owned(),
+            created_ms,
+        };
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(cf::ACCOUNT), id.to_be_bytes(), record.encode());
+        batch.put_cf(
+            self.cf(cf::META),
+            meta_key::NEXT_ACCOUNT,
+            (id + 1).to_be_bytes(),
+        );
+        self.db.write_opt(batch, &Self::synced())?;
+        Ok(record)
+    }
+
+    /// The account with `id`.
+    pub fn account(&self, id: u64) -> Result<Option<AccountRecord>, StorageError> {
+        self.read(
+            self.cf(cf::ACCOUNT),
+            id.to_be_bytes(),
+            AccountRecord::decode,
+        )
+    }
+
+    /// Every account, by id.
+    pub fn accounts(&self) -> Result<Vec<AccountRecord>, StorageError> {
+        self.db
+            .iterator_cf(self.cf(cf::ACCOUNT), IteratorMode::Start)
+            .map(|item| AccountRecord::decode(&item?.1))
+            .collect()
+    }
+
+    /// Writes (creates or replaces) an API key record, durably.
+    pub fn put_api_key(&self, record: &ApiKeyRecord) -> Result<(), StorageError> {
+        self.db.put_cf_opt(
+            self.cf(cf::API_KEY),
+            record.id.as_bytes(),
+            record.encode(),
+            &Self::synced(),
+        )?;
+        Ok(())
+    }
+
+    /// The API key record with `id`.
+    pub fn api_key(&self, id: &str) -> Result<Option<ApiKeyRecord>, StorageError> {
+        self.read(self.cf(cf::API_KEY), id.as_bytes(), ApiKeyRecord::decode)
+    }
+
+    /// Every API key record, revoked ones included.
+    pub fn api_keys(&self) -> Result<Vec<ApiKeyRecord>, StorageError> {
+        self.db
+            .iterator_cf(self.cf(cf::API_KEY), IteratorMode::Start)
+            .map(|item| ApiKeyRecord::decode(&item?.1))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +253,40 @@ mod tests {
         let mut other_version = bytes;
         other_version[0] = 2;
         assert!(ApiKeyRecord::decode(&other_version).is_err());
+    }
+
+    #[test]
+    fn accounts_get_increasing_ids_and_keys_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        let first = store.create_account("a", 1).unwrap();
+        let second = store.create_account("b", 2).unwrap();
+        assert_eq!((first.id, second.id), (1, 2));
+        let key = ApiKeyRecord {
+            id: "x".repeat(64),
+            account: second.id,
+            kind: 1,
+            material: vec![7; 32],
+            previous: None,
+            permissions: 1,
+            allowed_ips: vec![],
+            tier: "default".into(),
+            label: String::new(),
+            created_ms: 3,
+            revoked_ms: None,
+        };
+        store.put_api_key(&key).unwrap();
+        drop(store);
+        let store = Store::open(dir.path(), &Default::default()).unwrap();
+        assert_eq!(store.accounts().unwrap(), vec![first, second.clone()]);
+        assert_eq!(store.account(2).unwrap(), Some(second));
+        assert_eq!(store.api_key(&key.id).unwrap(), Some(key.clone()));
+        assert_eq!(store.api_key("absent").unwrap(), None);
+        assert_eq!(store.api_keys().unwrap(), vec![key]);
+        assert_eq!(
+            store.create_account("c", 4).unwrap().id,
+            3,
+            "the counter survives a reopen"
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! The exchange's command log: every command the engine applied, in
 //! sequence order. Replaying it rebuilds books, balances and counters exactly.
 
-use crate::StorageError;
+use rocksdb::IteratorMode;
+
 use crate::record::{Reader, Writer};
+use crate::{StorageError, Store, cf, codec};
 
 /// An order as logged; enums are small integers the exchange defines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -530,6 +532,23 @@ impl CommandRecord {
         };
         r.finish()?;
         Ok(record)
+    }
+}
+
+impl Store {
+    /// The exchange's command log in sequence order: `(sequence, command)`.
+    pub fn commands(
+        &self,
+    ) -> impl Iterator<Item = Result<(u64, CommandRecord), StorageError>> + '_ {
+        self.db
+            .iterator_cf(self.cf(cf::COMMAND_LOG), IteratorMode::Start)
+            .map(|item| {
+                let (key, value) = item?;
+                Ok((
+                    codec::decode_block_number(&key)?,
+                    CommandRecord::decode(&value)?,
+                ))
+            })
     }
 }
 

@@ -6,7 +6,6 @@ pub mod access;
 pub mod codec;
 pub mod exchange;
 mod history;
-mod latest;
 mod record;
 mod store;
 mod transactions;

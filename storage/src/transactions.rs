@@ -269,39 +269,24 @@ impl IndexBatch {
     /// Records transaction `index` of `block` and lists it under each of
     /// its addresses.
     pub fn put_transaction(&mut self, block: u64, index: u32, row: &TransactionRow) {
-        let store = self.store.clone();
         for address in row.addresses() {
-            self.batch.put_cf(
-                store.cf(cf::ADDRESS_TX),
-                address_key(&address, block, index),
-                [],
-            );
+            self.put(cf::ADDRESS_TX, address_key(&address, block, index), []);
         }
-        self.batch.put_cf(
-            store.cf(cf::TX_HASH),
-            row.hash.as_slice(),
-            position(block, index),
-        );
-        self.batch
-            .put_cf(store.cf(cf::TX), position(block, index), row.encode());
+        self.put(cf::TX_HASH, row.hash.as_slice(), position(block, index));
+        self.put(cf::TX, position(block, index), row.encode());
     }
 
     /// Removes `block`'s transactions and their address entries (a
     /// reorganisation dropped the block). Reads committed data.
     pub fn delete_block_transactions(&mut self, block: u64) -> Result<(), StorageError> {
-        let store = self.store.clone();
-        for (index, row) in store.block_transactions(block)?.iter().enumerate() {
+        let rows = self.store().block_transactions(block)?;
+        for (index, row) in rows.iter().enumerate() {
             let index = u32::try_from(index).unwrap_or(u32::MAX);
             for address in row.addresses() {
-                self.batch.delete_cf(
-                    store.cf(cf::ADDRESS_TX),
-                    address_key(&address, block, index),
-                );
+                self.delete(cf::ADDRESS_TX, address_key(&address, block, index));
             }
-            self.batch
-                .delete_cf(store.cf(cf::TX_HASH), row.hash.as_slice());
-            self.batch
-                .delete_cf(store.cf(cf::TX), position(block, index));
+            self.delete(cf::TX_HASH, row.hash.as_slice());
+            self.delete(cf::TX, position(block, index));
         }
         Ok(())
     }

@@ -13,8 +13,6 @@
 //! - `token_balance`: `holder ‖ token ‖ block` → balance after that block.
 //! - `token`: `token` → name, symbol and decimals, read once.
 
-#[cfg(test)]
-use alloy_primitives::B256;
 use alloy_primitives::{Address, U256};
 use rocksdb::{Direction, IteratorMode, ReadOptions};
 
@@ -556,21 +554,20 @@ impl IndexBatch {
     /// Records `transfers` of transaction `tx_index` of `block`, in order,
     /// and lists each under its addresses.
     pub fn put_transfers(&mut self, block: u64, tx_index: u32, transfers: &[Transfer]) {
-        let store = self.store.clone();
         let mut sequences = [0u32; 2];
         for transfer in transfers {
             let kind = transfer.kind();
             let sequence = sequences[usize::from(kind)];
             sequences[usize::from(kind)] += 1;
             for (address, listing) in transfer.listings() {
-                self.batch.put_cf(
-                    store.cf(cf::ADDRESS_TRANSFER),
+                self.put(
+                    cf::ADDRESS_TRANSFER,
                     listing_key(&address, listing, block, tx_index, sequence),
                     [],
                 );
             }
-            self.batch.put_cf(
-                store.cf(cf::TRANSFER),
+            self.put(
+                cf::TRANSFER,
                 place(block, tx_index, kind, sequence),
                 transfer.encode(),
             );
@@ -585,9 +582,8 @@ impl IndexBatch {
         block: u64,
         balance: &U256,
     ) {
-        let store = self.store.clone();
-        self.batch.put_cf(
-            store.cf(cf::TOKEN_BALANCE),
+        self.put(
+            cf::TOKEN_BALANCE,
             balance_key(holder, token, block),
             balance.to_be_bytes_trimmed_vec(),
         );
@@ -595,33 +591,28 @@ impl IndexBatch {
 
     /// Records what a token said of itself.
     pub fn put_token_info(&mut self, token: &Address, info: &TokenInfo) {
-        let store = self.store.clone();
-        self.batch
-            .put_cf(store.cf(cf::TOKEN), token.as_slice(), info.encode());
+        self.put(cf::TOKEN, token.as_slice(), info.encode());
     }
 
     /// Removes `block`'s transfers, their listings and the token balances
     /// read after it (a reorganisation dropped the block). Reads committed
     /// data.
     pub fn delete_block_transfers(&mut self, block: u64) -> Result<(), StorageError> {
-        let store = self.store.clone();
-        for (place, transfer) in store.block_transfers(block)? {
+        let placed = self.store().block_transfers(block)?;
+        for (place, transfer) in placed {
             let (_, tx_index, _, sequence) = decode_place(&place)?;
             for (address, listing) in transfer.listings() {
-                self.batch.delete_cf(
-                    store.cf(cf::ADDRESS_TRANSFER),
+                self.delete(
+                    cf::ADDRESS_TRANSFER,
                     listing_key(&address, listing, block, tx_index, sequence),
                 );
             }
             if let Transfer::Token(t) = &transfer {
                 for holder in [t.from, t.to] {
-                    self.batch.delete_cf(
-                        store.cf(cf::TOKEN_BALANCE),
-                        balance_key(&holder, &t.token, block),
-                    );
+                    self.delete(cf::TOKEN_BALANCE, balance_key(&holder, &t.token, block));
                 }
             }
-            self.batch.delete_cf(store.cf(cf::TRANSFER), place);
+            self.delete(cf::TRANSFER, place);
         }
         Ok(())
     }
@@ -629,188 +620,12 @@ impl IndexBatch {
     /// Records the first block `index` covers, or forgets it (the history
     /// is off, so turning it on later never claims blocks indexed meanwhile).
     pub fn set_history_indexed_from(&mut self, index: HistoryIndex, block: Option<u64>) {
-        let store = self.store.clone();
         match block {
-            Some(block) => self.batch.put_cf(
-                store.cf(cf::META),
-                index.meta_key(),
-                encode_block_number(block),
-            ),
-            None => self.batch.delete_cf(store.cf(cf::META), index.meta_key()),
+            Some(block) => self.put(cf::META, index.meta_key(), encode_block_number(block)),
+            None => self.delete(cf::META, index.meta_key()),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn transaction(from: u8, nonce: u64) -> TransactionRow {
-        TransactionRow {
-            hash: B256::repeat_byte(nonce as u8),
-            from: Address::repeat_byte(from),
-            to: Some(Address::repeat_byte(0xee)),
-            contract_address: None,
-            value: U256::ZERO,
-            nonce,
-            gas: 90_000,
-            gas_price: 7,
-            gas_used: 50_000,
-            cumulative_gas_used: 50_000,
-            success: true,
-            input: vec![0xa9, 0x05, 0x9c, 0xbb],
-            timestamp: 1_700_000_000,
-            block_hash: B256::repeat_byte(0xbb),
-        }
-    }
-
-    fn token(from: u8, to: u8, value: u64, log_index: u32) -> Transfer {
-        Transfer::Token(TokenTransfer {
-            token: Address::repeat_byte(0xee),
-            from: Address::repeat_byte(from),
-            to: Address::repeat_byte(to),
-            value: U256::from(value),
-            log_index,
-        })
-    }
-
-    fn internal(from: u8, to: u8, value: u64, trace_id: &str) -> Transfer {
-        Transfer::Internal(InternalTransfer {
-            from: Address::repeat_byte(from),
-            to: Some(Address::repeat_byte(to)),
-            value: U256::from(value),
-            contract_address: None,
-            input: vec![],
-            call_type: "call".into(),
-            gas: 2300,
-            gas_used: 0,
-            trace_id: trace_id.into(),
-            error: Some("out of gas".into()),
-        })
-    }
-
-    fn all() -> HistoryPage {
-        HistoryPage {
-            from_block: 0,
-            to_block: u64::MAX,
-            descending: false,
-            skip: 0,
-            take: usize::MAX,
-        }
-    }
-
-    #[test]
-    fn transfers_list_under_their_addresses_and_undo_with_their_block() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &Default::default()).unwrap();
-        let (one, two, three, tkn) = (
-            Address::repeat_byte(1),
-            Address::repeat_byte(2),
-            Address::repeat_byte(3),
-            Address::repeat_byte(0xee),
-        );
-        let mut batch = store.index_batch();
-        batch.put_transaction(1, 0, &transaction(1, 0));
-        batch.put_transfers(1, 0, &[token(1, 2, 10, 0), internal(0xee, 3, 5, "0")]);
-        batch.put_token_balance(&one, &tkn, 1, &U256::from(90));
-        batch.put_token_balance(&two, &tkn, 1, &U256::from(10));
-        batch.put_transaction(2, 0, &transaction(2, 1));
-        batch.put_transfers(2, 0, &[token(2, 1, 4, 0), token(2, 3, 1, 1)]);
-        batch.put_token_balance(&one, &tkn, 2, &U256::from(94));
-        batch.put_token_balance(&two, &tkn, 2, &U256::from(5));
-        batch.put_token_balance(&three, &tkn, 2, &U256::from(1));
-        batch.commit().unwrap();
-
-        let values = |address: &Address, listing, page| -> Vec<(u64, U256)> {
-            store
-                .address_transfers(address, listing, page, |_| true)
-                .unwrap()
-                .into_iter()
-                .map(|t| match t.transfer {
-                    Transfer::Token(token) => (t.block, token.value),
-                    Transfer::Internal(internal) => (t.block, internal.value),
-                })
-                .collect()
-        };
-        let u = |v: u64| U256::from(v);
-        assert_eq!(
-            values(&one, TransferKind::Token, all()),
-            [(1, u(10)), (2, u(4))]
-        );
-        assert_eq!(
-            values(&tkn, TransferKind::TokenContract, all()),
-            [(1, u(10)), (2, u(4)), (2, u(1))]
-        );
-        assert_eq!(values(&three, TransferKind::Internal, all()), [(1, u(5))]);
-        assert!(
-            values(
-                &three,
-                TransferKind::Token,
-                HistoryPage {
-                    to_block: 1,
-                    ..all()
-                }
-            )
-            .is_empty()
-        );
-        let newest_first = HistoryPage {
-            descending: true,
-            skip: 1,
-            take: 1,
-            ..all()
-        };
-        assert_eq!(
-            values(&tkn, TransferKind::TokenContract, newest_first),
-            [(2, u(4))]
-        );
-        let carried = store
-            .address_transfers(&two, TransferKind::Token, all(), |_| true)
-            .unwrap();
-        assert_eq!(carried[1].transaction.nonce, 1);
-        assert_eq!(
-            store
-                .transaction_transfers(1, 0, TransferKind::Internal)
-                .unwrap(),
-            [internal(0xee, 3, 5, "0")]
-        );
-
-        let balance = |holder: &Address, at| {
-            store
-                .token_balance(holder, &tkn, at)
-                .unwrap()
-                .map(|h| h.balance)
-        };
-        assert_eq!(balance(&one, None), Some(u(94)));
-        assert_eq!(balance(&one, Some(1)), Some(u(90)));
-        assert_eq!(balance(&three, Some(1)), None);
-        assert_eq!(store.holder_tokens(&two, 10).unwrap()[0].balance, u(5));
-
-        let mut undo = store.index_batch();
-        undo.delete_block_transfers(2).unwrap();
-        undo.delete_block_transactions(2).unwrap();
-        undo.commit().unwrap();
-        assert_eq!(values(&one, TransferKind::Token, all()), [(1, u(10))]);
-        assert_eq!(balance(&one, None), Some(u(90)));
-        assert_eq!(balance(&three, None), None);
-        assert!(store.holder_tokens(&three, 10).unwrap().is_empty());
-    }
-
-    #[test]
-    fn token_info_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &Default::default()).unwrap();
-        let info = TokenInfo {
-            name: "Wrapped Ether".into(),
-            symbol: "WETH".into(),
-            decimals: Some(18),
-        };
-        let mut batch = store.index_batch();
-        batch.put_token_info(&Address::repeat_byte(9), &info);
-        batch.commit().unwrap();
-        assert_eq!(
-            store.token_info(&Address::repeat_byte(9)).unwrap(),
-            Some(info)
-        );
-        assert_eq!(store.token_info(&Address::repeat_byte(8)).unwrap(), None);
-    }
-}
+mod tests;

@@ -324,36 +324,6 @@ impl Store {
             &codec::encode_block_number(block),
         )
     }
-
-    /// `address`'s indexed balance after each block in `(after, through]`
-    /// that changed it, oldest first.
-    pub fn balance_changes(
-        &self,
-        address: &Address,
-        after: u64,
-        through: u64,
-    ) -> Result<Vec<(u64, U256)>, StorageError> {
-        let mut out = Vec::new();
-        if after >= through {
-            return Ok(out);
-        }
-        let start = codec::balance_at_key(address, after + 1);
-        for item in self.db.iterator_cf(
-            self.cf(cf::BALANCE_AT),
-            IteratorMode::From(&start, Direction::Forward),
-        ) {
-            let (key, value) = item?;
-            let (found, block) = match codec::decode_balance_at_key(&key) {
-                Ok(found) => found,
-                Err(_) => break,
-            };
-            if found != *address || block > through {
-                break;
-            }
-            out.push((block, codec::decode_wei(&value)?));
-        }
-        Ok(out)
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,13 @@
 //! generation its reader loaded *before* reading the database. An entry
 //! therefore never holds less than the commits of its generation, and a
 //! reader that sees a newer head sees a newer generation and reads afresh.
+//!
+//! This holds only while every write of a balance row reaches the database
+//! through `IndexBatch::commit` (in `balances.rs`), the one place that moves
+//! the generation. A balance written any other way would leave entries of
+//! the current generation stale, with nothing to tell a reader. Hence the
+//! balance families are handed out only inside `store` (`Store::cf` refuses
+//! them), and this table is touched only there.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +26,7 @@ const SLOTS: usize = 8192;
 
 /// A direct-mapped table: one slot per hash of the address, a colliding
 /// address replaces the one before (a miss is a database read, as before).
-pub(crate) struct LatestCache {
+pub(super) struct LatestCache {
     generation: AtomicU64,
     slots: Box<[Mutex<Option<Entry>>]>,
 }
@@ -34,7 +41,7 @@ struct Entry {
 
 /// The generation a reader loaded before it read the database.
 #[derive(Clone, Copy)]
-pub(crate) struct Generation(u64);
+pub(super) struct Generation(u64);
 
 impl Default for LatestCache {
     fn default() -> Self {
@@ -48,7 +55,7 @@ impl Default for LatestCache {
 impl LatestCache {
     /// The current generation, and the entry for `address` if one was read
     /// in it. `Err` carries the generation to fill a miss with.
-    pub(crate) fn get(&self, address: &Address) -> Result<Option<LatestBalance>, Generation> {
+    pub(super) fn get(&self, address: &Address) -> Result<Option<LatestBalance>, Generation> {
         let generation = self.generation.load(Ordering::Acquire);
         let slot = self.slot(address).lock().ok().and_then(|slot| *slot);
         match slot {
@@ -60,7 +67,7 @@ impl LatestCache {
     }
 
     /// Keeps what a reader found for `address` after loading `generation`.
-    pub(crate) fn fill(
+    pub(super) fn fill(
         &self,
         address: &Address,
         generation: Generation,
@@ -75,9 +82,9 @@ impl LatestCache {
         }
     }
 
-    /// Called after every index commit's write, before its head is
+    /// Called by `IndexBatch::commit` after its write, before its head is
     /// published: every entry read before falls out.
-    pub(crate) fn committed(&self) {
+    pub(super) fn committed(&self) {
         self.generation.fetch_add(1, Ordering::Release);
     }
 

@@ -1,0 +1,482 @@
+//! The open database: its directory, options and column families, the
+//! schema check, the metadata every part reads (chain, cursor, index
+//! start), and maintenance. The other modules each add their own reads and
+//! writes to [`Store`]; balances and the index batch live in [`balances`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use alloy_primitives::B256;
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DB, DBCompressionType, Options,
+    ReadOptions, SliceTransform, WriteOptions,
+};
+
+use crate::codec::{self, ADDRESS_LEN, encode_block_number};
+use crate::{BlockRecord, Cursor, SCHEMA_VERSION, StorageError, cf};
+
+mod balances;
+mod latest;
+
+use latest::LatestCache;
+
+pub use balances::IndexBatch;
+
+pub(crate) mod meta_key {
+    pub const SCHEMA_VERSION: &[u8] = b"schema_version";
+    pub const CHAIN_ID: &[u8] = b"chain_id";
+    pub const GENESIS_HASH: &[u8] = b"genesis_hash";
+    pub const CURSOR: &[u8] = b"index_cursor";
+    pub const INDEX_START: &[u8] = b"index_start";
+    pub const NEXT_ACCOUNT: &[u8] = b"next_account_id";
+    pub const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
+    pub const COARSE_CANDLES: &[u8] = b"coarse_candles";
+    pub const TRANSACTIONS_FROM: &[u8] = b"transactions_from";
+    pub const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
+    pub const TOKENS_FROM: &[u8] = b"token_transfers_from";
+}
+
+/// Tuning knobs for [`Store::open`].
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Size of the shared LRU block cache in bytes.
+    pub block_cache_bytes: usize,
+    /// Background compaction and flush threads.
+    pub background_jobs: i32,
+    /// Memtable size of each column family: written to disk when full.
+    pub write_buffer_bytes: usize,
+    /// All memtables together: past it the largest is written out, so
+    /// memory stays bounded however many column families take writes.
+    pub memtable_budget_bytes: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            block_cache_bytes: 256 << 20,
+            background_jobs: 4,
+            write_buffer_bytes: 64 << 20,
+            memtable_budget_bytes: 256 << 20,
+        }
+    }
+}
+
+/// The open database. Clones share it; all methods take `&self`.
+#[derive(Clone)]
+pub struct Store {
+    // Declared before `db`: the pooled iterators read the database and are
+    // dropped first (see `balances::HistoryReaders`).
+    history_readers: Arc<balances::HistoryReaders>,
+    /// The database. Its handles come from [`Store::cf`], which refuses the
+    /// balance families: a balance row written other than through
+    /// [`IndexBatch::commit`] would leave the latest-balance table stale
+    /// (see `latest.rs`).
+    pub(crate) db: Arc<DB>,
+    path: PathBuf,
+    indexed: Arc<IndexedRange>,
+    /// The options of every point read, made once: RocksDB's own `get`
+    /// makes and frees a set per call.
+    point_reads: Arc<ReadOptions>,
+    /// Latest balances read since the last index commit; exact only while
+    /// [`IndexBatch::commit`] is the one way a balance is written.
+    latest: Arc<LatestCache>,
+}
+
+/// The indexed block range, kept in memory beside the database: every
+/// query reads it, and only a committed index batch moves it.
+struct IndexedRange {
+    head: AtomicU64,
+    start: AtomicU64,
+}
+
+/// What [`IndexedRange`] holds for "not recorded".
+const UNSET: u64 = u64::MAX;
+
+impl IndexedRange {
+    fn load(slot: &AtomicU64) -> Option<u64> {
+        Some(slot.load(Ordering::Acquire)).filter(|n| *n != UNSET)
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -> Options {
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    // Point lookups dominate (balance by address); a bloom filter turns a miss
+    // for a never-seen address into a memory check.
+    table.set_bloom_filter(10.0, false);
+
+    let mut opts = Options::default();
+    opts.set_write_buffer_size(write_buffer_bytes);
+    opts.set_level_compaction_dynamic_level_bytes(true);
+    opts.set_compression_type(DBCompressionType::Lz4);
+    opts.set_bottommost_compression_type(DBCompressionType::Zstd);
+    if [
+        cf::BALANCE_AT,
+        cf::ADDRESS_TX,
+        cf::ADDRESS_TRANSFER,
+        cf::TOKEN_BALANCE,
+    ]
+    .contains(&name)
+    {
+        // History rows are always read within one address: prefix blooms let
+        // `seek_for_prev(address ‖ block)` skip files that lack the address.
+        opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(ADDRESS_LEN));
+        opts.set_memtable_prefix_bloom_ratio(0.1);
+        table.set_whole_key_filtering(false);
+    }
+    opts.set_block_based_table_factory(&table);
+    opts
+}
+
+impl Store {
+    /// Opens (or creates) the database in `path`, checking its schema version.
+    pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Self, StorageError> {
+        let path = path.as_ref().to_path_buf();
+        std::fs::create_dir_all(&path).map_err(|source| StorageError::DataDir {
+            path: path.clone(),
+            source,
+        })?;
+        probe_writable(&path)?;
+
+        let cache = Cache::new_lru_cache(options.block_cache_bytes);
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(options.background_jobs);
+        db_opts.increase_parallelism(options.background_jobs);
+        db_opts.set_bytes_per_sync(1 << 20);
+        db_opts.set_keep_log_file_num(4);
+        db_opts.set_db_write_buffer_size(options.memtable_budget_bytes);
+        // A family written once (the schema version, a wallet) keeps every
+        // WAL file after its entry alive until it flushes, and RocksDB's own
+        // limit is four times all the write buffers: over thirty families,
+        // gigabytes of log a restart replays, and no file ever obsolete to be
+        // reused. Past the memtable budget the families holding the oldest
+        // file are flushed instead.
+        db_opts.set_max_total_wal_size(options.memtable_budget_bytes as u64);
+        // Reused WAL files keep their size, so a synced write is one data
+        // write: appending to a fresh file also rewrites its inode (size) on
+        // every fdatasync.
+        db_opts.set_recycle_log_file_num(4);
+        let descriptors = cf::ALL.iter().map(|name| {
+            ColumnFamilyDescriptor::new(
+                *name,
+                column_family_options(name, &cache, options.write_buffer_bytes),
+            )
+        });
+        let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
+        let store = Self {
+            history_readers: Arc::default(),
+            db: Arc::new(db),
+            path,
+            indexed: Arc::new(IndexedRange {
+                head: AtomicU64::new(UNSET),
+                start: AtomicU64::new(UNSET),
+            }),
+            point_reads: Arc::new(ReadOptions::default()),
+            latest: Arc::default(),
+        };
+        store.check_schema()?;
+        let head = store.cursor()?.map_or(UNSET, |cursor| cursor.number);
+        let start = store.index_start()?.unwrap_or(UNSET);
+        store.indexed.head.store(head, Ordering::Release);
+        store.indexed.start.store(start, Ordering::Release);
+        Ok(store)
+    }
+
+    fn check_schema(&self) -> Result<(), StorageError> {
+        match self
+            .db
+            .get_cf(self.cf(cf::META), meta_key::SCHEMA_VERSION)?
+        {
+            Some(bytes) => {
+                let found = u32::from_be_bytes(bytes.as_slice().try_into().map_err(|_| {
+                    StorageError::Corrupt {
+                        what: "schema version",
+                        len: bytes.len(),
+                    }
+                })?);
+                if found != SCHEMA_VERSION {
+                    return Err(StorageError::UnknownSchema {
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+            }
+            None => {
+                self.db.put_cf_opt(
+                    self.cf(cf::META),
+                    meta_key::SCHEMA_VERSION,
+                    SCHEMA_VERSION.to_be_bytes(),
+                    &Self::synced(),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory the database lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The handle of column family `name`, for any family but the
+    /// balances'. Those are written only by [`IndexBatch`], whose commit
+    /// moves the latest-balance table's generation (`latest.rs`); a handle
+    /// to them here would let any module write a balance that the table
+    /// never hears of, so asking for one is a programming error.
+    pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
+        assert!(
+            name != cf::BALANCE && name != cf::BALANCE_AT,
+            "the balance families are written only through IndexBatch::commit"
+        );
+        self.handle(name)
+    }
+
+    /// The handle of any column family, the balances' included: only this
+    /// module and `balances` (which owns their writes) ask for it.
+    fn handle(&self, name: &str) -> &ColumnFamily {
+        // Every name in `cf::ALL` is opened in `open`; a miss is a programming error.
+        self.db
+            .cf_handle(name)
+            .unwrap_or_else(|| panic!("column family {name} was not opened"))
+    }
+
+    /// Point read of `key` in `cf`, decoded.
+    pub(crate) fn read<T>(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        decode: impl FnOnce(&[u8]) -> Result<T, StorageError>,
+    ) -> Result<Option<T>, StorageError> {
+        self.db
+            .get_pinned_cf_opt(cf, key, &self.point_reads)?
+            .map(|b| decode(&b))
+            .transpose()
+    }
+
+    pub(crate) fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get_cf(self.cf(cf::META), key)?)
+    }
+
+    /// The schema version recorded on disk.
+    pub fn schema_version(&self) -> Result<u32, StorageError> {
+        Ok(self
+            .meta(meta_key::SCHEMA_VERSION)?
+            .map(|b| u32::from_be_bytes(b.as_slice().try_into().unwrap_or_default()))
+            .unwrap_or(SCHEMA_VERSION))
+    }
+
+    /// The chain id the index was built from, if any block was indexed yet.
+    pub fn chain_id(&self) -> Result<Option<u64>, StorageError> {
+        self.meta(meta_key::CHAIN_ID)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()
+    }
+
+    /// The genesis (or start block) hash the index was built from.
+    pub fn genesis_hash(&self) -> Result<Option<B256>, StorageError> {
+        self.meta(meta_key::GENESIS_HASH)?
+            .map(|b| {
+                if b.len() == codec::HASH_LEN {
+                    Ok(B256::from_slice(&b))
+                } else {
+                    Err(StorageError::Corrupt {
+                        what: "genesis hash",
+                        len: b.len(),
+                    })
+                }
+            })
+            .transpose()
+    }
+
+    /// The first block the index covers (0 when it starts at genesis).
+    pub fn index_start(&self) -> Result<Option<u64>, StorageError> {
+        self.meta(meta_key::INDEX_START)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()
+    }
+
+    /// The last fully indexed block.
+    pub fn cursor(&self) -> Result<Option<Cursor>, StorageError> {
+        self.meta(meta_key::CURSOR)?
+            .map(|b| Cursor::decode(&b))
+            .transpose()
+    }
+
+    /// The last fully indexed block, from memory (no read).
+    pub fn indexed_head(&self) -> Option<u64> {
+        IndexedRange::load(&self.indexed.head)
+    }
+
+    /// The first block the index covers, from memory (no read).
+    pub fn indexed_start(&self) -> Option<u64> {
+        IndexedRange::load(&self.indexed.start)
+    }
+
+    /// The stored record of block `number`.
+    pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, StorageError> {
+        self.read(
+            self.cf(cf::BLOCK),
+            encode_block_number(number),
+            BlockRecord::decode,
+        )
+    }
+
+    pub(crate) fn synced() -> WriteOptions {
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        opts
+    }
+
+    /// Compacts every column family fully: the size on disk the data
+    /// settles at (benchmarks, maintenance).
+    pub fn compact(&self) {
+        for name in cf::ALL {
+            self.db
+                .compact_range_cf(self.handle(name), None::<&[u8]>, None::<&[u8]>);
+        }
+    }
+
+    /// Flushes memtables and the WAL to disk; used on graceful shutdown.
+    pub fn flush(&self) -> Result<(), StorageError> {
+        for name in cf::ALL {
+            self.db.flush_cf(self.handle(name))?;
+        }
+        self.db.flush_wal(true)?;
+        Ok(())
+    }
+}
+
+fn probe_writable(path: &Path) -> Result<(), StorageError> {
+    let probe = path.join(".weiport-write-probe");
+    std::fs::write(&probe, b"ok")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|source| StorageError::DataDir {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use rocksdb::WriteBatch;
+
+    use super::*;
+
+    fn open(dir: &tempfile::TempDir) -> Store {
+        Store::open(dir.path(), &StoreOptions::default()).unwrap()
+    }
+
+    /// Bytes of WAL files in the store's directory.
+    fn wal_bytes(dir: &tempfile::TempDir) -> u64 {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap())
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "log"))
+            // A file the background purge removed meanwhile counts nothing.
+            .filter_map(|entry| entry.metadata().ok())
+            .map(|metadata| metadata.len())
+            .sum()
+    }
+
+    #[test]
+    fn fresh_store_records_schema_version_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(open(&dir).schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(open(&dir).schema_version().unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn unknown_schema_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(&dir);
+            store
+                .db
+                .put_cf(
+                    store.cf(cf::META),
+                    meta_key::SCHEMA_VERSION,
+                    99u32.to_be_bytes(),
+                )
+                .unwrap();
+        }
+        let err = Store::open(dir.path(), &StoreOptions::default()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StorageError::UnknownSchema {
+                    found: 99,
+                    supported: SCHEMA_VERSION
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_log_stays_within_the_memtable_budget_while_a_family_sits_unflushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = 8 << 20;
+        let options = StoreOptions {
+            memtable_budget_bytes: budget,
+            write_buffer_bytes: 1 << 20,
+            ..StoreOptions::default()
+        };
+        let store = Store::open(dir.path(), &options).unwrap();
+        // `meta` got its schema version on open and is not written again;
+        // transaction rows take 48 MiB, six budgets, in synced batches of 1 MiB.
+        let value = [7u8; 1024];
+        for round in 0u32..48 {
+            let mut batch = WriteBatch::default();
+            for row in 0u32..1024 {
+                let key = [round.to_be_bytes(), row.to_be_bytes()].concat();
+                batch.put_cf(store.cf(cf::TX), key, value);
+            }
+            store.db.write_opt(batch, &Store::synced()).unwrap();
+        }
+        // Flushes and the removal of the files they free run in the
+        // background: on a busy machine they may trail the last write.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut live = wal_bytes(&dir);
+        while live > 2 * budget as u64 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            live = wal_bytes(&dir);
+        }
+        assert!(
+            live <= 2 * budget as u64,
+            "{live} bytes of WAL for a budget of {budget}"
+        );
+        drop(store);
+        let store = Store::open(dir.path(), &options).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let last = [47u32.to_be_bytes(), 1023u32.to_be_bytes()].concat();
+        assert_eq!(
+            store.db.get_cf(store.cf(cf::TX), last).unwrap().as_deref(),
+            Some(&value[..])
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "written only through IndexBatch::commit")]
+    fn the_balance_families_are_handed_out_to_the_index_batch_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let _ = open(&dir).cf(cf::BALANCE_AT);
+    }
+
+    #[test]
+    fn unwritable_data_dir_is_a_clear_error() {
+        let err =
+            Store::open("/proc/weiport-cannot-write-here", &StoreOptions::default()).unwrap_err();
+        assert!(matches!(err, StorageError::DataDir { .. }), "{err}");
+    }
+}
