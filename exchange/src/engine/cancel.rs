@@ -23,7 +23,7 @@ impl Engine {
             if book.slab[slot as usize].account != account {
                 return Err(Reject::UnknownOrder);
             }
-            self.remove_resting(index, slot, OrderStatus::Canceled, events);
+            self.remove_resting(index, slot, End::Canceled, events);
             return Ok(());
         }
         let at = book
@@ -31,7 +31,7 @@ impl Engine {
             .iter()
             .position(|p| p.order_id == order_id && p.account == account)
             .ok_or(Reject::UnknownOrder)?;
-        self.remove_pending(index, at, OrderStatus::Canceled, events);
+        self.remove_pending(index, at, End::Canceled, events);
         Ok(())
     }
 
@@ -102,7 +102,7 @@ impl Engine {
                 self.cancel_list(account, market, list_id, events)?;
             } else {
                 // Still open unless its list went before it.
-                self.end_order(index, order_id, OrderStatus::Canceled, events);
+                self.end_order(index, order_id, End::Canceled, events);
             }
         }
         Ok(())

@@ -25,6 +25,7 @@ mod book;
 mod cancel;
 mod chain;
 mod conditional;
+mod executions;
 mod invariants;
 mod ledger;
 mod lists;
@@ -34,9 +35,11 @@ mod messages;
 use book::{Book, Level, List, Order, Pending};
 pub use chain::WithdrawalStage;
 use chain::Withdrawals;
+use executions::{End, Start, TakerLog, unfilled};
 use ledger::Ledger;
 pub use messages::{
-    AccountId, Command, Event, Levels, OrderState, OrderStatus, Prevention, Reject, Trade,
+    AccountId, Command, Event, Execution, ExecutionKind, Fill, Levels, OrderState, OrderStatus,
+    PreventedMatch, Prevention, Reject, Trade,
 };
 
 /// The whole exchange state.
@@ -50,6 +53,10 @@ pub struct Engine {
     next_list_id: u64,
     /// Deposits credited and withdrawals under way.
     chain: Withdrawals,
+    /// The executions of the order matching now.
+    taker_log: TakerLog,
+    /// Where the events of the command being applied begin.
+    command_start: usize,
 }
 
 /// What a failed step after validation means: the engine's own bug, not a
@@ -116,6 +123,8 @@ impl Engine {
             now_ms: 0,
             next_list_id: 1,
             chain: Withdrawals::default(),
+            taker_log: TakerLog::default(),
+            command_start: 0,
         }
     }
 
@@ -174,6 +183,7 @@ impl Engine {
     /// exactly one [`Event::Rejected`].
     pub fn apply_into(&mut self, command: Command, events: &mut Vec<Event>) {
         let start = events.len();
+        self.command_start = start;
         if let Some(time_ms) = command.time_ms() {
             self.now_ms = time_ms;
         }

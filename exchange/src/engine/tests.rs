@@ -257,10 +257,57 @@ proptest::proptest! {
         for command in commands {
             let events = engine.apply(command.clone());
             proptest::prop_assert_eq!(engine.check_invariants(), Ok(()));
+            proptest::prop_assert_eq!(executions_agree(&events), Ok(()));
             proptest::prop_assert_eq!(preallocated.apply(command), events);
         }
         proptest::prop_assert_eq!(engine.snapshot(), preallocated.snapshot());
     }
+}
+
+/// Whether a command's executions state what its other events do: each
+/// order it changed has executions, the last showing the status and filled
+/// amounts of its last `Order` event (but for a FILLED that filled nothing
+/// more), and each trade is told to both sides.
+pub(crate) fn executions_agree(events: &[Event]) -> Result<(), String> {
+    use std::collections::BTreeMap;
+    let (mut states, mut told) = (BTreeMap::new(), BTreeMap::new());
+    let (mut trades, mut fills) = (0, 0);
+    for event in events {
+        match event {
+            Event::Order(s) => {
+                states.insert(
+                    (s.market, s.order_id),
+                    (s.status, s.executed, s.cumulative_quote),
+                );
+            }
+            Event::Execution(e) => {
+                told.insert(
+                    (e.market, e.order_id),
+                    (e.status, e.executed, e.cumulative_quote),
+                );
+                fills += usize::from(matches!(e.kind, ExecutionKind::Trade(_)));
+            }
+            Event::Trade(_) => trades += 1,
+            _ => {}
+        }
+    }
+    if fills != 2 * trades {
+        return Err(format!("{fills} fills told of {trades} trades"));
+    }
+    if states.keys().ne(told.keys()) {
+        return Err(format!("states {states:?}, told {told:?}"));
+    }
+    for (key, state) in &states {
+        let last = told[key];
+        // An order for a quote amount that buys no whole step is FILLED
+        // with nothing filled, and told nothing more than its acceptance.
+        let quietly_filled =
+            state.0 == OrderStatus::Filled && (last.1, last.2) == (state.1, state.2);
+        if last != *state && !quietly_filled {
+            return Err(format!("order {key:?}: state {state:?}, told {last:?}"));
+        }
+    }
+    Ok(())
 }
 
 fn trades_in(events: &[Event]) -> usize {

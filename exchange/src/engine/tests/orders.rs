@@ -549,3 +549,132 @@ fn cancel_all_ends_every_open_order_of_the_account_on_that_market_only() {
         vec![Event::Rejected(Reject::UnknownSymbol)]
     );
 }
+
+/// The executions `events` tell of order `order_id`, with its state after each.
+fn told(events: &[Event], order_id: u64) -> Vec<(ExecutionKind, OrderStatus, Amount, Amount)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Execution(e) if e.order_id == order_id => {
+                Some((e.kind, e.status, e.executed, e.cumulative_quote))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A fill of one ETH at `price` on ETHUSDT.
+fn one_eth(
+    trade_id: u64,
+    price: &str,
+    fee: &str,
+    fee_asset: AssetId,
+    maker: bool,
+) -> ExecutionKind {
+    ExecutionKind::Trade(Fill {
+        trade_id,
+        price: a(price),
+        quantity: a("1"),
+        quote_quantity: a(price),
+        fee: a(fee),
+        fee_asset,
+        maker,
+    })
+}
+
+#[test]
+fn each_order_is_told_its_executions_with_its_state_after_each() {
+    use OrderStatus::{Expired, Filled, New, PartiallyFilled};
+    let mut engine = engine();
+    place(&mut engine, 2, limit(Side::Sell, "1", "3000"));
+    place(&mut engine, 2, limit(Side::Sell, "1", "3001"));
+    let ioc = order(
+        Side::Buy,
+        OrderType::Limit,
+        TimeInForce::Ioc,
+        "3",
+        Some("3001"),
+    );
+    let events = place(&mut engine, 1, ioc);
+    let zero = Amount::ZERO;
+    assert_eq!(
+        told(&events, 3),
+        vec![
+            (ExecutionKind::New { working: true }, New, zero, zero),
+            (
+                one_eth(1, "3000", "0.001", ETH, false),
+                PartiallyFilled,
+                a("1"),
+                a("3000")
+            ),
+            // The last fill of an order that then expires leaves it partly filled.
+            (
+                one_eth(2, "3001", "0.001", ETH, false),
+                PartiallyFilled,
+                a("2"),
+                a("6001")
+            ),
+            (ExecutionKind::Expired, Expired, a("2"), a("6001")),
+        ]
+    );
+    // Each side pays its fee in what it receives: the sellers in USDT.
+    assert_eq!(
+        told(&events, 1),
+        vec![(
+            one_eth(1, "3000", "3", USDT, true),
+            Filled,
+            a("1"),
+            a("3000")
+        )]
+    );
+    assert_eq!(
+        told(&events, 2),
+        vec![(
+            one_eth(2, "3001", "3.001", USDT, true),
+            Filled,
+            a("1"),
+            a("3001")
+        )]
+    );
+}
+
+#[test]
+fn a_taker_that_decrement_reduced_and_that_rests_is_told_so_once_before_its_fills() {
+    use OrderStatus::{ExpiredInMatch, PartiallyFilled};
+    let mut engine = engine();
+    place(&mut engine, 1, limit(Side::Buy, "1", "3000"));
+    place(&mut engine, 2, limit(Side::Buy, "1", "3000"));
+    let mut sell = limit(Side::Sell, "3", "3000");
+    sell.stp = StpMode::Decrement;
+    let events = place(&mut engine, 1, sell);
+    let prevented = |counter_order_id| {
+        ExecutionKind::Prevented(PreventedMatch {
+            id: 1,
+            quantity: a("1"),
+            counter_order_id,
+        })
+    };
+    let zero = Amount::ZERO;
+    assert_eq!(
+        told(&events, 3),
+        vec![
+            (
+                ExecutionKind::New { working: true },
+                OrderStatus::New,
+                zero,
+                zero
+            ),
+            (prevented(1), PartiallyFilled, a("1"), a("3000")),
+            (
+                one_eth(1, "3000", "3", USDT, false),
+                PartiallyFilled,
+                a("1"),
+                a("3000")
+            ),
+        ]
+    );
+    assert_eq!(
+        told(&events, 1),
+        vec![(prevented(3), ExpiredInMatch, zero, zero)]
+    );
+}
