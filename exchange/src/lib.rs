@@ -3,7 +3,7 @@
 //! the command log with its sequencer, and the projections it feeds.
 //!
 //! ```text
-//!  command ──▶ Sequencer ──▶ Engine::apply ──▶ events (Placed, Order, Trade, Level, Balance)
+//!  command ──▶ Sequencer ──▶ Engine::apply ──▶ events (Placed, Order, Execution, Trade, Level, Balance)
 //!                 │ (engine thread)        └──▶ Recorder ──▶ history Changes
 //!                 ├──▶ command log + history rows: one synced RocksDB batch per group commit
 //!                 └──▶ Sink::committed, once durable, before callers are answered:

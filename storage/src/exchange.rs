@@ -243,10 +243,106 @@ fn read_trigger(r: &mut Reader<'_>, order: &mut OrderRecord) -> Result<(), Stora
     Ok(())
 }
 
+/// Which command a record holds: the byte after the record's version.
+/// Every command log entry stores one, so each number is fixed for good: a
+/// new command takes the next number, and none is reused or renumbered.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandTag {
+    /// [`CommandRecord::Credit`].
+    Credit = 0,
+    /// [`CommandRecord::Debit`].
+    Debit = 1,
+    /// [`CommandRecord::Place`].
+    Place = 2,
+    /// [`CommandRecord::Cancel`].
+    Cancel = 3,
+    /// [`CommandRecord::CancelAll`].
+    CancelAll = 4,
+    /// [`CommandRecord::PlaceList`].
+    PlaceList = 5,
+    /// [`CommandRecord::CancelList`].
+    CancelList = 6,
+    /// [`CommandRecord::Replace`].
+    Replace = 7,
+    /// [`CommandRecord::Amend`].
+    Amend = 8,
+    /// [`CommandRecord::Deposit`].
+    Deposit = 9,
+    /// [`CommandRecord::Withdraw`].
+    Withdraw = 10,
+    /// [`CommandRecord::SettleWithdrawal`].
+    SettleWithdrawal = 11,
+}
+
+impl CommandTag {
+    /// Every tag, each at the index of its number.
+    pub const ALL: [Self; 12] = [
+        Self::Credit,
+        Self::Debit,
+        Self::Place,
+        Self::Cancel,
+        Self::CancelAll,
+        Self::PlaceList,
+        Self::CancelList,
+        Self::Replace,
+        Self::Amend,
+        Self::Deposit,
+        Self::Withdraw,
+        Self::SettleWithdrawal,
+    ];
+}
+
+// Numbers without gaps, each tag at its own index in `ALL`: what reading a
+// tag relies on.
+const _: () = {
+    let mut index = 0;
+    while index < CommandTag::ALL.len() {
+        assert!(CommandTag::ALL[index] as usize == index);
+        index += 1;
+    }
+};
+
+/// A byte that is no command's tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no command has tag {0}")]
+pub struct UnknownCommandTag(pub u8);
+
+impl TryFrom<u8> for CommandTag {
+    type Error = UnknownCommandTag;
+
+    fn try_from(byte: u8) -> Result<Self, Self::Error> {
+        Self::ALL
+            .get(usize::from(byte))
+            .copied()
+            .ok_or(UnknownCommandTag(byte))
+    }
+}
+
 impl CommandRecord {
-    /// Version byte, tag, then the fields.
+    /// Which command it is.
+    pub fn tag(&self) -> CommandTag {
+        match self {
+            Self::Credit { .. } => CommandTag::Credit,
+            Self::Debit { .. } => CommandTag::Debit,
+            Self::Place { .. } => CommandTag::Place,
+            Self::Cancel { .. } => CommandTag::Cancel,
+            Self::CancelAll { .. } => CommandTag::CancelAll,
+            Self::PlaceList { .. } => CommandTag::PlaceList,
+            Self::CancelList { .. } => CommandTag::CancelList,
+            Self::Replace { .. } => CommandTag::Replace,
+            Self::Amend { .. } => CommandTag::Amend,
+            Self::Deposit { .. } => CommandTag::Deposit,
+            Self::Withdraw { .. } => CommandTag::Withdraw,
+            Self::SettleWithdrawal { .. } => CommandTag::SettleWithdrawal,
+        }
+    }
+
+    /// Version byte, tag, then the fields (commands in tag order here and
+    /// in [`CommandRecord::decode`]).
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
+        w.u8(self.tag() as u8);
         match self {
             Self::Credit {
                 account,
@@ -258,59 +354,15 @@ impl CommandRecord {
                 asset,
                 amount,
             } => {
-                w.u8(if matches!(self, Self::Credit { .. }) {
-                    0
-                } else {
-                    1
-                });
                 w.u64(*account);
                 w.bytes(asset.as_bytes());
                 w.u64(*amount);
-            }
-            Self::Deposit {
-                account,
-                asset,
-                amount,
-                deposit_id,
-            } => {
-                w.u8(9);
-                w.u64(*account);
-                w.bytes(asset.as_bytes());
-                w.u64(*amount);
-                w.u64(*deposit_id);
-            }
-            Self::Withdraw {
-                account,
-                asset,
-                amount,
-                fee,
-                client_id,
-                destination,
-                requested_ms,
-            } => {
-                w.u8(10);
-                w.u64(*account);
-                w.bytes(asset.as_bytes());
-                w.u64(*amount);
-                w.u64(*fee);
-                write_opt_string(&mut w, client_id.as_deref());
-                w.bytes(destination);
-                w.u64(*requested_ms);
-            }
-            Self::SettleWithdrawal {
-                withdrawal_id,
-                completed,
-            } => {
-                w.u8(11);
-                w.u64(*withdrawal_id);
-                w.u8(u8::from(*completed));
             }
             Self::Place {
                 account,
                 time_ms,
                 order,
             } => {
-                w.u8(2);
                 w.u64(*account);
                 w.u64(*time_ms);
                 write_order(&mut w, order);
@@ -320,6 +372,26 @@ impl CommandRecord {
                     write_trigger(&mut w, order);
                 }
             }
+            Self::Cancel {
+                account,
+                time_ms,
+                symbol,
+                order_id,
+            } => {
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.bytes(symbol.as_bytes());
+                w.u64(*order_id);
+            }
+            Self::CancelAll {
+                account,
+                time_ms,
+                symbol,
+            } => {
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.bytes(symbol.as_bytes());
+            }
             Self::PlaceList {
                 account,
                 time_ms,
@@ -328,7 +400,6 @@ impl CommandRecord {
                 working,
                 pending,
             } => {
-                w.u8(5);
                 w.u64(*account);
                 w.u64(*time_ms);
                 w.u8(*contingency);
@@ -340,6 +411,17 @@ impl CommandRecord {
                     write_trigger(&mut w, order);
                 }
             }
+            Self::CancelList {
+                account,
+                time_ms,
+                symbol,
+                list_id,
+            } => {
+                w.u64(*account);
+                w.u64(*time_ms);
+                w.bytes(symbol.as_bytes());
+                w.u64(*list_id);
+            }
             Self::Replace {
                 account,
                 time_ms,
@@ -347,7 +429,6 @@ impl CommandRecord {
                 allow_failure,
                 order,
             } => {
-                w.u8(7);
                 w.u64(*account);
                 w.u64(*time_ms);
                 w.u64(*order_id);
@@ -363,7 +444,6 @@ impl CommandRecord {
                 quantity,
                 client_order_id,
             } => {
-                w.u8(8);
                 w.u64(*account);
                 w.u64(*time_ms);
                 w.bytes(symbol.as_bytes());
@@ -371,39 +451,40 @@ impl CommandRecord {
                 w.u64(*quantity);
                 write_opt_string(&mut w, client_order_id.as_deref());
             }
-            Self::CancelList {
+            Self::Deposit {
                 account,
-                time_ms,
-                symbol,
-                list_id,
+                asset,
+                amount,
+                deposit_id,
             } => {
-                w.u8(6);
                 w.u64(*account);
-                w.u64(*time_ms);
-                w.bytes(symbol.as_bytes());
-                w.u64(*list_id);
+                w.bytes(asset.as_bytes());
+                w.u64(*amount);
+                w.u64(*deposit_id);
             }
-            Self::Cancel {
+            Self::Withdraw {
                 account,
-                time_ms,
-                symbol,
-                order_id,
+                asset,
+                amount,
+                fee,
+                client_id,
+                destination,
+                requested_ms,
             } => {
-                w.u8(3);
                 w.u64(*account);
-                w.u64(*time_ms);
-                w.bytes(symbol.as_bytes());
-                w.u64(*order_id);
+                w.bytes(asset.as_bytes());
+                w.u64(*amount);
+                w.u64(*fee);
+                write_opt_string(&mut w, client_id.as_deref());
+                w.bytes(destination);
+                w.u64(*requested_ms);
             }
-            Self::CancelAll {
-                account,
-                time_ms,
-                symbol,
+            Self::SettleWithdrawal {
+                withdrawal_id,
+                completed,
             } => {
-                w.u8(4);
-                w.u64(*account);
-                w.u64(*time_ms);
-                w.bytes(symbol.as_bytes());
+                w.u64(*withdrawal_id);
+                w.u8(u8::from(*completed));
             }
         }
         w.0
@@ -412,10 +493,11 @@ impl CommandRecord {
     /// Inverse of [`CommandRecord::encode`].
     pub fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
         let mut r = Reader::new(bytes, "command record")?;
-        let record = match r.u8()? {
-            tag @ (0 | 1) => {
+        let tag = CommandTag::try_from(r.u8()?).map_err(|_| r.corrupt())?;
+        let record = match tag {
+            CommandTag::Credit | CommandTag::Debit => {
                 let (account, asset, amount) = (r.u64()?, r.string()?, r.u64()?);
-                if tag == 0 {
+                if tag == CommandTag::Credit {
                     Self::Credit {
                         account,
                         asset,
@@ -429,7 +511,7 @@ impl CommandRecord {
                     }
                 }
             }
-            2 => {
+            CommandTag::Place => {
                 let account = r.u64()?;
                 let time_ms = r.u64()?;
                 let mut order = read_order(&mut r)?;
@@ -442,7 +524,18 @@ impl CommandRecord {
                     order,
                 }
             }
-            5 => {
+            CommandTag::Cancel => Self::Cancel {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
+                order_id: r.u64()?,
+            },
+            CommandTag::CancelAll => Self::CancelAll {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
+            },
+            CommandTag::PlaceList => {
                 let (account, time_ms, contingency) = (r.u64()?, r.u64()?, r.u8()?);
                 let list_client_id = read_opt_string(&mut r)?;
                 let (has_working, pending_count) = (r.u8()?, r.u8()?);
@@ -467,7 +560,13 @@ impl CommandRecord {
                     pending,
                 }
             }
-            7 => {
+            CommandTag::CancelList => Self::CancelList {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
+                list_id: r.u64()?,
+            },
+            CommandTag::Replace => {
                 let (account, time_ms, order_id) = (r.u64()?, r.u64()?, r.u64()?);
                 let allow_failure = r.u8()? != 0;
                 let mut order = read_order(&mut r)?;
@@ -480,13 +579,21 @@ impl CommandRecord {
                     order,
                 }
             }
-            9 => Self::Deposit {
+            CommandTag::Amend => Self::Amend {
+                account: r.u64()?,
+                time_ms: r.u64()?,
+                symbol: r.string()?,
+                order_id: r.u64()?,
+                quantity: r.u64()?,
+                client_order_id: read_opt_string(&mut r)?,
+            },
+            CommandTag::Deposit => Self::Deposit {
                 account: r.u64()?,
                 asset: r.string()?,
                 amount: r.u64()?,
                 deposit_id: r.u64()?,
             },
-            10 => Self::Withdraw {
+            CommandTag::Withdraw => Self::Withdraw {
                 account: r.u64()?,
                 asset: r.string()?,
                 amount: r.u64()?,
@@ -495,7 +602,7 @@ impl CommandRecord {
                 destination: r.bytes()?.try_into().map_err(|_| r.corrupt())?,
                 requested_ms: r.u64()?,
             },
-            11 => Self::SettleWithdrawal {
+            CommandTag::SettleWithdrawal => Self::SettleWithdrawal {
                 withdrawal_id: r.u64()?,
                 completed: match r.u8()? {
                     0 => false,
@@ -503,32 +610,6 @@ impl CommandRecord {
                     _ => return Err(r.corrupt()),
                 },
             },
-            8 => Self::Amend {
-                account: r.u64()?,
-                time_ms: r.u64()?,
-                symbol: r.string()?,
-                order_id: r.u64()?,
-                quantity: r.u64()?,
-                client_order_id: read_opt_string(&mut r)?,
-            },
-            6 => Self::CancelList {
-                account: r.u64()?,
-                time_ms: r.u64()?,
-                symbol: r.string()?,
-                list_id: r.u64()?,
-            },
-            3 => Self::Cancel {
-                account: r.u64()?,
-                time_ms: r.u64()?,
-                symbol: r.string()?,
-                order_id: r.u64()?,
-            },
-            4 => Self::CancelAll {
-                account: r.u64()?,
-                time_ms: r.u64()?,
-                symbol: r.string()?,
-            },
-            _ => return Err(r.corrupt()),
         };
         r.finish()?;
         Ok(record)
@@ -553,155 +634,4 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_command_round_trips() {
-        let order = OrderRecord {
-            symbol: "ETHUSDT".into(),
-            side: 1,
-            order_type: 2,
-            time_in_force: 0,
-            quantity: Some(5),
-            quote_quantity: None,
-            price: Some(300_000_000_000),
-            client_order_id: Some("abc".into()),
-            response_type: 2,
-            stp: 3,
-            stop_price: None,
-            trailing_delta: None,
-        };
-        let conditional = OrderRecord {
-            order_type: 5,
-            stop_price: Some(290_000_000_000),
-            trailing_delta: Some(250),
-            ..order.clone()
-        };
-        let records = [
-            CommandRecord::Credit {
-                account: 1,
-                asset: "USDT".into(),
-                amount: 9,
-            },
-            CommandRecord::Debit {
-                account: 2,
-                asset: "ETH".into(),
-                amount: 1,
-            },
-            CommandRecord::Deposit {
-                account: 2,
-                asset: "ETH".into(),
-                amount: 12,
-                deposit_id: 1 << 40,
-            },
-            CommandRecord::Withdraw {
-                account: 2,
-                asset: "ETH".into(),
-                amount: 12,
-                fee: 3,
-                client_id: Some("w-1".into()),
-                destination: [9; 20],
-                requested_ms: 77,
-            },
-            CommandRecord::Withdraw {
-                account: 2,
-                asset: "ETH".into(),
-                amount: 12,
-                fee: 0,
-                client_id: None,
-                destination: [0; 20],
-                requested_ms: 0,
-            },
-            CommandRecord::SettleWithdrawal {
-                withdrawal_id: 4,
-                completed: true,
-            },
-            CommandRecord::Place {
-                account: 3,
-                time_ms: 7,
-                order: order.clone(),
-            },
-            CommandRecord::Place {
-                account: 3,
-                time_ms: 7,
-                order: OrderRecord {
-                    client_order_id: None,
-                    quantity: None,
-                    ..order.clone()
-                },
-            },
-            CommandRecord::Place {
-                account: 3,
-                time_ms: 7,
-                order: conditional.clone(),
-            },
-            CommandRecord::PlaceList {
-                account: 3,
-                time_ms: 9,
-                contingency: 2,
-                list_client_id: Some("list".into()),
-                working: Some(order.clone()),
-                pending: vec![conditional.clone(), order.clone()],
-            },
-            CommandRecord::PlaceList {
-                account: 3,
-                time_ms: 9,
-                contingency: 0,
-                list_client_id: None,
-                working: None,
-                pending: vec![conditional.clone(), conditional.clone()],
-            },
-            CommandRecord::CancelList {
-                account: 4,
-                time_ms: 8,
-                symbol: "ETHUSDT".into(),
-                list_id: 2,
-            },
-            CommandRecord::Amend {
-                account: 4,
-                time_ms: 8,
-                symbol: "ETHUSDT".into(),
-                order_id: 3,
-                quantity: 100,
-                client_order_id: Some("renamed".into()),
-            },
-            CommandRecord::Replace {
-                account: 4,
-                time_ms: 8,
-                order_id: 12,
-                allow_failure: true,
-                order: conditional.clone(),
-            },
-            CommandRecord::Cancel {
-                account: 4,
-                time_ms: 8,
-                symbol: "ETHUSDT".into(),
-                order_id: 11,
-            },
-            CommandRecord::CancelAll {
-                account: 5,
-                time_ms: 9,
-                symbol: "ETHBTC".into(),
-            },
-        ];
-        // A record of a conditional order cut just before its trigger is a
-        // record of the same order from before triggers existed.
-        let without_trigger = CommandRecord::Place {
-            account: 3,
-            time_ms: 7,
-            order,
-        }
-        .encode()
-        .len();
-        for record in records {
-            let bytes = record.encode();
-            assert_eq!(CommandRecord::decode(&bytes).unwrap(), record);
-            for cut in 0..bytes.len() {
-                let older = cut == without_trigger
-                    && matches!(&record, CommandRecord::Place { order, .. } if order.stop_price.is_some());
-                assert_eq!(CommandRecord::decode(&bytes[..cut]).is_err(), !older);
-            }
-        }
-    }
-}
+mod tests;

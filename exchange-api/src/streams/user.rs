@@ -7,14 +7,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 use weiport_exchange::catalog::AssetId;
-use weiport_exchange::engine::{AccountId, Event, OrderStatus, Trade};
+use weiport_exchange::engine::{AccountId, Event, Execution, ExecutionKind, OrderStatus};
 use weiport_exchange::history::{History, OrderView};
-use weiport_exchange::order::{Contingency, OrderType, Side};
+use weiport_exchange::order::{Contingency, OrderType};
 use weiport_exchange::sequencer::Outcome;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
 use crate::wire::{
-    contingency_name, list_id, side_name, status_name, stp_name, tif_name, type_name, working_time,
+    contingency_name, list_id, side_name, status_name, stp_name, tif_name, type_name,
 };
 
 /// What the hub remembers between commands to describe the next one.
@@ -36,25 +36,6 @@ pub(super) struct ListState {
     client_id: String,
     /// Its orders: id, client id, whether still open.
     orders: Vec<(u64, String, bool)>,
-}
-
-/// One fill as one side of it saw it.
-struct Fill<'a> {
-    trade: &'a Trade,
-    maker: bool,
-}
-
-impl Fill<'_> {
-    /// The fee this side paid and the asset it paid it in (what it received).
-    fn fee(&self, base: AssetId, quote: AssetId) -> (Amount, AssetId) {
-        let buyer = self.maker == (self.trade.taker_side == Side::Sell);
-        let fee = if self.maker {
-            self.trade.maker_fee
-        } else {
-            self.trade.taker_fee
-        };
-        (fee, if buyer { base } else { quote })
-    }
 }
 
 /// What `listStatus` needs of a list placed before the hub started.
@@ -166,6 +147,93 @@ fn list_events(
     }
 }
 
+/// Binance's `executionReport` of one `execution` of `order` (the order as
+/// the command left it), numbered `execution_id`.
+fn execution_report(
+    catalog: &Catalog,
+    order: &OrderView,
+    execution: &Execution,
+    execution_id: u64,
+    now: u64,
+) -> Value {
+    let symbol = catalog.symbol(order.market);
+    let (name, fill, prevented) = match execution.kind {
+        ExecutionKind::New { .. } | ExecutionKind::Triggered => ("NEW", None, None),
+        ExecutionKind::Replaced => ("REPLACED", None, None),
+        ExecutionKind::Trade(fill) => ("TRADE", Some(fill), None),
+        ExecutionKind::Canceled => ("CANCELED", None, None),
+        ExecutionKind::Expired => ("EXPIRED", None, None),
+        ExecutionKind::Prevented(prevented) => ("TRADE_PREVENTION", None, Some(prevented)),
+    };
+    // Accepted to wait (for its trigger, or its list's working order): it
+    // had no working time then.
+    let working_ms = match execution.kind {
+        ExecutionKind::New { working: false } => None,
+        _ => order.working_ms,
+    };
+    // A conditional order is on the book only once triggered, and only
+    // as a limit order.
+    let on_book = working_ms.is_some()
+        && order.order_type.working() != OrderType::Market
+        && matches!(
+            execution.status,
+            OrderStatus::New | OrderStatus::PartiallyFilled
+        );
+    let original = if name == "CANCELED" {
+        order.client_order_id.as_str()
+    } else {
+        ""
+    };
+    let (last_qty, last_price, last_quote, fee, fee_asset, trade_id, maker) = match fill {
+        Some(fill) => (
+            fill.quantity,
+            fill.price,
+            fill.quote_quantity,
+            fill.fee,
+            json!(catalog.asset(fill.fee_asset)),
+            fill.trade_id as i64,
+            fill.maker,
+        ),
+        None => (
+            Amount::ZERO,
+            Amount::ZERO,
+            Amount::ZERO,
+            Amount::ZERO,
+            Value::Null,
+            -1,
+            false,
+        ),
+    };
+    let mut event = json!({
+        "e": "executionReport", "E": now, "s": symbol,
+        "c": order.client_order_id, "S": side_name(order.side),
+        "o": type_name(order.order_type), "f": tif_name(order.time_in_force),
+        "q": order.orig_qty.to_string(), "p": order.price.to_string(),
+        "P": order.stop_price.unwrap_or_default().to_string(), "F": "0.00000000", "g": list_id(order), "C": original,
+        "x": name, "X": status_name(execution.status), "r": "NONE", "i": order.order_id,
+        "l": last_qty.to_string(), "z": execution.executed.to_string(), "L": last_price.to_string(),
+        "n": fee.to_string(), "N": fee_asset, "T": execution.time_ms, "t": trade_id,
+        "I": execution_id, "w": on_book, "m": maker, "M": false,
+        "O": order.time_ms, "Z": execution.cumulative_quote.to_string(), "Y": last_quote.to_string(),
+        "Q": order.orig_quote_qty.to_string(),
+        "W": working_ms.map_or(-1, |ms| ms as i64),
+        "V": stp_name(order.stp),
+    });
+    if let Some(prevented) = prevented {
+        // `A` is this match's quantity: earlier matches are not summed.
+        event["v"] = json!(prevented.id);
+        event["A"] = json!(prevented.quantity.to_string());
+        event["B"] = json!(prevented.quantity.to_string());
+        event["U"] = json!(prevented.counter_order_id);
+        event["Cs"] = json!(symbol);
+    }
+    if let Some(delta) = order.trailing_delta {
+        event["d"] = json!(delta);
+        event["D"] = json!(order.trailing_ms.map_or(-1, |ms| ms as i64));
+    }
+    event
+}
+
 /// The user events `outcome` produced for the accounts `wanted` accepts
 /// (those someone follows), in order, with their accounts. `state` follows
 /// every account either way.
@@ -178,224 +246,27 @@ pub(super) fn user_events(
     wanted: &dyn Fn(AccountId) -> bool,
 ) -> Vec<(AccountId, Value)> {
     let mut out = Vec::new();
-    // Each order's fills in this command, in trade order.
-    let mut fills: BTreeMap<(MarketId, u64), Vec<Fill>> = BTreeMap::new();
-    for trade in &outcome.changes.trades {
-        fills
-            .entry((trade.market, trade.taker.0))
-            .or_default()
-            .push(Fill {
-                trade,
-                maker: false,
-            });
-        fills
-            .entry((trade.market, trade.maker.0))
-            .or_default()
-            .push(Fill { trade, maker: true });
-    }
-    // Each order's last prevented match: its id, what the order lost, and
-    // the order it would have met.
-    let mut prevented: HashMap<(MarketId, u64), (u64, Amount, u64)> = HashMap::new();
-    for event in &outcome.events {
-        if let Event::Prevented(p) = event {
-            prevented.insert((p.market, p.taker.0), (p.id, p.taker_quantity, p.maker.0));
-            prevented.insert((p.market, p.maker.0), (p.id, p.maker_quantity, p.taker.0));
-        }
-    }
-    let mut report = |order: &OrderView,
-                      execution: &str,
-                      status: OrderStatus,
-                      fill: Option<(&Fill, Amount, Amount)>| {
-        state.next_execution += 1;
-        let symbol = catalog.symbol(order.market);
-        let Some((base, quote)) = catalog.pair(order.market) else {
-            return;
-        };
-        let (last_qty, last_price, last_quote, fee, fee_asset, trade_id, maker, time) = match &fill
-        {
-            Some((fill, _, _)) => {
-                let (fee, asset) = fill.fee(base, quote);
-                let t = fill.trade;
-                (
-                    t.quantity,
-                    t.price,
-                    t.quote_quantity,
-                    fee,
-                    json!(catalog.asset(asset)),
-                    t.trade_id as i64,
-                    fill.maker,
-                    t.time_ms,
-                )
+    let orders = &outcome.changes.orders;
+    if orders.iter().any(|(order, _)| wanted(order.account)) {
+        // The engine's executions by order, each order's in the order they
+        // happened; reported order by order, as the history lists them.
+        let mut executions: HashMap<(MarketId, u64), Vec<&Execution>> = HashMap::new();
+        for event in &outcome.events {
+            if let Event::Execution(execution) = event {
+                executions
+                    .entry((execution.market, execution.order_id))
+                    .or_default()
+                    .push(execution);
             }
-            None => (
-                Amount::ZERO,
-                Amount::ZERO,
-                Amount::ZERO,
-                Amount::ZERO,
-                Value::Null,
-                -1,
-                false,
-                order.update_ms,
-            ),
-        };
-        let (executed, cumulative_quote) = fill
-            .as_ref()
-            .map_or((order.executed, order.cumulative_quote), |(_, z, zq)| {
-                (*z, *zq)
-            });
-        // A conditional order is on the book only once triggered, and only
-        // as a limit order.
-        let on_book = order.working_ms.is_some()
-            && order.order_type.working() != OrderType::Market
-            && matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled);
-        let original = if execution == "CANCELED" {
-            order.client_order_id.as_str()
-        } else {
-            ""
-        };
-        let mut event = json!({
-            "e": "executionReport", "E": now, "s": symbol,
-            "c": order.client_order_id, "S": side_name(order.side),
-            "o": type_name(order.order_type), "f": tif_name(order.time_in_force),
-            "q": order.orig_qty.to_string(), "p": order.price.to_string(),
-            "P": order.stop_price.unwrap_or_default().to_string(), "F": "0.00000000", "g": list_id(order), "C": original,
-            "x": execution, "X": status_name(status), "r": "NONE", "i": order.order_id,
-            "l": last_qty.to_string(), "z": executed.to_string(), "L": last_price.to_string(),
-            "n": fee.to_string(), "N": fee_asset, "T": time, "t": trade_id,
-            "I": state.next_execution, "w": on_book, "m": maker, "M": false,
-            "O": order.time_ms, "Z": cumulative_quote.to_string(), "Y": last_quote.to_string(),
-            "Q": order.orig_quote_qty.to_string(),
-            "W": working_time(order),
-            "V": stp_name(order.stp),
-        });
-        if execution == "TRADE_PREVENTION"
-            && let Some((id, quantity, counter)) = prevented.get(&(order.market, order.order_id))
-        {
-            // `A` is this match's quantity: earlier matches are not summed.
-            event["v"] = json!(id);
-            event["A"] = json!(quantity.to_string());
-            event["B"] = json!(quantity.to_string());
-            event["U"] = json!(counter);
-            event["Cs"] = json!(symbol);
         }
-        if let Some(delta) = order.trailing_delta {
-            event["d"] = json!(delta);
-            event["D"] = json!(order.trailing_ms.map_or(-1, |ms| ms as i64));
-        }
-        out.push((order.account, event));
-    };
-    let triggered: Vec<(MarketId, u64)> = outcome
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Triggered { market, order_id } => Some((*market, *order_id)),
-            _ => None,
-        })
-        .collect();
-    let decremented: Vec<(MarketId, u64)> = outcome
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Prevented(p) if p.mode == weiport_exchange::StpMode::Decrement => {
-                Some([(p.market, p.taker.0), (p.market, p.maker.0)])
+        for (order, _) in orders.iter().filter(|(order, _)| wanted(order.account)) {
+            let key = (order.market, order.order_id);
+            for execution in executions.get(&key).into_iter().flatten() {
+                state.next_execution += 1;
+                let id = state.next_execution;
+                let report = execution_report(catalog, order, execution, id, now);
+                out.push((order.account, report));
             }
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    let amended: Vec<(MarketId, u64)> = outcome
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Amended {
-                market, order_id, ..
-            } => Some((*market, *order_id)),
-            _ => None,
-        })
-        .collect();
-    for (order, placed) in &outcome.changes.orders {
-        if !wanted(order.account) {
-            continue;
-        }
-        let key = (order.market, order.order_id);
-        let own = fills.get(&key).map_or(&[][..], Vec::as_slice);
-        let fresh = || {
-            let mut fresh = (*order).clone();
-            fresh.executed = Amount::ZERO;
-            fresh.cumulative_quote = Amount::ZERO;
-            fresh
-        };
-        if *placed {
-            let mut placed = fresh();
-            placed.update_ms = placed.time_ms;
-            // As it was placed: a list's pending order PENDING_NEW, and
-            // anything that began working later in this command not yet.
-            let pending_new = outcome.events.iter().any(|e| {
-                matches!(e, Event::Order(s) if (s.market, s.order_id) == key
-                    && s.status == OrderStatus::PendingNew)
-            });
-            if triggered.contains(&key) {
-                placed.working_ms = None;
-            }
-            let status = if pending_new {
-                OrderStatus::PendingNew
-            } else {
-                OrderStatus::New
-            };
-            report(&placed, "NEW", status, None);
-        }
-        if triggered.contains(&key) {
-            // Triggered: it is announced again, now working.
-            report(&fresh(), "NEW", OrderStatus::New, None);
-        }
-        if amended.contains(&key) {
-            report(order, "REPLACED", order.status, None);
-        }
-        // DECREMENT took quantity off an order that goes on.
-        if order.is_open() && decremented.contains(&key) {
-            report(order, "TRADE_PREVENTION", order.status, None);
-        }
-        // Running totals from what the order had before this command.
-        let (done, done_quote) = own.iter().fold((Amount::ZERO, Amount::ZERO), |(q, v), f| {
-            (
-                q.saturating_add(f.trade.quantity),
-                v.saturating_add(f.trade.quote_quantity),
-            )
-        });
-        let mut executed = order.executed.saturating_sub(done);
-        let mut cumulative_quote = order.cumulative_quote.saturating_sub(done_quote);
-        for (i, fill) in own.iter().enumerate() {
-            executed = executed.saturating_add(fill.trade.quantity);
-            cumulative_quote = cumulative_quote.saturating_add(fill.trade.quote_quantity);
-            let last = i + 1 == own.len();
-            let status = if last
-                && matches!(
-                    order.status,
-                    OrderStatus::Filled | OrderStatus::PartiallyFilled
-                ) {
-                order.status
-            } else {
-                OrderStatus::PartiallyFilled
-            };
-            report(
-                order,
-                "TRADE",
-                status,
-                Some((fill, executed, cumulative_quote)),
-            );
-        }
-        let ended = match order.status {
-            OrderStatus::Canceled => Some("CANCELED"),
-            OrderStatus::Expired => Some("EXPIRED"),
-            OrderStatus::ExpiredInMatch => Some("TRADE_PREVENTION"),
-            OrderStatus::Rejected => Some("REJECTED"),
-            OrderStatus::New
-            | OrderStatus::PartiallyFilled
-            | OrderStatus::Filled
-            | OrderStatus::PendingNew => None,
-        };
-        if let Some(execution) = ended {
-            report(order, execution, order.status, None);
         }
     }
 

@@ -56,8 +56,10 @@ impl Engine {
                     order_id,
                     quantity: order.executed,
                 });
+                let replaced = ExecutionKind::Replaced;
+                events.push(order.execution(market, replaced, OrderStatus::Filled, now_ms));
                 let start = events.len();
-                self.remove_resting(index, slot, OrderStatus::Filled, events);
+                self.remove_resting(index, slot, End::Filled, events);
                 // A list's working order complete: its pending orders follow.
                 self.set_off(index, start, events);
                 return Ok(());
@@ -80,6 +82,7 @@ impl Engine {
                 OrderStatus::PartiallyFilled
             };
             let state = order.state(book.id, status, now_ms);
+            let replaced = order.execution(book.id, ExecutionKind::Replaced, status, now_ms);
             let levels = match side {
                 Side::Buy => &mut book.bids,
                 Side::Sell => &mut book.asks,
@@ -101,6 +104,7 @@ impl Engine {
                 quantity: level_quantity,
             });
             events.push(state);
+            events.push(replaced);
             let owner = self.ledger.slot(account);
             self.ledger.shift(owner, asset, release, false);
             self.ledger.emit(owner, asset, events);
@@ -141,6 +145,9 @@ impl Engine {
                 cumulative_quote: Amount::ZERO,
                 time_ms: now_ms,
             }));
+            let id = (market, order_id, account);
+            let replaced = ExecutionKind::Replaced;
+            events.push(unfilled(id, replaced, OrderStatus::New, now_ms));
             let owner = self.ledger.slot(account);
             self.ledger.shift(owner, asset, release, false);
             self.ledger.emit(owner, asset, events);
@@ -176,6 +183,9 @@ impl Engine {
             cumulative_quote: Amount::ZERO,
             time_ms: now_ms,
         }));
+        let id = (market, order_id, account);
+        let replaced = ExecutionKind::Replaced;
+        events.push(unfilled(id, replaced, OrderStatus::PendingNew, now_ms));
         Ok(())
     }
 }

@@ -348,17 +348,20 @@ impl Book {
         self.next_order_id - 1
     }
 
-    /// The id of an order put to work: its own if it was `triggered`, else
-    /// the next one, announced with [`Event::Placed`].
-    pub(crate) fn order_id_for(&mut self, triggered: Option<u64>, events: &mut Vec<Event>) -> u64 {
-        triggered.unwrap_or_else(|| {
-            let order_id = self.take_order_id();
-            events.push(Event::Placed {
-                market: self.id,
-                order_id,
-            });
-            order_id
-        })
+    /// The id of an order starting: the next one for a new order, announced
+    /// with [`Event::Placed`], else the one it has.
+    pub(crate) fn order_id_for(&mut self, start: Start, events: &mut Vec<Event>) -> u64 {
+        match start {
+            Start::New => {
+                let order_id = self.take_order_id();
+                events.push(Event::Placed {
+                    market: self.id,
+                    order_id,
+                });
+                order_id
+            }
+            Start::Listed(order_id) | Start::Triggered(order_id) => order_id,
+        }
     }
 
     /// The asset an order of `side` locks.

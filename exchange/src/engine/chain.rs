@@ -90,7 +90,7 @@ impl Engine {
             amount,
             deposit_id,
         });
-        self.adjust(account, asset, amount, true, events)?;
+        self.ledger.adjust(account, asset, amount, true, events)?;
         self.chain.last_deposit_id = deposit_id;
         Ok(())
     }

@@ -9,13 +9,13 @@ use super::*;
 impl Engine {
     /// Accepts a conditional order: checked like any order, refused if its
     /// stop condition already holds at the last price, then waiting.
-    /// In an order list its id is `announced` already, and `covered` of
-    /// its lock is held by the other order of its pair.
+    /// In an order list its id is announced already (`start`), and
+    /// `covered` of its lock is held by the other order of its pair.
     pub(crate) fn place_conditional(
         &mut self,
         account: AccountId,
         order: NewOrder,
-        announced: Option<u64>,
+        start: Start,
         covered: Amount,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
@@ -74,7 +74,7 @@ impl Engine {
         let slot = self.ledger.slot(account);
         self.ledger.shift(slot, lock_asset, lock, true);
         let book = &mut self.books[usize::from(order.market.0)];
-        let order_id = book.order_id_for(announced, events);
+        let order_id = book.order_id_for(start, events);
         events.push(Event::Order(OrderState {
             market: book.id,
             order_id,
@@ -84,6 +84,11 @@ impl Engine {
             cumulative_quote: Amount::ZERO,
             time_ms: now_ms,
         }));
+        if start.accepts() {
+            let waiting = ExecutionKind::New { working: false };
+            let id = (book.id, order_id, account);
+            events.push(unfilled(id, waiting, OrderStatus::New, now_ms));
+        }
         // Without a stop price a trailing order tracks from the last price on.
         let tracking = trigger.stop_price.is_none();
         if tracking {
@@ -106,17 +111,18 @@ impl Engine {
         Ok(())
     }
 
-    /// Ends the waiting order at `index` of market `book_index`'s list with
-    /// `status`, releasing what it locked.
+    /// Ends the waiting order at `index` of market `book_index`'s list
+    /// (`end`), releasing what it locked.
     pub(crate) fn remove_pending(
         &mut self,
         book_index: usize,
         index: usize,
-        status: OrderStatus,
+        end: End,
         events: &mut Vec<Event>,
     ) {
         let book = &mut self.books[book_index];
         let pending = book.stop_waiting(index);
+        let status = end.status();
         events.push(Event::Order(OrderState {
             market: book.id,
             order_id: pending.order_id,
@@ -126,6 +132,10 @@ impl Engine {
             cumulative_quote: Amount::ZERO,
             time_ms: self.now_ms,
         }));
+        if let Some(kind) = end.execution() {
+            let id = (book.id, pending.order_id, pending.account);
+            events.push(unfilled(id, kind, status, self.now_ms));
+        }
         if !pending.locked.is_zero() {
             let asset = book.locked_asset(pending.order.side);
             let owner = self.ledger.slot(pending.account);
@@ -226,10 +236,20 @@ impl Engine {
     fn activate(&mut self, book_index: usize, pending: Pending, events: &mut Vec<Event>) {
         let book = &self.books[book_index];
         let (market, asset) = (book.id, book.locked_asset(pending.order.side));
-        events.push(Event::Triggered {
+        let began = Event::Triggered {
             market,
             order_id: pending.order_id,
-        });
+        };
+        // A list's order placed by its list in this command was told then
+        // that it began working: once is enough.
+        let told = book.list_of.contains_key(&pending.order_id)
+            && events[self.command_start..].contains(&began);
+        events.push(began);
+        let id = (market, pending.order_id, pending.account);
+        if !told {
+            let triggered = ExecutionKind::Triggered;
+            events.push(unfilled(id, triggered, OrderStatus::New, self.now_ms));
+        }
         // One cancels the other: the pair's other order goes first, so that
         // what it locked is free for this one.
         self.end_sibling(book_index, pending.order_id, events);
@@ -239,7 +259,12 @@ impl Engine {
         order.order_type = order.order_type.working();
         order.trigger = None;
         if self
-            .work(pending.account, order, Some(pending.order_id), events)
+            .work(
+                pending.account,
+                order,
+                Start::Triggered(pending.order_id),
+                events,
+            )
             .is_err()
         {
             events.push(Event::Order(OrderState {
@@ -251,6 +276,8 @@ impl Engine {
                 cumulative_quote: Amount::ZERO,
                 time_ms: self.now_ms,
             }));
+            let expired = ExecutionKind::Expired;
+            events.push(unfilled(id, expired, OrderStatus::Expired, self.now_ms));
             self.ledger.emit(slot, asset, events);
         }
     }

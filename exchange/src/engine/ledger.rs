@@ -61,6 +61,41 @@ impl Ledger {
         }
     }
 
+    /// Adds (`credit`) or removes free funds of `account`, keeping the
+    /// supply in step; refused whole if either would not fit.
+    pub(crate) fn adjust(
+        &mut self,
+        account: AccountId,
+        asset: AssetId,
+        amount: Amount,
+        credit: bool,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        let index = usize::from(asset.0);
+        if index >= self.assets {
+            return Err(Reject::UnknownAsset);
+        }
+        let free = self.get(account, asset).free;
+        let supply = self.supply[index];
+        let (free, supply) = if credit {
+            (
+                free.checked_add(amount).ok_or(Reject::Overflow)?,
+                supply.checked_add(amount).ok_or(Reject::Overflow)?,
+            )
+        } else {
+            (
+                free.checked_sub(amount)
+                    .ok_or(Reject::InsufficientBalance)?,
+                supply.checked_sub(amount).ok_or(Reject::Overflow)?,
+            )
+        };
+        self.supply[index] = supply;
+        let slot = self.slot(account);
+        self.at(slot, asset).free = free;
+        self.emit(slot, asset, events);
+        Ok(())
+    }
+
     /// Takes `released` out of the slot's locked `asset` and adds `credited` to its free.
     pub(crate) fn settle_leg(
         &mut self,

@@ -86,11 +86,11 @@ impl Engine {
         });
         let ids: Vec<u64> = list
             .orders()
-            .map(|_| book.order_id_for(None, events))
+            .map(|_| book.order_id_for(Start::New, events))
             .collect();
         let placed = match &list.working {
-            None => self.place_pair(account, &list.pending, &ids, events),
-            Some(working) => self.work(account, working.clone(), Some(ids[0]), events),
+            None => self.place_pair(account, &list.pending, &ids, Start::Listed, events),
+            Some(working) => self.work(account, working.clone(), Start::Listed(ids[0]), events),
         };
         if let Err(reject) = placed {
             self.books[index].next_order_id = saved;
@@ -124,6 +124,14 @@ impl Engine {
                     cumulative_quote: Amount::ZERO,
                     time_ms: self.now_ms,
                 }));
+                let accepted = ExecutionKind::New { working: false };
+                let order_id = (book.id, *id, account);
+                events.push(unfilled(
+                    order_id,
+                    accepted,
+                    OrderStatus::PendingNew,
+                    self.now_ms,
+                ));
                 entry.deferred.push((*id, order));
             }
         } else {
@@ -162,12 +170,14 @@ impl Engine {
     }
 
     /// Places an OCO pair under `ids` (announced), post-only orders first so
-    /// that they lock in full; all or nothing.
+    /// that they lock in full; all or nothing. `starting` says how each starts:
+    /// placed with its list, or by it once its working order filled.
     fn place_pair(
         &mut self,
         account: AccountId,
         pair: &[NewOrder],
         ids: &[u64],
+        starting: fn(u64) -> Start,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         let ids = &ids[ids.len() - 2..];
@@ -180,9 +190,9 @@ impl Engine {
             let leg = pair[i].clone();
             let market = usize::from(leg.market.0);
             let result = if leg.order_type == OrderType::LimitMaker {
-                self.work(account, leg, Some(ids[i]), events)
+                self.work(account, leg, starting(ids[i]), events)
             } else {
-                self.place_conditional(account, leg, Some(ids[i]), covered, events)
+                self.place_conditional(account, leg, starting(ids[i]), covered, events)
             };
             if let Err(reject) = result {
                 for id in placed {
@@ -236,19 +246,19 @@ impl Engine {
         self.ledger.shift(slot, asset, locked, false);
     }
 
-    /// Ends the open order `order_id` with `status`, on the book or waiting.
+    /// Ends the open order `order_id` (`end`), on the book or waiting.
     pub(crate) fn end_order(
         &mut self,
         book_index: usize,
         order_id: u64,
-        status: OrderStatus,
+        end: End,
         events: &mut Vec<Event>,
     ) {
         let book = &self.books[book_index];
         if let Some(slot) = book.slots.get(order_id) {
-            self.remove_resting(book_index, slot, status, events);
+            self.remove_resting(book_index, slot, end, events);
         } else if let Some(at) = book.pending.iter().position(|p| p.order_id == order_id) {
-            self.remove_pending(book_index, at, status, events);
+            self.remove_pending(book_index, at, end, events);
         }
     }
 
@@ -274,7 +284,7 @@ impl Engine {
         let sibling = list.pair.iter().copied().find(|id| *id != order_id);
         list.pair.retain(|id| *id == order_id);
         if let Some(sibling) = sibling {
-            self.end_order(book_index, sibling, OrderStatus::Expired, events);
+            self.end_order(book_index, sibling, End::Expired, events);
         }
     }
 
@@ -344,7 +354,7 @@ impl Engine {
                     self.deploy(book_index, list_id, account, deferred, events);
                 } else {
                     for (id, _) in deferred {
-                        self.pending_state(book_index, id, account, OrderStatus::Expired, events);
+                        self.pending_state(book_index, id, account, End::Expired, events);
                     }
                 }
             }
@@ -355,17 +365,18 @@ impl Engine {
         }
     }
 
-    /// A state event for an order never placed (an OTO's pending order).
+    /// The end of an order never placed (an OTO's pending order).
     fn pending_state(
         &mut self,
         book_index: usize,
         order_id: u64,
         account: AccountId,
-        status: OrderStatus,
+        end: End,
         events: &mut Vec<Event>,
     ) {
+        let (market, status) = (self.books[book_index].id, end.status());
         events.push(Event::Order(OrderState {
-            market: self.books[book_index].id,
+            market,
             order_id,
             account,
             status,
@@ -373,6 +384,10 @@ impl Engine {
             cumulative_quote: Amount::ZERO,
             time_ms: self.now_ms,
         }));
+        if let Some(kind) = end.execution() {
+            let id = (market, order_id, account);
+            events.push(unfilled(id, kind, status, self.now_ms));
+        }
     }
 
     /// Places a list's pending orders once its working order filled; what
@@ -393,9 +408,12 @@ impl Engine {
                 market,
                 order_id: *order_id,
             });
+            let id = (market, *order_id, account);
+            let placed = ExecutionKind::Triggered;
+            events.push(unfilled(id, placed, OrderStatus::New, self.now_ms));
         }
         let placed = if orders.len() == 2 {
-            let placed = self.place_pair(account, &orders, &ids, events);
+            let placed = self.place_pair(account, &orders, &ids, Start::Triggered, events);
             if placed.is_ok()
                 && let Some(list) = self.books[book_index].lists.get_mut(&list_id)
             {
@@ -404,15 +422,16 @@ impl Engine {
             placed
         } else {
             let order = orders[0].clone();
+            let start = Start::Triggered(ids[0]);
             if order.order_type.is_conditional() {
-                self.place_conditional(account, order, Some(ids[0]), Amount::ZERO, events)
+                self.place_conditional(account, order, start, Amount::ZERO, events)
             } else {
-                self.work(account, order, Some(ids[0]), events)
+                self.work(account, order, start, events)
             }
         };
         if placed.is_err() {
             for id in ids {
-                self.pending_state(book_index, id, account, OrderStatus::Expired, events);
+                self.pending_state(book_index, id, account, End::Expired, events);
             }
         }
     }
@@ -446,9 +465,9 @@ impl Engine {
         let deferred: Vec<u64> = list.deferred.iter().map(|(id, _)| *id).collect();
         for id in list.open {
             if deferred.contains(&id) {
-                self.pending_state(index, id, account, OrderStatus::Canceled, events);
+                self.pending_state(index, id, account, End::Canceled, events);
             } else {
-                self.end_order(index, id, OrderStatus::Canceled, events);
+                self.end_order(index, id, End::Canceled, events);
             }
         }
         Ok(())

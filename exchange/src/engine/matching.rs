@@ -71,26 +71,26 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         if order.order_type.is_conditional() {
-            return self.place_conditional(account, order, None, Amount::ZERO, events);
+            return self.place_conditional(account, order, Start::New, Amount::ZERO, events);
         }
         if order.trigger.is_some() {
             return Err(Reject::BadTrigger);
         }
         let (start, market) = (events.len(), usize::from(order.market.0));
-        self.work(account, order, None, events)?;
+        self.work(account, order, Start::New, events)?;
         self.set_off(market, start, events);
         Ok(())
     }
 
     /// Puts a market, limit or post-only order to work: matches it and rests
-    /// what is left. A new order takes the next id; a triggered one keeps its
-    /// own (`triggered`). Refuses before changing anything, or not at all.
+    /// what is left. A new order takes the next id; a listed or triggered one
+    /// has its own (`start`). Refuses before changing anything, or not at all.
     #[inline]
     pub(crate) fn work(
         &mut self,
         account: AccountId,
         order: NewOrder,
-        triggered: Option<u64>,
+        start: Start,
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         let now_ms = self.now_ms;
@@ -135,7 +135,12 @@ impl Engine {
             };
         if fok && Some(reach_base) != order.quantity.map(|q| u128::from(q.units())) {
             // Fill-or-kill that cannot fill completely: expires untouched.
-            let order_id = book.order_id_for(triggered, events);
+            let order_id = book.order_id_for(start, events);
+            let id = (book.id, order_id, account);
+            if start.accepts() {
+                let accepted = ExecutionKind::New { working: true };
+                events.push(unfilled(id, accepted, OrderStatus::New, now_ms));
+            }
             events.push(Event::Order(OrderState {
                 market: book.id,
                 order_id,
@@ -145,6 +150,8 @@ impl Engine {
                 cumulative_quote: Amount::ZERO,
                 time_ms: now_ms,
             }));
+            let expired = ExecutionKind::Expired;
+            events.push(unfilled(id, expired, OrderStatus::Expired, now_ms));
             return Ok(());
         }
         // What to lock: sells lock base; limit buys lock price × quantity;
@@ -179,7 +186,12 @@ impl Engine {
         }
         let slot = self.ledger.slot(account);
         self.ledger.shift(slot, lock_asset, lock, true);
-        let order_id = book.order_id_for(triggered, events);
+        let order_id = book.order_id_for(start, events);
+        if start.accepts() {
+            let accepted = ExecutionKind::New { working: true };
+            let id = (book.id, order_id, account);
+            events.push(unfilled(id, accepted, OrderStatus::New, now_ms));
+        }
         let mut taker = Order {
             order_id,
             account,
@@ -202,6 +214,7 @@ impl Engine {
         } else {
             order.quote_quantity.filter(|_| sell_for_quote)
         };
+        self.taker_log.clear();
         let expired_in_match = self.match_taker(
             usize::from(order.market.0),
             &order,
@@ -229,6 +242,7 @@ impl Engine {
         };
         let book = &mut self.books[usize::from(order.market.0)];
         events.push(taker.state(book.id, status, now_ms));
+        self.taker_log.tell(book.id, &taker, status, now_ms, events);
         let (base, quote) = (book.base, book.quote);
         if matches!(status, OrderStatus::New | OrderStatus::PartiallyFilled) {
             taker.client_order_id = order.client_order_id.map(String::into_boxed_str);
@@ -354,7 +368,7 @@ impl Engine {
         };
         let id = book.next_prevented_id;
         book.next_prevented_id += 1;
-        events.push(Event::Prevented(Prevention {
+        let prevention = Prevention {
             market: book.id,
             id,
             taker: (taker.order_id, taker.account),
@@ -372,7 +386,19 @@ impl Engine {
                 (false, false) => Amount::ZERO,
             },
             time_ms: self.now_ms,
-        }));
+        };
+        events.push(Event::Prevented(prevention));
+        self.taker_log.prevented = Some(PreventedMatch {
+            id,
+            quantity: prevention.taker_quantity,
+            counter_order_id: maker_id,
+        });
+        self.taker_log.decremented |= decrement;
+        let maker_side = PreventedMatch {
+            id,
+            quantity: prevention.maker_quantity,
+            counter_order_id: taker.order_id,
+        };
         if decrement {
             let side = maker.side;
             let maker_release = match side {
@@ -418,11 +444,15 @@ impl Engine {
                 } else {
                     OrderStatus::PartiallyFilled
                 };
-                events.push(maker.state(self.books[book_index].id, status, self.now_ms));
+                let market = self.books[book_index].id;
+                events.push(maker.state(market, status, self.now_ms));
+                let reduced = ExecutionKind::Prevented(maker_side);
+                events.push(maker.execution(market, reduced, status, self.now_ms));
             }
         }
         if expire_maker {
-            self.remove_resting(book_index, maker_slot, OrderStatus::ExpiredInMatch, events);
+            let end = End::Prevented(maker_side);
+            self.remove_resting(book_index, maker_slot, end, events);
         }
         expire_taker
     }
@@ -505,8 +535,35 @@ impl Engine {
             time_ms: self.now_ms,
         }));
 
+        // Each side pays its fee in what it receives: the buyer base, the
+        // seller quote.
+        let (taker_fee_asset, maker_fee_asset) = match taker_side {
+            Side::Buy => (base, quote),
+            Side::Sell => (quote, base),
+        };
+        let fill = |fee, fee_asset, maker| Fill {
+            trade_id,
+            price,
+            quantity,
+            quote_quantity,
+            fee,
+            fee_asset,
+            maker,
+        };
+        self.taker_log.fills.push((
+            fill(taker_fee, taker_fee_asset, false),
+            taker.executed,
+            taker.cumulative_quote,
+        ));
         let maker = &mut book.slab[maker_slot as usize];
         maker.fill(quantity, quote_quantity, maker_spent);
+        let status = if maker.remaining.is_zero() {
+            OrderStatus::Filled
+        } else {
+            OrderStatus::PartiallyFilled
+        };
+        let filled = ExecutionKind::Trade(fill(maker_fee, maker_fee_asset, true));
+        events.push(maker.execution(book.id, filled, status, self.now_ms));
         let levels = match maker.side {
             Side::Buy => &mut book.bids,
             Side::Sell => &mut book.asks,
@@ -520,7 +577,7 @@ impl Engine {
             quantity: level.quantity,
         });
         if maker.remaining.is_zero() {
-            self.remove_resting(book_index, maker_slot, OrderStatus::Filled, events);
+            self.remove_resting(book_index, maker_slot, End::Filled, events);
         } else {
             events.push(maker.state(book.id, OrderStatus::PartiallyFilled, self.now_ms));
         }
@@ -540,7 +597,7 @@ impl Engine {
         &mut self,
         book_index: usize,
         slot: u32,
-        status: OrderStatus,
+        end: End,
         events: &mut Vec<Event>,
     ) {
         let book = &mut self.books[book_index];
@@ -551,7 +608,11 @@ impl Engine {
             price: order.price,
             quantity: level_quantity,
         });
+        let status = end.status();
         events.push(order.state(book.id, status, self.now_ms));
+        if let Some(kind) = end.execution() {
+            events.push(order.execution(book.id, kind, status, self.now_ms));
+        }
         if !order.locked.is_zero() {
             let asset = book.locked_asset(order.side);
             let owner = self.ledger.slot(order.account);

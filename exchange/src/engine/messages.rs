@@ -339,6 +339,83 @@ pub struct OrderState {
     pub time_ms: u64,
 }
 
+/// One execution of an order, as its owner is told of it: what happened to
+/// the order, and its state right after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Execution {
+    /// Market.
+    pub market: MarketId,
+    /// Per-market order id.
+    pub order_id: u64,
+    /// Owner.
+    pub account: AccountId,
+    /// What happened.
+    pub kind: ExecutionKind,
+    /// Status after it.
+    pub status: OrderStatus,
+    /// Filled base quantity after it.
+    pub executed: Amount,
+    /// Filled quote quantity after it.
+    pub cumulative_quote: Amount,
+    /// Engine time, ms.
+    pub time_ms: u64,
+}
+
+/// What an execution was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutionKind {
+    /// The order was accepted: working at once (`working`), or waiting for
+    /// its trigger or for its list's working order to fill.
+    New {
+        /// Whether it works (rests or matches) from its placement on.
+        working: bool,
+    },
+    /// The order began working: its trigger fired, or its list placed it
+    /// because the list's working order filled.
+    Triggered,
+    /// The order's quantity was amended.
+    Replaced,
+    /// The order filled, in part or whole.
+    Trade(Fill),
+    /// The order was canceled.
+    Canceled,
+    /// The order expired: by its time in force, or by its list.
+    Expired,
+    /// Self-trade prevention took quantity off the order (DECREMENT; a taker
+    /// is told once, before its fills, and only if it rests) or ended it.
+    Prevented(PreventedMatch),
+}
+
+/// A fill as one side of it saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    /// Per-market trade id.
+    pub trade_id: u64,
+    /// Price.
+    pub price: Amount,
+    /// Base quantity.
+    pub quantity: Amount,
+    /// Quote quantity.
+    pub quote_quantity: Amount,
+    /// Fee this side paid, in what it received.
+    pub fee: Amount,
+    /// The asset of the fee.
+    pub fee_asset: AssetId,
+    /// Whether this side was the resting order.
+    pub maker: bool,
+}
+
+/// The match self-trade prevention stopped, as one order of it saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreventedMatch {
+    /// Per-market prevented-match id.
+    pub id: u64,
+    /// What this order lost in it.
+    pub quantity: Amount,
+    /// The other order's id.
+    pub counter_order_id: u64,
+}
+
 /// What a command did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -356,6 +433,10 @@ pub enum Event {
     Order(OrderState),
     /// A fill.
     Trade(Trade),
+    /// An order executed: what its owner is told, once per thing that
+    /// happened to it, in the order it happened (a taker's fills once its
+    /// matching is over).
+    Execution(Execution),
     /// A price level's resting quantity changed (zero: the level is gone).
     Level {
         /// Market.

@@ -291,11 +291,14 @@ impl Recorder {
                     }
                 }
                 Event::Prevented(prevention) => changes.prevented.push(*prevention),
+                // An order's state after each execution is also in its
+                // `Order` events, which the history follows.
                 Event::Rejected(_)
                 | Event::PartRefused(_)
                 | Event::Balance { .. }
                 | Event::Deposited { .. }
-                | Event::Level { .. } => {}
+                | Event::Level { .. }
+                | Event::Execution(_) => {}
                 Event::Withdrawal {
                     withdrawal_id,
                     stage: WithdrawalStage::Requested,

@@ -71,7 +71,8 @@ impl Outcome {
                 | Event::Withdrawal { .. }
                 | Event::Placed { .. }
                 | Event::Level { .. }
-                | Event::ListPlaced { .. } => {}
+                | Event::ListPlaced { .. }
+                | Event::Execution(_) => {}
             }
         }
         outcome

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::engine::Engine;
-use crate::engine::tests::command_strategy;
+use crate::engine::tests::{command_strategy, executions_agree};
 use crate::market::tests_support::{eth_btc, eth_usdt};
 use crate::order::ResponseType;
 

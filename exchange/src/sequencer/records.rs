@@ -72,7 +72,9 @@ fn logged_order(
 }
 
 /// The log's form of a command: markets and assets by name, so a log
-/// survives markets being added to the configuration.
+/// survives markets being added to the configuration. Commands in the order
+/// of their stored tags ([`weiport_storage::exchange::CommandTag`]), here,
+/// in [`from_record`] and in the record's encoding.
 pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
     match command {
         Command::Credit {
@@ -92,6 +94,91 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             account: *account,
             asset: catalog.asset(*asset).to_owned(),
             amount: amount.units(),
+        },
+        Command::Place {
+            account,
+            order,
+            time_ms,
+        } => CommandRecord::Place {
+            account: *account,
+            time_ms: *time_ms,
+            order: order_record(catalog, order),
+        },
+        Command::Cancel {
+            account,
+            market,
+            order_id,
+            time_ms,
+        } => CommandRecord::Cancel {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
+            order_id: *order_id,
+        },
+        Command::CancelAll {
+            account,
+            market,
+            time_ms,
+        } => CommandRecord::CancelAll {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
+        },
+        Command::PlaceList {
+            account,
+            list,
+            time_ms,
+        } => CommandRecord::PlaceList {
+            account: *account,
+            time_ms: *time_ms,
+            contingency: tag(list.contingency, &CONTINGENCIES),
+            list_client_id: list.list_client_id.clone(),
+            working: list.working.as_ref().map(|o| order_record(catalog, o)),
+            pending: list
+                .pending
+                .iter()
+                .map(|o| order_record(catalog, o))
+                .collect(),
+        },
+        Command::CancelList {
+            account,
+            market,
+            list_id,
+            time_ms,
+        } => CommandRecord::CancelList {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
+            list_id: *list_id,
+        },
+        Command::Replace {
+            account,
+            market: _,
+            order_id,
+            order,
+            allow_failure,
+            time_ms,
+        } => CommandRecord::Replace {
+            account: *account,
+            time_ms: *time_ms,
+            order_id: *order_id,
+            allow_failure: *allow_failure,
+            order: order_record(catalog, order),
+        },
+        Command::Amend {
+            account,
+            market,
+            order_id,
+            quantity,
+            client_order_id,
+            time_ms,
+        } => CommandRecord::Amend {
+            account: *account,
+            time_ms: *time_ms,
+            symbol: catalog.symbol(*market).to_owned(),
+            order_id: *order_id,
+            quantity: quantity.units(),
+            client_order_id: client_order_id.clone(),
         },
         Command::Deposit {
             account,
@@ -127,91 +214,6 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
         } => CommandRecord::SettleWithdrawal {
             withdrawal_id: *withdrawal_id,
             completed: *completed,
-        },
-        Command::Place {
-            account,
-            order,
-            time_ms,
-        } => CommandRecord::Place {
-            account: *account,
-            time_ms: *time_ms,
-            order: order_record(catalog, order),
-        },
-        Command::PlaceList {
-            account,
-            list,
-            time_ms,
-        } => CommandRecord::PlaceList {
-            account: *account,
-            time_ms: *time_ms,
-            contingency: tag(list.contingency, &CONTINGENCIES),
-            list_client_id: list.list_client_id.clone(),
-            working: list.working.as_ref().map(|o| order_record(catalog, o)),
-            pending: list
-                .pending
-                .iter()
-                .map(|o| order_record(catalog, o))
-                .collect(),
-        },
-        Command::Replace {
-            account,
-            market: _,
-            order_id,
-            order,
-            allow_failure,
-            time_ms,
-        } => CommandRecord::Replace {
-            account: *account,
-            time_ms: *time_ms,
-            order_id: *order_id,
-            allow_failure: *allow_failure,
-            order: order_record(catalog, order),
-        },
-        Command::Amend {
-            account,
-            market,
-            order_id,
-            quantity,
-            client_order_id,
-            time_ms,
-        } => CommandRecord::Amend {
-            account: *account,
-            time_ms: *time_ms,
-            symbol: catalog.symbol(*market).to_owned(),
-            order_id: *order_id,
-            quantity: quantity.units(),
-            client_order_id: client_order_id.clone(),
-        },
-        Command::CancelList {
-            account,
-            market,
-            list_id,
-            time_ms,
-        } => CommandRecord::CancelList {
-            account: *account,
-            time_ms: *time_ms,
-            symbol: catalog.symbol(*market).to_owned(),
-            list_id: *list_id,
-        },
-        Command::Cancel {
-            account,
-            market,
-            order_id,
-            time_ms,
-        } => CommandRecord::Cancel {
-            account: *account,
-            time_ms: *time_ms,
-            symbol: catalog.symbol(*market).to_owned(),
-            order_id: *order_id,
-        },
-        Command::CancelAll {
-            account,
-            market,
-            time_ms,
-        } => CommandRecord::CancelAll {
-            account: *account,
-            time_ms: *time_ms,
-            symbol: catalog.symbol(*market).to_owned(),
         },
     }
 }
@@ -252,6 +254,109 @@ pub(super) fn from_record(
             asset: asset(&name)?,
             amount: Amount::from_units(amount),
         },
+        CommandRecord::Place {
+            account,
+            time_ms,
+            order,
+        } => Command::Place {
+            account,
+            time_ms,
+            order: logged_order(catalog, sequence, order)?,
+        },
+        CommandRecord::Cancel {
+            account,
+            time_ms,
+            symbol,
+            order_id,
+        } => Command::Cancel {
+            account,
+            market: market(&symbol)?,
+            order_id,
+            time_ms,
+        },
+        CommandRecord::CancelAll {
+            account,
+            time_ms,
+            symbol,
+        } => Command::CancelAll {
+            account,
+            market: market(&symbol)?,
+            time_ms,
+        },
+        CommandRecord::PlaceList {
+            account,
+            time_ms,
+            contingency,
+            list_client_id,
+            working,
+            pending,
+        } => {
+            let working = working
+                .map(|o| logged_order(catalog, sequence, o))
+                .transpose()?;
+            let pending = pending
+                .into_iter()
+                .map(|o| logged_order(catalog, sequence, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let market = match working.iter().chain(&pending).next() {
+                Some(order) => order.market,
+                None => return Err(corrupt("an order list without orders")),
+            };
+            Command::PlaceList {
+                account,
+                time_ms,
+                list: Box::new(NewOrderList {
+                    market,
+                    contingency: untag_logged(contingency, &CONTINGENCIES, sequence)?,
+                    working,
+                    pending,
+                    list_client_id,
+                }),
+            }
+        }
+        CommandRecord::CancelList {
+            account,
+            time_ms,
+            symbol,
+            list_id,
+        } => Command::CancelList {
+            account,
+            market: market(&symbol)?,
+            list_id,
+            time_ms,
+        },
+        CommandRecord::Replace {
+            account,
+            time_ms,
+            order_id,
+            allow_failure,
+            order,
+        } => {
+            let order = logged_order(catalog, sequence, order)?;
+            Command::Replace {
+                account,
+                market: order.market,
+                order_id,
+                order: Box::new(order),
+                allow_failure,
+                time_ms,
+            }
+        }
+        CommandRecord::Amend {
+            account,
+            time_ms,
+            symbol,
+            order_id,
+            quantity,
+            client_order_id,
+        } => Command::Amend {
+            account,
+            market: market(&symbol)?,
+            order_id,
+            quantity: Amount::from_units(quantity),
+            client_order_id,
+            time_ms,
+        },
         CommandRecord::Deposit {
             account,
             asset: name,
@@ -286,109 +391,6 @@ pub(super) fn from_record(
         } => Command::SettleWithdrawal {
             withdrawal_id,
             completed,
-        },
-        CommandRecord::Place {
-            account,
-            time_ms,
-            order,
-        } => Command::Place {
-            account,
-            time_ms,
-            order: logged_order(catalog, sequence, order)?,
-        },
-        CommandRecord::PlaceList {
-            account,
-            time_ms,
-            contingency,
-            list_client_id,
-            working,
-            pending,
-        } => {
-            let working = working
-                .map(|o| logged_order(catalog, sequence, o))
-                .transpose()?;
-            let pending = pending
-                .into_iter()
-                .map(|o| logged_order(catalog, sequence, o))
-                .collect::<Result<Vec<_>, _>>()?;
-            let market = match working.iter().chain(&pending).next() {
-                Some(order) => order.market,
-                None => return Err(corrupt("an order list without orders")),
-            };
-            Command::PlaceList {
-                account,
-                time_ms,
-                list: Box::new(NewOrderList {
-                    market,
-                    contingency: untag_logged(contingency, &CONTINGENCIES, sequence)?,
-                    working,
-                    pending,
-                    list_client_id,
-                }),
-            }
-        }
-        CommandRecord::Replace {
-            account,
-            time_ms,
-            order_id,
-            allow_failure,
-            order,
-        } => {
-            let order = logged_order(catalog, sequence, order)?;
-            Command::Replace {
-                account,
-                market: order.market,
-                order_id,
-                order: Box::new(order),
-                allow_failure,
-                time_ms,
-            }
-        }
-        CommandRecord::Amend {
-            account,
-            time_ms,
-            symbol,
-            order_id,
-            quantity,
-            client_order_id,
-        } => Command::Amend {
-            account,
-            market: market(&symbol)?,
-            order_id,
-            quantity: Amount::from_units(quantity),
-            client_order_id,
-            time_ms,
-        },
-        CommandRecord::CancelList {
-            account,
-            time_ms,
-            symbol,
-            list_id,
-        } => Command::CancelList {
-            account,
-            market: market(&symbol)?,
-            list_id,
-            time_ms,
-        },
-        CommandRecord::Cancel {
-            account,
-            time_ms,
-            symbol,
-            order_id,
-        } => Command::Cancel {
-            account,
-            market: market(&symbol)?,
-            order_id,
-            time_ms,
-        },
-        CommandRecord::CancelAll {
-            account,
-            time_ms,
-            symbol,
-        } => Command::CancelAll {
-            account,
-            market: market(&symbol)?,
-            time_ms,
         },
     })
 }

@@ -509,7 +509,9 @@ pub(super) fn agree(commands: &[Command]) -> Result<(), TestCaseError> {
         let predicted = model.apply(command);
         model.check();
         let before = engine.snapshot();
-        let happened = Outcome::of(&engine.apply(command.clone()));
+        let events = engine.apply(command.clone());
+        prop_assert_eq!(executions_agree(&events), Ok(()), "command {}", step);
+        let happened = Outcome::of(&events);
         if happened.rejected.is_some() {
             prop_assert_eq!(&engine.snapshot(), &before, "a refusal changed the engine");
         }
