@@ -2,7 +2,6 @@
 
 mod admin_cli;
 mod config;
-mod listener;
 mod sandbox;
 mod serve;
 mod telemetry;
