@@ -19,7 +19,7 @@ work="$(mktemp -d -t weiport-bench.XXXXXX)"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# BENCH_PIN=after (default, the method of every table in BENCHMARKS.md):
+# BENCH_PIN=after (default; the journal's tables before BENCH_PIN came in):
 # servers start unpinned and pin_servers moves every thread onto CPU 1, so
 # each runtime keeps a worker per core of the machine, taking turns on one.
 # BENCH_PIN=start: every server starts on CPU 1 and sizes its runtime to

@@ -3,7 +3,6 @@
 mod adapters;
 mod admin_cli;
 mod config;
-mod listener;
 mod sandbox;
 mod serve;
 mod telemetry;
@@ -17,7 +16,7 @@ use crate::config::Config;
 
 // Request handling allocates many small short-lived buffers across worker
 // threads; mimalloc serves them with less contention than the system
-// allocator (measured in BENCHMARKS.md).
+// allocator (measured in docs/benchmarks-journal.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -248,7 +248,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         weiport_exchange_api::admin_router(exchange.clone()),
     );
 
-    let limits = crate::listener::ConnectionLimits {
+    let limits = weiport_listener::ConnectionLimits {
         header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
         body_read_timeout: Duration::from_secs(config.server.body_read_timeout_secs),
         keep_alive_idle: Duration::from_secs(config.server.keep_alive_idle_secs),
@@ -259,7 +259,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     };
     let mut servers = tokio::task::JoinSet::new();
     for (listener, app) in [(listener, app), (admin_listener, admin_app)] {
-        servers.spawn(crate::listener::serve(
+        servers.spawn(weiport_listener::serve(
             listener,
             app,
             limits.clone(),
