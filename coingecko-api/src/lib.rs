@@ -659,9 +659,6 @@ impl Face for CoinGeckoFace {
             ),
         }
     }
-
-    // The answer depends on the parameters alone.
-    const HANDLERS_READ_CALLER: bool = false;
 }
 
 /// The CoinGecko-compatible routes, priced from `markets` with `coins`.
