@@ -227,7 +227,7 @@ async fn the_server_clock_stepped_back_and_ahead_while_trading() {
         account(&weiport, &taker, skew).await,
     ];
     weiport.stop("TERM", Duration::from_secs(20));
-    let log = weiport.drain_log().join("\n");
+    let log = weiport.read_log_to_end().join("\n");
     assert!(!log.contains("panicked"), "{log}");
     std::fs::write(&clock_file, "+0").unwrap();
     let weiport = serve_on_clock(&data_dir, &clock_file);

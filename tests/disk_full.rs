@@ -298,8 +298,7 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
     }
     let full_for = started.elapsed();
     if outcomes.refused > 0 {
-        let log = weiport.drain_log().join("\n");
-        assert!(log.contains("writing the command log failed"), "{log}");
+        weiport.wait_for_log("writing the command log failed").await;
     }
 
     std::fs::remove_file(&ballast).unwrap();
@@ -334,7 +333,7 @@ async fn a_full_disk_refuses_cleanly_and_the_server_resumes_when_space_returns()
     all_found(&weiport, traders, &acknowledged).await;
     let before = weiport.books(&traders).await;
     weiport.stop("TERM", Duration::from_secs(20));
-    let log = weiport.drain_log().join("\n");
+    let log = weiport.read_log_to_end().join("\n");
     assert!(!log.contains("panicked"), "{log}");
     {
         let store = Store::open(&data_dir, &StoreOptions::default()).unwrap();

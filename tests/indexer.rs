@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
-use common::Anvil;
 use common::chain::{Chain, assert_index_matches, ether, wait_until_indexed};
 use common::proxy::{Fault, FaultProxy};
 use common::rpc_filter::{Lacks, RpcFilter};
+use common::{Anvil, eventually};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -471,7 +471,14 @@ async fn node_outages_and_garbage_answers_pause_indexing_without_corrupting_it()
                 .transfer(dev[1], targets[(i % 4) as usize], U256::from(1_000 + i))
                 .await;
         }
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // The new blocks are mined: the indexer's next calls would find
+        // them. Three of those calls (one call and its two retries) faulted
+        // show it tried and could not.
+        let before = proxy.faulted();
+        eventually(&format!("{fault:?}: three calls faulted"), async || {
+            proxy.faulted() >= before + 3
+        })
+        .await;
         assert_eq!(
             running.store.cursor().unwrap().unwrap(),
             stuck_at,
@@ -510,7 +517,10 @@ async fn a_stop_ends_indexing_while_a_node_call_hangs() {
     proxy.set(Fault::Stall);
     // The indexer polls the head every 20 ms: its next call now hangs, and
     // would until the request timeout (5 s) and its retries ran out.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually("a node call held by the stalled proxy", async || {
+        proxy.faulted() >= 1
+    })
+    .await;
     tokio::time::timeout(Duration::from_secs(2), running.stop())
         .await
         .expect("the stop is not held up by the node call in flight");

@@ -136,12 +136,13 @@ async fn no_secret_reaches_a_log_an_answer_or_the_metrics() {
             &[("X-MBX-APIKEY", &trader.id)],
         )
         .await;
-    // Let the wallet send the withdrawal and log about it.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The wallet sends the withdrawal and logs about it; the log is then
+    // read to its end.
+    weiport.wait_for_log("sending a withdrawal").await;
     weiport
         .stop("TERM", Duration::from_secs(30))
         .expect("stopped");
-    let log = weiport.drain_log().join("\n");
+    let log = weiport.read_log_to_end().join("\n");
 
     // The wallet's seed, opened as only the server can.
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();

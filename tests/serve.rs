@@ -62,7 +62,10 @@ fn serves_health_and_metrics_then_exits_cleanly_on_sigint() {
     assert!(exit.success(), "{exit:?}: {:#?}", server.drain_log());
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
-        server.drain_log().iter().any(|l| l.contains("stopped")),
+        server
+            .read_log_to_end()
+            .iter()
+            .any(|l| l.contains("stopped")),
         "{:#?}",
         server.log
     );

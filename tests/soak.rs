@@ -446,7 +446,7 @@ async fn mixed_load_with_memory_descriptors_and_exactness() {
     let trader_keys: Vec<&Key> = traders.iter().collect();
     let before = weiport.books(&trader_keys).await;
     weiport.stop("TERM", Duration::from_secs(30));
-    let log = weiport.drain_log().join("\n");
+    let log = weiport.read_log_to_end().join("\n");
     assert!(!log.contains("panicked"), "{log}");
     for secret in traders
         .iter()

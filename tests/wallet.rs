@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
-use common::{Anvil, Key, Weiport, run_client};
+use common::{Anvil, Key, Weiport, eventually, run_client};
 use serde_json::{Value, json};
 
 const CONFIRMATIONS: u64 = 4;
@@ -82,21 +82,6 @@ async fn eth_free(weiport: &Weiport, key: &Key) -> String {
         .map_or("0.00000000".into(), |b| {
             b["free"].as_str().unwrap().to_owned()
         })
-}
-
-/// Waits until `check` holds (polling), at most 30 s.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..300 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for: {what}");
 }
 
 /// The raw deposit history (`/sapi/v1/capital/deposit/hisrec`) of `key`.
@@ -272,8 +257,10 @@ async fn deposits_are_credited_once_final_never_when_reorganised_away() {
     chain.set_automine(true).await;
     chain.mine_many(CONFIRMATIONS * 2).await;
     wait_indexed_head(&weiport, &chain).await;
-    // A few wallet passes later, it is neither pending nor credited.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Once a deposit to another account, in a later block, is credited, the
+    // wallet has scanned past where the dropped one was: it is neither
+    // pending nor credited.
+    fund(&weiport, &chain, &bob, dev[3], 1).await;
     let seen = deposits(&weiport, &alice).await;
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen.iter().all(|d| d["status"] == "ok"), "{seen:?}");
@@ -309,7 +296,12 @@ async fn a_deposit_seen_before_a_kill_is_credited_once_after_the_restart() {
     .await;
     chain.mine_many(CONFIRMATIONS).await;
     wait_indexed_head(&weiport, &chain).await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Once a deposit to another account, in a later block, is credited, the
+    // wallet has scanned the first deposit's block again since the restart
+    // (a scan starts at the block of the last deposit credited): a second
+    // credit would have come by then.
+    let bob = key(&weiport, &["read"], false).await;
+    fund(&weiport, &chain, &bob, dev[1], 1).await;
     assert_eq!(eth_free(&weiport, &alice).await, "2.00000000");
     let seen = deposits(&weiport, &alice).await;
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -530,9 +522,11 @@ async fn a_stuck_withdrawal_is_followed_across_a_kill_replaced_and_paid_once() {
 
 /// The transaction withdrawal `id` shows once it shows one other than `not`.
 async fn sent_tx(weiport: &Weiport, key: &Key, id: &str, not: &str) -> String {
-    for _ in 0..100 {
+    let mut tx = String::new();
+    let what = format!("withdrawal {id} showing a transaction other than {not:?}");
+    eventually(&what, async || {
         let listed = ccxt(weiport, key, "withdrawals", &[]).await;
-        let tx = listed
+        tx = listed
             .as_array()
             .unwrap()
             .iter()
@@ -540,10 +534,8 @@ async fn sent_tx(weiport: &Weiport, key: &Key, id: &str, not: &str) -> String {
             .and_then(|w| w["txid"].as_str())
             .unwrap_or_default()
             .to_owned();
-        if tx.starts_with("0x") && tx != not {
-            return tx;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("withdrawal {id} shows no transaction other than {not:?}");
+        tx.starts_with("0x") && tx != not
+    })
+    .await;
+    tx
 }

@@ -37,10 +37,6 @@ pub trait Face: Clone + Send + Sync + 'static {
     fn reject(&self, error: &AccessError) -> Response;
     /// Adds this API's usage headers to a response.
     fn usage_headers(&self, _usage: &Usage, _headers: &mut HeaderMap) {}
-    /// Whether this API's handlers read the [`Caller`]; an API whose
-    /// handlers do not is spared its insertion (a map insert, often a
-    /// regrowth of the request's extensions, and its drop) on every request.
-    const HANDLERS_READ_CALLER: bool = true;
 }
 
 /// How much an endpoint costs against the request-weight limits.
@@ -110,10 +106,7 @@ impl Endpoint {
     }
 }
 
-/// Who is calling; in the request extensions of every guarded handler
-/// whose face reads it ([`Face::HANDLERS_READ_CALLER`]), in place of the
-/// [`ConnectInfo`] it was made from: such handlers read the client's
-/// address here.
+/// Who is calling; in the request extensions of every guarded handler.
 #[derive(Clone, Debug)]
 pub struct Caller {
     /// The client's address.
@@ -222,7 +215,7 @@ where
                 .and_then(|admitted| shared.authorize(&request, &[], admitted));
             let answer = match checked {
                 Ok((caller, usage)) => {
-                    hand_on::<F>(&mut request, caller);
+                    request.extensions_mut().insert(caller);
                     Ok((self.inner.call(request), usage))
                 }
                 Err(error) => Err(shared.refuse(error)),
@@ -380,19 +373,7 @@ impl<F: Face> Shared<F> {
         };
         let mut request = Request::from_parts(parts, Body::from(body.clone()));
         let (caller, usage) = self.authorize(&request, &body, admitted)?;
-        hand_on::<F>(&mut request, caller);
+        request.extensions_mut().insert(caller);
         Ok((request, usage))
-    }
-}
-
-/// Puts `caller` in the request for handlers that read it, in the place of
-/// the peer address it was made from: the extensions keep their size, where
-/// a fourth entry (after the peer, axum's matched path and path parameters)
-/// would regrow the map on every request.
-fn hand_on<F: Face>(request: &mut Request, caller: Caller) {
-    if F::HANDLERS_READ_CALLER {
-        let extensions = request.extensions_mut();
-        extensions.remove::<ConnectInfo<SocketAddr>>();
-        extensions.insert(caller);
     }
 }

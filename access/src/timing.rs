@@ -10,8 +10,11 @@
 //! an early-exit comparison — must be caught by the same statistic, so the
 //! check cannot pass by being blind.
 //!
-//! `TIMING_SAMPLES` (per class, default 50,000) sets the size; the full run is
-//! `scripts/hmac-timing.sh`, in a release build.
+//! The tests are ignored in the default run: a timing measured on a shared
+//! machine moves with its load, not with the code, so they are run on
+//! purpose, by `scripts/hmac-timing.sh` (in a release build), and their
+//! figures kept in RELIABILITY.md. `TIMING_SAMPLES` (per class, default
+//! 50,000) sets the size.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -153,6 +156,7 @@ fn assert_no_leak(what: &str, compare: impl Fn() -> Comparison) {
 }
 
 #[test]
+#[ignore = "statistical timing check: scripts/hmac-timing.sh runs it"]
 fn hmac_check_time_does_not_depend_on_matching_leading_bytes() {
     let key = HmacKey::new(SECRET);
     assert_no_leak("HMAC signature wrong in its first vs its last byte", || {
@@ -166,6 +170,7 @@ fn hmac_check_time_does_not_depend_on_matching_leading_bytes() {
 }
 
 #[test]
+#[ignore = "statistical timing check: scripts/hmac-timing.sh runs it"]
 fn an_early_exit_comparison_is_caught_by_the_same_statistic() {
     fn early_exit_eq(a: &[u8], b: &[u8]) -> bool {
         for (x, y) in a.iter().zip(b) {
@@ -200,6 +205,7 @@ fn an_early_exit_comparison_is_caught_by_the_same_statistic() {
 }
 
 #[test]
+#[ignore = "statistical timing check: scripts/hmac-timing.sh runs it"]
 fn admin_token_check_time_does_not_depend_on_matching_leading_bytes() {
     let token = "q3Zk9v0bX2mYl7TnR4sWc8pHd1fJe6gA5uKiOzNyVxB";
     let wrong_at = |i: usize| {

@@ -58,9 +58,6 @@ impl Face for EtherscanFace {
     fn reject(&self, error: &AccessError) -> Response {
         QueryError::from_access(error).into_response(self.http_200_errors)
     }
-
-    // The answer depends on the parameters alone.
-    const HANDLERS_READ_CALLER: bool = false;
 }
 
 struct QueryState {

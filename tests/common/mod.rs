@@ -88,6 +88,21 @@ pub fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+/// Waits until `check` holds, asking again every 100 ms; fails the test
+/// with `what` if it does not within a minute. A check that something did
+/// not happen waits here for a sign that the system has moved past the point
+/// where it would have happened, never for a fixed time.
+pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// [`repo_path`] as text, for command lines.
 pub fn repo_text(relative: &str) -> String {
     repo_path(relative).to_string_lossy().into_owned()
@@ -620,6 +635,32 @@ impl Weiport {
             self.log.push(line);
         }
         &self.log
+    }
+
+    /// Waits until a log line contains `marker`; the lines seen so far.
+    pub async fn wait_for_log(&mut self, marker: &str) -> &[String] {
+        eventually(&format!("a log line with {marker:?}"), async || {
+            self.drain_log().iter().any(|line| line.contains(marker))
+        })
+        .await;
+        &self.log
+    }
+
+    /// Every log line, read to the end of the output of a server that has
+    /// exited: a line written just before the exit may still be on its way
+    /// when the process is gone.
+    pub fn read_log_to_end(&mut self) -> &[String] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => self.log.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return &self.log,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("the server's output did not end within 10 s")
+                }
+            }
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 //! cannot be asked to produce: dropped connections and garbage answers.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -23,6 +25,7 @@ pub enum Fault {
 pub struct FaultProxy {
     pub url: String,
     mode: watch::Sender<Fault>,
+    faulted: Arc<AtomicU64>,
 }
 
 impl FaultProxy {
@@ -33,10 +36,15 @@ impl FaultProxy {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (mode, _) = watch::channel(Fault::None);
         let modes = mode.clone();
+        let faulted = Arc::new(AtomicU64::new(0));
+        let counted = faulted.clone();
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
                 let mut changes = modes.subscribe();
                 let fault = *changes.borrow_and_update();
+                if fault != Fault::None {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
                 tokio::spawn(async move {
                     let mut inbound = inbound;
                     match fault {
@@ -68,10 +76,17 @@ impl FaultProxy {
                 });
             }
         });
-        Self { url, mode }
+        Self { url, mode, faulted }
     }
 
     pub fn set(&self, fault: Fault) {
         self.mode.send_replace(fault);
+    }
+
+    /// Connections met with a fault so far (dropped, answered with
+    /// garbage, or held stalled): each one a call the client could not
+    /// complete.
+    pub fn faulted(&self) -> u64 {
+        self.faulted.load(Ordering::Relaxed)
     }
 }
