@@ -154,7 +154,52 @@ def module_files(src, root_file):
     return modules
 
 
-def references(path, text, modules):
+REEXPORT = re.compile(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", re.S)
+
+
+def reexports_of(modules):
+    """Per module, the names it re-exports (`pub use a::B`, `pub(crate) use
+    a::B as C`) and the path each stands for."""
+    table = {}
+    for path, (file, _) in modules.items():
+        text = strip_comments_and_strings(file.read_text())
+        names = {}
+        for match in REEXPORT.finditer(text):
+            raw = re.sub(r"\s+", " ", match.group(1))
+            for item in expand_use_tree(raw.replace(" as ", "@AS@")):
+                original, _, alias = item.partition("@AS@")
+                segments = [s for s in original.split("::") if s]
+                if segments:
+                    names[alias or segments[-1]] = segments
+        table[path] = names
+    return table
+
+
+def resolve(base, segments, modules, reexports, depth=0):
+    """The deepest module a path names, following re-exports of its last names."""
+    rest = list(segments)
+    if rest and rest[0] == "crate":
+        base, rest = (), rest[1:]
+    else:
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+    target = base
+    while rest:
+        segment = rest[0]
+        if target + (segment,) in modules:
+            target = target + (segment,)
+            rest = rest[1:]
+            continue
+        via = reexports.get(target, {}).get(segment)
+        if via and depth < 8 and (via[0] in ("crate", "super", "self") or target + (via[0],) in modules):
+            return resolve(target, via, modules, reexports, depth + 1)
+        break
+    return target
+
+
+def references(path, text, modules, reexports):
     """Module paths this module's code names."""
     found = set()
     paths = []
@@ -164,26 +209,9 @@ def references(path, text, modules):
         paths.append(match.group(1) + match.group(2))
     for raw in paths:
         segments = [s for s in raw.split("::") if s]
-        if not segments:
+        if not segments or segments[0] not in ("crate", "super", "self"):
             continue
-        if segments[0] == "crate":
-            base, rest = (), segments[1:]
-        elif segments[0] in ("super", "self"):
-            base = path
-            rest = segments
-            while rest and rest[0] in ("super", "self"):
-                if rest[0] == "super":
-                    base = base[:-1]
-                rest = rest[1:]
-        else:
-            continue
-        target = base
-        for segment in rest:
-            if target + (segment,) in modules:
-                target = target + (segment,)
-            else:
-                break
-        found.add(target)
+        found.add(resolve(path, segments, modules, reexports))
     return found
 
 
@@ -245,13 +273,14 @@ def main():
                 for match in GLOB_REEXPORT.finditer(strip_comments_and_strings(file.read_text())):
                     breaches.append(f"{file.relative_to(ROOT)}: glob re-export `{match.group(0).strip()}`")
         modules = module_files(src, root_file)
+        reexports = reexports_of(modules)
         edges = {}
         witnesses = {}
         for path, (file, test_only) in modules.items():
             if test_only:
                 continue
             text = drop_inline_test_modules(strip_comments_and_strings(file.read_text()))
-            for target in references(path, text, modules):
+            for target in references(path, text, modules, reexports):
                 pair = lifted(path, target)
                 if pair:
                     edges.setdefault(pair[0], set()).add(pair[1])

@@ -7,6 +7,8 @@ cd "$REPO_ROOT"
 
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
+echo "== house rules (module circles, glob re-exports, file sizes)" >&2
+python3 scripts/house-rules.py
 echo "== cargo clippy" >&2
 cargo clippy -j2 --workspace --all-targets --locked -- -D warnings
 echo "== cargo nextest" >&2
