@@ -190,7 +190,7 @@ async fn market_data_reads_stay_within_their_allocation_budget() {
         ticker <= 17.0,
         "ticker/price: {ticker:.1} allocations per request"
     );
-    assert!(depth <= 14.0, "depth: {depth:.1} allocations per request");
+    assert!(depth <= 15.0, "depth: {depth:.1} allocations per request");
 }
 
 #[tokio::test(flavor = "current_thread")]
