@@ -14,16 +14,50 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-/// Events on a listen-key stream until none comes for 500 ms.
-async fn drain(socket: &mut Socket) -> Vec<Value> {
-    let mut events = Vec::new();
-    while let Ok(Some(Ok(message))) =
-        tokio::time::timeout(Duration::from_millis(500), socket.next()).await
-    {
-        if let Message::Text(text) = message {
-            events.push(serde_json::from_str(&text).unwrap());
+/// The amount `drain` credits and debits as its end marker.
+const MARKER: &str = "0.00000001";
+
+/// Every event on `key`'s listen-key stream caused by what the test did so
+/// far. The account is then credited and debited a marker amount, which
+/// nets to nothing: a stream delivers an account's events in the order of
+/// their commands, so once the debit's position arrives every earlier event
+/// has, and the marker's own events are cut off.
+async fn drain(weiport: &Weiport, key: &Key, socket: &mut Socket) -> Vec<Value> {
+    for direction in ["credit", "debit"] {
+        let (status, answer) = weiport
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/accounts/{}/{direction}", key.account),
+                json!({"asset": "USDT", "amount": MARKER}),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let debit = format!("-{MARKER}");
+    let mut events: Vec<Value> = Vec::new();
+    let mut debited = false;
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("the marker's events within 30 s")
+            .expect("the stream stays open")
+            .expect("a readable message");
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&text).unwrap();
+        let ends = debited && event["e"] == "outboundAccountPosition";
+        debited |= event["e"] == "balanceUpdate" && event["d"] == debit.as_str();
+        events.push(event);
+        if ends {
+            break;
         }
     }
+    let marker = events
+        .iter()
+        .position(|e| e["e"] == "balanceUpdate" && e["d"] == MARKER)
+        .expect("the marker's credit before its debit");
+    events.truncate(marker);
     events
 }
 
@@ -125,7 +159,7 @@ async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_accou
         .await;
     assert_eq!(status, 200);
 
-    let events = drain(&mut stream).await;
+    let events = drain(&weiport, &maker, &mut stream).await;
     let reports: Vec<(String, String, String, String)> = events
         .iter()
         .filter(|e| e["e"] == "executionReport")
@@ -404,7 +438,7 @@ async fn a_stop_order_is_reported_waiting_then_working_when_its_trigger_trades()
     .await;
     trade_at("2960").await;
     trade_at("2950").await;
-    let reports: Vec<Value> = drain(&mut stream)
+    let reports: Vec<Value> = drain(&weiport, &maker, &mut stream)
         .await
         .into_iter()
         .filter(|e| e["e"] == "executionReport" && e["i"] == stop["orderId"])
@@ -460,7 +494,7 @@ async fn an_oco_is_reported_as_a_list_from_placement_to_all_done() {
         "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3100",
     )
     .await;
-    let events = drain(&mut stream).await;
+    let events = drain(&weiport, &maker, &mut stream).await;
     let lists: Vec<(Value, Value, usize)> = events
         .iter()
         .filter(|e| e["e"] == "listStatus")
@@ -524,7 +558,7 @@ async fn a_list_placed_before_a_restart_is_still_reported_when_it_ends() {
         "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=3100",
     )
     .await;
-    let lists: Vec<Value> = drain(&mut stream)
+    let lists: Vec<Value> = drain(&weiport, &maker, &mut stream)
         .await
         .into_iter()
         .filter(|e| e["e"] == "listStatus")
@@ -570,7 +604,7 @@ async fn decrement_is_reported_to_both_orders_as_a_trade_prevention() {
         "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=1&price=3000&selfTradePreventionMode=DECREMENT",
     )
     .await;
-    let reports: Vec<Value> = drain(&mut stream)
+    let reports: Vec<Value> = drain(&weiport, &taker, &mut stream)
         .await
         .into_iter()
         .filter(|e| e["e"] == "executionReport" && e["x"] == "TRADE_PREVENTION")
