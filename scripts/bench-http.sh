@@ -31,7 +31,7 @@ server_cpu=()
 BASELINE_LOG_DIR="$work" "${server_cpu[@]}" "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
 
 # start_weiport READY_PATH: config extras on stdin; waits until READY_PATH answers.
-# WEIPORT_BIN names another build to measure (e.g. an earlier commit's, to
+# BENCH_WEIPORT_BIN names another build to measure (e.g. an earlier commit's, to
 # compare before and after against the same baseline).
 start_weiport() {
   {
@@ -47,7 +47,7 @@ level = "warn"
 TOML
     cat
   } > "$work/config.toml"
-  "${server_cpu[@]}" "${WEIPORT_BIN:-$bin/weiport}" --config "$work/config.toml" serve & pids+=($!)
+  "${server_cpu[@]}" "${BENCH_WEIPORT_BIN:-$bin/weiport}" --config "$work/config.toml" serve & pids+=($!)
   for _ in $(seq 100); do curl -fs -o /dev/null "127.0.0.1:18080$1" && return; sleep 0.1; done
   echo "weiport did not become ready" >&2; exit 1
 }
