@@ -21,10 +21,7 @@ use crate::{ChainWallet, CoinSettings, Exchange};
 
 /// The wallet, or the refusal of a server that runs none.
 fn wallet(exchange: &Exchange) -> Result<&dyn ChainWallet, BinanceError> {
-    exchange
-        .wallet
-        .as_deref()
-        .ok_or(Refusal::Unsupported.into())
+    exchange.wallet.as_deref().ok_or_else(unsupported)
 }
 
 fn unsupported() -> BinanceError {
