@@ -35,6 +35,9 @@ command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 command -v curl >/dev/null 2>&1 || apt_install curl
 # libfaketime: the clock-skew drill runs the server on a shifted clock.
 apt_install faketime
+# redis-server: the store of keys, limits and bans shared by several
+# processes ([cluster] redis_url); tests start their own on loopback.
+apt_install redis-server
 
 # The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
 tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"

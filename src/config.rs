@@ -90,6 +90,43 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Logging.
     pub log: LogConfig,
+    /// Other processes sharing keys, limits and bans.
+    pub cluster: ClusterSection,
+}
+
+/// `[cluster]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The shared Redis; empty: a process alone.
+    pub redis_url: String,
+    /// This process's name; empty: host name and public port.
+    pub node_name: String,
+    /// Longest wait on Redis, in milliseconds.
+    pub timeout_ms: u64,
+    /// Milliseconds between version checks and heartbeats.
+    pub poll_ms: u64,
+}
+
+impl ClusterSection {
+    /// The access layer's cluster settings, if a Redis is configured.
+    pub fn config(&self, listen: SocketAddr) -> Option<weiport_access::cluster::ClusterConfig> {
+        if self.redis_url.is_empty() {
+            return None;
+        }
+        let node = if self.node_name.is_empty() {
+            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+            format!("{}:{}", host.trim(), listen.port())
+        } else {
+            self.node_name.clone()
+        };
+        Some(weiport_access::cluster::ClusterConfig {
+            redis_url: self.redis_url.clone(),
+            node,
+            timeout: Duration::from_millis(self.timeout_ms.max(1)),
+            poll: Duration::from_millis(self.poll_ms.max(10)),
+        })
+    }
 }
 
 /// `[server]`.

@@ -54,12 +54,17 @@ pub fn open_access(config: &Config, store: &Store) -> anyhow::Result<weiport_acc
         config.access.default_tier.clone(),
     )
     .context("loading API keys")?;
-    Ok(weiport_access::Access::new(
+    let access = weiport_access::Access::new(
         keys,
         limiter,
         config.access.trusted_proxies(),
         config.server.max_body_bytes,
-    ))
+    );
+    let Some(cluster) = config.cluster.config(config.server.listen) else {
+        return Ok(access);
+    };
+    let redis = weiport_access::cluster::Redis::new(cluster).context("cluster.redis_url")?;
+    Ok(access.in_cluster(Arc::new(redis)))
 }
 
 /// The admin bearer token: from configuration, or kept in `<data_dir>/admin.token`.
@@ -186,6 +191,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     }
     let access = Arc::new(open_access(config, &store)?);
     access.spawn_housekeeping(Duration::from_secs(30));
+    access.follow_cluster();
     let admin_token = admin_token(config)?;
 
     let listener = TcpListener::bind(config.server.listen)
@@ -236,17 +242,14 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         .context("the [coingecko] configuration")?;
     let prices =
         weiport_coingecko_api::router(Arc::new(ExchangeMarkets(exchange.clone())), coins, &access);
-    let app = router(
-        ops,
-        query
-            .merge(weiport_exchange_api::router(exchange.clone()))
-            .merge(prices),
-    );
-    let admin_app = weiport_access::admin::router(
-        access.clone(),
-        &admin_token,
-        weiport_exchange_api::admin_router(exchange.clone()),
-    );
+    let mut exchange_app = weiport_exchange_api::router(exchange.clone()).merge(prices);
+    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone());
+    if !config.exchange.enabled {
+        exchange_app = exchange_app.layer(axum::middleware::from_fn(exchange_elsewhere));
+        exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
+    }
+    let app = router(ops, query.merge(exchange_app));
+    let admin_app = weiport_access::admin::router(access.clone(), &admin_token, exchange_admin);
 
     let limits = weiport_listener::ConnectionLimits {
         header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
@@ -340,7 +343,7 @@ fn open_wallet(
     store: &Store,
     catalog: &weiport_exchange::Catalog,
 ) -> anyhow::Result<Option<Arc<weiport_wallet::Wallet>>> {
-    if !config.wallet.enabled || !config.indexer.enabled {
+    if !config.wallet.enabled || !config.indexer.enabled || !config.exchange.enabled {
         return Ok(None);
     }
     let settings = config
@@ -406,6 +409,19 @@ fn router(ops: Ops, faces: Router) -> Router {
         .fallback_service(tracked(axum::routing::any(|| async {
             StatusCode::NOT_FOUND
         })))
+}
+
+/// The answer of every exchange route on a process that does not serve the
+/// exchange (`exchange.enabled = false`): another process of the cluster does.
+async fn exchange_elsewhere(
+    _request: axum::extract::Request,
+    _next: axum::middleware::Next,
+) -> Response {
+    let body = serde_json::json!({
+        "code": -1000,
+        "msg": "This process does not serve the exchange (exchange.enabled = false); send exchange requests to the process that does.",
+    });
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
 /// Liveness: the process answers.

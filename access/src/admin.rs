@@ -29,10 +29,24 @@ impl From<KeyStoreError> for AdminError {
             KeyStoreError::Storage(_) | KeyStoreError::Sealing(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
+            // Refused whole: the cluster's table is where changes must land.
+            KeyStoreError::Shared(_) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         };
         Self(status, error.to_string())
     }
+}
+
+/// Runs a change of the key table off the runtime: in a cluster it waits
+/// on Redis (at most `cluster.timeout_ms`), which must not stall requests.
+async fn changing<T: Send + 'static>(
+    access: Arc<Access>,
+    change: impl FnOnce(&Access) -> Result<T, KeyStoreError> + Send + 'static,
+) -> Result<T, AdminError> {
+    tokio::task::spawn_blocking(move || change(&access))
+        .await
+        .map_err(|e| AdminError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(AdminError::from)
 }
 
 #[derive(Deserialize)]
@@ -57,7 +71,10 @@ async fn create_account(
     State(access): State<Arc<Access>>,
     Json(body): Json<NewAccount>,
 ) -> Result<Response, AdminError> {
-    let account = access.keys.create_account(&body.label)?;
+    let account = changing(access, move |access| {
+        access.keys.create_account(&body.label)
+    })
+    .await?;
     let body = serde_json::json!({ "id": account.id, "label": account.label, "created_ms": account.created_ms });
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
@@ -76,7 +93,7 @@ async fn create_key(
     State(access): State<Arc<Access>>,
     Json(body): Json<NewKey>,
 ) -> Result<Response, AdminError> {
-    let created = access.keys.create_key(body)?;
+    let created = changing(access, move |access| access.keys.create_key(body)).await?;
     tracing::info!(key = %created.info.id, account = created.info.account, "API key created");
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
@@ -91,7 +108,8 @@ async fn rotate_key(
     body: Option<Json<Rotate>>,
 ) -> Result<Response, AdminError> {
     let grace = Duration::from_secs(body.map(|b| b.0).unwrap_or_default().grace_secs);
-    let rotated = access.keys.rotate(&id, grace)?;
+    let key = id.clone();
+    let rotated = changing(access, move |access| access.keys.rotate(&key, grace)).await?;
     tracing::info!(key = %id, ?grace, "API key rotated");
     Ok(Json(rotated).into_response())
 }
@@ -100,7 +118,8 @@ async fn revoke_key(
     State(access): State<Arc<Access>>,
     Path(id): Path<String>,
 ) -> Result<Response, AdminError> {
-    let revoked = access.keys.revoke(&id)?;
+    let key = id.clone();
+    let revoked = changing(access, move |access| access.keys.revoke(&key)).await?;
     tracing::info!(key = %id, "API key revoked");
     Ok(Json(revoked).into_response())
 }

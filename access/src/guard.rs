@@ -19,6 +19,7 @@ use tower::Service;
 
 use crate::auth::{Credentials, Security, authenticate};
 use crate::keystore::{ApiKey, now_ms};
+use crate::limits::Charges;
 use crate::limits::Usage;
 use crate::params::BodyKind;
 use crate::telemetry::{Answering, RouteId};
@@ -214,10 +215,31 @@ where
                 .admit(&request)
                 .and_then(|admitted| shared.authorize(&request, &[], admitted));
             let answer = match checked {
-                Ok((caller, usage)) => {
-                    request.extensions_mut().insert(caller);
-                    Ok((self.inner.call(request), usage))
-                }
+                Ok(mut authorized) => match authorized.settle_now(&shared.access) {
+                    Ok(true) => {
+                        request.extensions_mut().insert(authorized.caller);
+                        Ok((self.inner.call(request), authorized.usage))
+                    }
+                    // The shared budgets need Redis: the call waits for it.
+                    Ok(false) => {
+                        let fresh = self.inner.clone();
+                        let mut inner = std::mem::replace(&mut self.inner, fresh);
+                        return Box::pin(async move {
+                            let response = match authorized.settle(&shared.access).await {
+                                Ok(()) => {
+                                    let usage = authorized.usage;
+                                    request.extensions_mut().insert(authorized.caller);
+                                    let Ok(mut response) = inner.call(request).await;
+                                    shared.face.usage_headers(&usage, response.headers_mut());
+                                    response
+                                }
+                                Err(error) => shared.refuse(error),
+                            };
+                            record(&shared, response)
+                        });
+                    }
+                    Err(error) => Err(shared.refuse(error)),
+                },
                 Err(error) => Err(shared.refuse(error)),
             };
             return Box::pin(async move {
@@ -257,6 +279,36 @@ struct Admitted {
     usage: Usage,
     now_ms: u64,
     started_us: u64,
+    charges: Charges,
+}
+
+/// A request that passed every check of this process; in a cluster, the
+/// shared budgets are still to be charged.
+struct Authorized {
+    caller: Caller,
+    usage: Usage,
+    charges: Charges,
+    now_ms: u64,
+}
+
+impl Authorized {
+    /// Charges the shared budgets from this process's slices; `Ok(false)`:
+    /// Redis must be asked ([`Authorized::settle`]).
+    fn settle_now(&mut self, access: &Access) -> Result<bool, AccessError> {
+        let ip = self.caller.ip;
+        access
+            .limiter
+            .settle_shared_now(&self.charges, ip, self.now_ms, &mut self.usage)
+    }
+
+    /// Charges the shared budgets, asking Redis.
+    async fn settle(&mut self, access: &Access) -> Result<(), AccessError> {
+        let ip = self.caller.ip;
+        access
+            .limiter
+            .settle_shared(&self.charges, ip, self.now_ms, &mut self.usage)
+            .await
+    }
 }
 
 impl<F: Face> Shared<F> {
@@ -290,12 +342,17 @@ impl<F: Face> Shared<F> {
             Weight::ByQuery(f) => f(request.uri().query().unwrap_or("")),
         };
         let usage = access.limiter.charge_ip_weight(ip, weight, now_ms)?;
+        let mut charges = Charges::default();
+        if access.limiter.is_shared() {
+            charges.ip = Some((access.limiter.client_group(ip), weight));
+        }
         Ok(Admitted {
             ip,
             weight,
             usage,
             now_ms,
             started_us,
+            charges,
         })
     }
 
@@ -305,7 +362,7 @@ impl<F: Face> Shared<F> {
         request: &Request,
         body: &[u8],
         admitted: Admitted,
-    ) -> Result<(Caller, Usage), AccessError> {
+    ) -> Result<Authorized, AccessError> {
         let (access, endpoint) = (&self.access, self.endpoint);
         let Admitted {
             ip,
@@ -313,6 +370,7 @@ impl<F: Face> Shared<F> {
             mut usage,
             now_ms: now,
             started_us,
+            mut charges,
         } = admitted;
         let query = request.uri().query().unwrap_or("");
         let api_key = self.face.api_key(request.headers(), query, body);
@@ -345,13 +403,27 @@ impl<F: Face> Shared<F> {
                 let counts = limiter.charge_order(ip, key.account, now)?;
                 usage.orders = Some(counts);
             }
+            if limiter.is_shared() {
+                charges.key = Some((key.limit_slot, weight, signed));
+                if endpoint.query_call {
+                    charges.query = Some((key.account, limiter.query_per_second(&key.tier)));
+                }
+                if endpoint.counts_order {
+                    charges.order = Some(key.account);
+                }
+            }
         }
         let caller = Caller {
             ip,
             key,
             reads: endpoint.reads,
         };
-        Ok((caller, usage))
+        Ok(Authorized {
+            caller,
+            usage,
+            charges,
+            now_ms: now,
+        })
     }
 
     /// The checks of a request with a body: admitted, its body read within
@@ -372,8 +444,11 @@ impl<F: Face> Shared<F> {
             }
         };
         let mut request = Request::from_parts(parts, Body::from(body.clone()));
-        let (caller, usage) = self.authorize(&request, &body, admitted)?;
-        request.extensions_mut().insert(caller);
-        Ok((request, usage))
+        let mut authorized = self.authorize(&request, &body, admitted)?;
+        if !authorized.settle_now(&self.access)? {
+            authorized.settle(&self.access).await?;
+        }
+        request.extensions_mut().insert(authorized.caller);
+        Ok((request, authorized.usage))
     }
 }

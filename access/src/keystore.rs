@@ -2,25 +2,20 @@
 //! served from memory on the hot path. Secrets are sealed at rest.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
 
 use ed25519_dalek::VerifyingKey;
 use ed25519_dalek::pkcs8::DecodePublicKey;
 use weiport_storage::{AccountRecord, ApiKeyRecord, StorageError, Store};
 
+use crate::cluster::{Redis, SharedError, table};
 use crate::keys::{BadIpRule, IpRule, KeyKind, Permission, Permissions, random_token};
 use crate::limits::IdHasher;
 use crate::sealing::{MasterKey, SealingError};
 use crate::signature::HmacKey;
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub use crate::clock::now_ms;
 
 /// What a key proves possession of.
 enum Credential {
@@ -52,6 +47,8 @@ pub struct ApiKey {
     pub revoked_ms: Option<u64>,
     /// Stable number identifying the key in the rate limiter.
     pub limit_slot: u64,
+    /// The shared table's revision this copy came from (0: never shared).
+    pub(crate) revision: u64,
 }
 
 impl std::fmt::Debug for ApiKey {
@@ -190,6 +187,9 @@ pub enum KeyStoreError {
     /// Secret decryption failure.
     #[error(transparent)]
     Sealing(#[from] SealingError),
+    /// The shared key store did not take the change; nothing was changed.
+    #[error(transparent)]
+    Shared(#[from] SharedError),
 }
 
 /// All accounts' keys, durable in storage, served from memory.
@@ -202,12 +202,16 @@ pub struct KeyStore {
     changes: std::sync::Mutex<()>,
     tiers: Vec<String>,
     default_tier: String,
+    /// Set when the table is shared with other processes through Redis.
+    shared: OnceLock<Arc<Redis>>,
 }
 
+/// The key's number in the limiters: FNV-1a of its id, the same in every
+/// process and every build, so processes sharing budgets agree on it.
 fn limit_slot(id: &str) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    id.hash(&mut hasher);
-    hasher.finish()
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl KeyStore {
@@ -230,6 +234,7 @@ impl KeyStore {
             changes: std::sync::Mutex::new(()),
             tiers,
             default_tier,
+            shared: OnceLock::new(),
         })
     }
 
@@ -280,6 +285,7 @@ impl KeyStore {
             created_ms: record.created_ms,
             revoked_ms: record.revoked_ms,
             limit_slot: limit_slot(&record.id),
+            revision: 0,
         })
     }
 
@@ -292,8 +298,25 @@ impl KeyStore {
             .cloned()
     }
 
+    /// Shares the table through `redis` from now on: changes go to Redis
+    /// first, and what other processes change arrives through
+    /// [`KeyStore::apply_shared`].
+    pub(crate) fn share(&self, redis: Arc<Redis>) {
+        let _ = self.shared.set(redis);
+    }
+
     fn install(&self, record: &ApiKeyRecord) -> Result<Arc<ApiKey>, KeyStoreError> {
-        let key = Arc::new(Self::live(&self.master, record)?);
+        self.install_at(record, 0)
+    }
+
+    fn install_at(
+        &self,
+        record: &ApiKeyRecord,
+        revision: u64,
+    ) -> Result<Arc<ApiKey>, KeyStoreError> {
+        let mut key = Self::live(&self.master, record)?;
+        key.revision = revision;
+        let key = Arc::new(key);
         // Durable first: a crash after this line still has the key on restart.
         self.store.put_api_key(record)?;
         self.keys
@@ -307,9 +330,63 @@ impl KeyStore {
         self.store.api_key(id)?.ok_or(KeyStoreError::UnknownKey)
     }
 
+    /// A key record changed by any process, at `revision` of the shared
+    /// table. Older copies and un-revocations are ignored: a key revoked
+    /// anywhere stays revoked here, whatever Redis forgot.
+    pub(crate) fn apply_shared(&self, revision: u64, record: &ApiKeyRecord) {
+        let _changing = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(current) = self.get(&record.id)
+            && (current.revision >= revision
+                || (current.revoked_ms.is_some() && record.revoked_ms.is_none()))
+        {
+            return;
+        }
+        if let Err(error) = self.install_at(record, revision) {
+            tracing::error!(key = %record.id, %error, "shared key not applied");
+        }
+    }
+
+    /// The key as held after the shared table took `record` at `revision`
+    /// (or a later change that arrived first).
+    fn applied(&self, revision: u64, record: &ApiKeyRecord) -> Result<Arc<ApiKey>, KeyStoreError> {
+        self.apply_shared(revision, record);
+        self.get(&record.id).ok_or(KeyStoreError::UnknownKey)
+    }
+
+    /// An account created by any process.
+    pub(crate) fn apply_shared_account(&self, record: &AccountRecord) {
+        match self.store.account(record.id) {
+            Ok(Some(_)) => {}
+            _ => {
+                if let Err(error) = self.store.put_account(record) {
+                    tracing::error!(account = record.id, %error, "shared account not applied");
+                }
+            }
+        }
+    }
+
+    /// This process's own copy of the table: keys with their revisions,
+    /// accounts; what it offers a Redis that lost its data.
+    pub(crate) fn local_table(&self) -> (Vec<(u64, ApiKeyRecord)>, Vec<AccountRecord>) {
+        let records = self.store.api_keys().unwrap_or_default();
+        let keys = records
+            .into_iter()
+            .map(|record| {
+                let revision = self.get(&record.id).map_or(0, |key| key.revision);
+                (revision, record)
+            })
+            .collect();
+        (keys, self.store.accounts().unwrap_or_default())
+    }
+
     /// Creates an account.
     pub fn create_account(&self, label: &str) -> Result<AccountRecord, KeyStoreError> {
-        Ok(self.store.create_account(label, now_ms())?)
+        let Some(redis) = self.shared.get() else {
+            return Ok(self.store.create_account(label, now_ms())?);
+        };
+        let record = table::create_account(redis, label, now_ms())?;
+        self.store.put_account(&record)?;
+        Ok(record)
     }
 
     /// Whether account `id` exists.
@@ -373,7 +450,18 @@ impl KeyStore {
             created_ms: now_ms(),
             revoked_ms: None,
         };
-        let key = self.install(&record)?;
+        let key = match self.shared.get() {
+            None => self.install(&record)?,
+            Some(redis) => match table::write_key(redis, &record, 0)? {
+                table::Written::At(revision) => self.applied(revision, &record)?,
+                // A fresh random id taken: as likely as guessing a secret.
+                _ => {
+                    return Err(KeyStoreError::Shared(SharedError::Unexpected(
+                        "key id already taken".into(),
+                    )));
+                }
+            },
+        };
         Ok(CreatedKey {
             info: key.info(),
             secret,
@@ -394,23 +482,52 @@ impl KeyStore {
         listed
     }
 
+    /// Reads key `id`, lets `edit` change it, and stores the result: here
+    /// under a lock, or in the shared table only if no other process
+    /// changed the key in between (else read and edit again).
+    fn change<T>(
+        &self,
+        id: &str,
+        mut edit: impl FnMut(&mut ApiKeyRecord) -> Result<T, KeyStoreError>,
+    ) -> Result<(Arc<ApiKey>, T), KeyStoreError> {
+        let Some(redis) = self.shared.get() else {
+            let _changing = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+            let mut record = self.record_of(id)?;
+            let made = edit(&mut record)?;
+            return Ok((self.install(&record)?, made));
+        };
+        loop {
+            let (revision, mut record) =
+                table::read_key(redis, id)?.ok_or(KeyStoreError::UnknownKey)?;
+            let made = edit(&mut record)?;
+            match table::write_key(redis, &record, revision)? {
+                table::Written::At(revision) => {
+                    return Ok((self.applied(revision, &record)?, made));
+                }
+                table::Written::Conflict => continue,
+                table::Written::Revoked => return Err(KeyStoreError::Revoked),
+            }
+        }
+    }
+
     /// Gives an HMAC key a new secret; the old one keeps working for `grace`.
     pub fn rotate(&self, id: &str, grace: Duration) -> Result<CreatedKey, KeyStoreError> {
-        let _changing = self.changes.lock().unwrap_or_else(|e| e.into_inner());
-        let mut record = self.record_of(id)?;
-        if record.revoked_ms.is_some() {
-            return Err(KeyStoreError::Revoked);
-        }
-        if KeyKind::from_tag(record.kind) != Some(KeyKind::Hmac) {
-            return Err(KeyStoreError::NotRotatable);
-        }
-        let secret = random_token();
-        let old = std::mem::replace(
-            &mut record.material,
-            self.master.seal(secret.as_bytes(), id.as_bytes()),
-        );
-        record.previous = (!grace.is_zero()).then(|| (old, now_ms() + grace.as_millis() as u64));
-        let key = self.install(&record)?;
+        let (key, secret) = self.change(id, |record| {
+            if record.revoked_ms.is_some() {
+                return Err(KeyStoreError::Revoked);
+            }
+            if KeyKind::from_tag(record.kind) != Some(KeyKind::Hmac) {
+                return Err(KeyStoreError::NotRotatable);
+            }
+            let secret = random_token();
+            let old = std::mem::replace(
+                &mut record.material,
+                self.master.seal(secret.as_bytes(), id.as_bytes()),
+            );
+            record.previous =
+                (!grace.is_zero()).then(|| (old, now_ms() + grace.as_millis() as u64));
+            Ok(secret)
+        })?;
         Ok(CreatedKey {
             info: key.info(),
             secret: Some(secret),
@@ -419,12 +536,13 @@ impl KeyStore {
 
     /// Revokes a key; the next request with it is refused.
     pub fn revoke(&self, id: &str) -> Result<KeyInfo, KeyStoreError> {
-        let _changing = self.changes.lock().unwrap_or_else(|e| e.into_inner());
-        let mut record = self.record_of(id)?;
-        if record.revoked_ms.is_none() {
-            record.revoked_ms = Some(now_ms());
-        }
-        Ok(self.install(&record)?.info())
+        let (key, ()) = self.change(id, |record| {
+            if record.revoked_ms.is_none() {
+                record.revoked_ms = Some(now_ms());
+            }
+            Ok(())
+        })?;
+        Ok(key.info())
     }
 }
 

@@ -3,7 +3,10 @@
 
 pub mod admin;
 pub mod auth;
+mod clock;
+pub mod cluster;
 mod error;
+mod follow;
 pub mod guard;
 pub mod keys;
 pub mod keystore;
@@ -42,6 +45,7 @@ pub struct Access {
     pub limiter: Limiter,
     trusted_proxies: Vec<IpRule>,
     max_body_bytes: usize,
+    cluster: Option<Arc<cluster::Redis>>,
 }
 
 impl Access {
@@ -58,7 +62,28 @@ impl Access {
             limiter,
             trusted_proxies,
             max_body_bytes,
+            cluster: None,
         }
+    }
+
+    /// Shares keys, accounts, budgets and bans with every process using
+    /// `redis`; start following the others with [`Access::follow_cluster`].
+    pub fn in_cluster(mut self, redis: Arc<cluster::Redis>) -> Self {
+        self.keys.share(redis.clone());
+        self.limiter.share(redis.clone());
+        self.cluster = Some(redis);
+        self
+    }
+
+    /// Follows the other processes of the cluster (if in one) until
+    /// `self` is dropped: their changes to keys and accounts, their bans.
+    pub fn follow_cluster(self: &Arc<Self>) {
+        follow::spawn(self);
+    }
+
+    /// The cluster's Redis, when in one.
+    pub fn cluster(&self) -> Option<&Arc<cluster::Redis>> {
+        self.cluster.as_ref()
     }
 
     /// The client's address: the socket peer, or, behind a trusted proxy, the

@@ -257,7 +257,11 @@ pub(crate) async fn order_rate_limit(
     Signed { account, .. }: Signed,
 ) -> Answer {
     let limits = exchange.access.limiter.config();
-    let (ten, day) = exchange.access.limiter.order_counts(account, now_ms());
+    let (ten, day) = exchange
+        .access
+        .limiter
+        .current_order_counts(account, now_ms())
+        .await;
     Ok(Json(json!([
         {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": limits.orders_per_10s, "count": ten},
         {"rateLimitType": "ORDERS", "interval": "DAY", "intervalNum": 1, "limit": limits.orders_per_day, "count": day},

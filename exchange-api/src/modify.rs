@@ -117,7 +117,12 @@ pub(crate) async fn cancel_replace(
         )
             .into_response())
     };
-    if let Err(error) = exchange.access.limiter.charge_order(ip, account, now_ms()) {
+    let counted = exchange
+        .access
+        .limiter
+        .count_order(ip, account, now_ms())
+        .await;
+    if let Err(error) = counted {
         let limited = BinanceError::from(&error);
         let Some(target) = target.filter(|_| cancel_only_when_limited && cancel_refusal.is_none())
         else {

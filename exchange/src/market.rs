@@ -277,6 +277,9 @@ pub enum FilterFailure {
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExchangeConfig {
+    /// Whether this process serves the exchange at all.
+    #[serde(default = "serves_exchange")]
+    pub enabled: bool,
     /// Account that receives trading fees.
     pub fee_account: u64,
     /// Commands waiting for the engine before submitters have to wait.
@@ -287,6 +290,10 @@ pub struct ExchangeConfig {
     /// included) before it is credited or completed.
     #[serde(default = "default_confirmations")]
     pub deposit_confirmations: u64,
+}
+
+fn serves_exchange() -> bool {
+    true
 }
 
 fn default_confirmations() -> u64 {
@@ -437,6 +444,7 @@ mod tests {
             "maker_fee and taker_fee must be below 1"
         );
         let config = ExchangeConfig {
+            enabled: true,
             fee_account: 0,
             queue_capacity: 16,
             markets: vec![eth_usdt(), eth_usdt()],

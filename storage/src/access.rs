@@ -132,21 +132,27 @@ impl ApiKeyRecord {
     }
 }
 
+/// One writer allocates account ids: account creation is rare and
+/// serialised here.
+static ACCOUNT_IDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Store {
+    fn next_account_id(&self) -> Result<u64, StorageError> {
+        Ok(self
+            .meta(meta_key::NEXT_ACCOUNT)?
+            .map(|b| codec::decode_block_number(&b))
+            .transpose()?
+            .unwrap_or(1))
+    }
+
     /// Creates an account with the next free id, durably.
     pub fn create_account(
         &self,
         label: &str,
         created_ms: u64,
     ) -> Result<AccountRecord, StorageError> {
-        // One writer allocates ids: account creation is rare and serialised here.
-        static ALLOCATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _guard = ALLOCATION.lock().unwrap_or_else(|e| e.into_inner());
-        let id = self
-            .meta(meta_key::NEXT_ACCOUNT)?
-            .map(|b| codec::decode_block_number(&b))
-            .transpose()?
-            .unwrap_or(1);
+        let _guard = ACCOUNT_IDS.lock().unwrap_or_else(|e| e.into_inner());
+        let id = self.next_account_id()?;
         let record = AccountRecord {
             id,
             label: label.to_owned(),
@@ -161,6 +167,28 @@ impl Store {
         );
         self.db.write_opt(batch, &Self::synced())?;
         Ok(record)
+    }
+
+    /// Stores an account made elsewhere (by another process of a cluster)
+    /// under its own id, and moves the next free id past it.
+    pub fn put_account(&self, record: &AccountRecord) -> Result<(), StorageError> {
+        let _guard = ACCOUNT_IDS.lock().unwrap_or_else(|e| e.into_inner());
+        let next = self.next_account_id()?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(
+            self.cf(cf::ACCOUNT),
+            record.id.to_be_bytes(),
+            record.encode(),
+        );
+        if record.id >= next {
+            batch.put_cf(
+                self.cf(cf::META),
+                meta_key::NEXT_ACCOUNT,
+                (record.id + 1).to_be_bytes(),
+            );
+        }
+        self.db.write_opt(batch, &Self::synced())?;
+        Ok(())
     }
 
     /// The account with `id`.

@@ -9,6 +9,7 @@ pub mod hostile;
 pub mod log;
 pub mod proxy;
 pub mod raw_http;
+pub mod redis;
 pub mod rpc_filter;
 pub mod tokens;
 pub mod ws;

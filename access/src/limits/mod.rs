@@ -8,6 +8,7 @@ use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -15,7 +16,14 @@ use governor::clock::{Clock, DefaultClock};
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
+mod shared;
+#[cfg(test)]
+mod tests;
+
 use crate::AccessError;
+use crate::cluster::Redis;
+pub(crate) use shared::Charges;
+use shared::{Budgets, Settled};
 
 /// The hasher of tables keyed by what a client picks: its address (an IPv6
 /// client picks among the networks of its prefix). SipHash with a random
@@ -148,6 +156,8 @@ pub struct Limiter {
     /// any ban or block set. Nearly always past, which spares every
     /// request the look-ups of [`Limiter::check_ip`].
     refusals_end_ms: AtomicU64,
+    /// The budgets shared with other processes, when in a cluster.
+    budgets: OnceLock<Arc<Budgets>>,
 }
 
 impl Limiter {
@@ -180,6 +190,7 @@ impl Limiter {
             offenders: DashMap::default(),
             bad_keys: DashMap::default(),
             refusals_end_ms: AtomicU64::new(0),
+            budgets: OnceLock::new(),
             config,
         }
     }
@@ -217,6 +228,137 @@ impl Limiter {
         }
     }
 
+    /// Shares every budget and ban with the processes using `redis`, on top
+    /// of this process's own limits.
+    pub(crate) fn share(&self, redis: Arc<Redis>) {
+        let _ = self
+            .budgets
+            .set(Arc::new(Budgets::new(redis, self.config.clone())));
+    }
+
+    /// The shared budgets, in a cluster.
+    pub(crate) fn budgets(&self) -> Option<&Arc<Budgets>> {
+        self.budgets.get()
+    }
+
+    /// Whether budgets are shared with other processes.
+    pub fn is_shared(&self) -> bool {
+        self.budgets.get().is_some()
+    }
+
+    /// Bans in force here: (IP group, end).
+    pub(crate) fn bans(&self, now_ms: u64) -> Vec<(IpAddr, u64)> {
+        self.offenders
+            .iter()
+            .filter(|o| o.banned_until_ms > now_ms)
+            .map(|o| (*o.key(), o.banned_until_ms))
+            .collect()
+    }
+
+    /// A ban (or, if not `is_ban`, an invalid-key block) decided by any
+    /// process of the cluster, enforced here until `ends_ms`.
+    pub(crate) fn install_refusal(&self, ip: IpAddr, ends_ms: u64, is_ban: bool) {
+        let ip = self.client_group(ip);
+        if is_ban {
+            let mut offender = self.offenders.entry(ip).or_default();
+            offender.banned_until_ms = offender.banned_until_ms.max(ends_ms);
+        } else {
+            let mut bad = self.bad_keys.entry(ip).or_default();
+            bad.blocked_until_ms = bad.blocked_until_ms.max(ends_ms);
+        }
+        self.refusals_end_ms.fetch_max(ends_ms, Ordering::Relaxed);
+    }
+
+    /// Settles `charges` against the shared budgets from this process's
+    /// slices; `Ok(false)` when Redis must be asked ([`Limiter::settle_shared`]).
+    pub(crate) fn settle_shared_now(
+        &self,
+        charges: &Charges,
+        ip: IpAddr,
+        now_ms: u64,
+        usage: &mut Usage,
+    ) -> Result<bool, AccessError> {
+        match self.budgets.get() {
+            Some(budgets) if !charges.is_empty() => {
+                self.settled(budgets.settle_now(charges, now_ms), ip, now_ms, usage)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Settles `charges` against the shared budgets, asking Redis.
+    pub(crate) async fn settle_shared(
+        &self,
+        charges: &Charges,
+        ip: IpAddr,
+        now_ms: u64,
+        usage: &mut Usage,
+    ) -> Result<(), AccessError> {
+        if let Some(budgets) = self.budgets.get() {
+            let settled = budgets.settle(charges, now_ms).await;
+            self.settled(settled, ip, now_ms, usage)?;
+        }
+        Ok(())
+    }
+
+    fn settled(
+        &self,
+        settled: Settled,
+        ip: IpAddr,
+        now_ms: u64,
+        usage: &mut Usage,
+    ) -> Result<bool, AccessError> {
+        match settled {
+            Settled::Admitted { ip_weight, orders } => {
+                if let Some(used) = ip_weight {
+                    usage.ip_weight_1m = usage.ip_weight_1m.max(used);
+                }
+                if orders.is_some() {
+                    usage.orders = orders;
+                }
+                Ok(true)
+            }
+            Settled::Refused(error, bans) => Err(if bans {
+                self.rejected(self.client_group(ip), now_ms, error)
+            } else {
+                error
+            }),
+            Settled::Wait => Ok(false),
+        }
+    }
+
+    /// Counts a new order of `account` here and, in a cluster, across
+    /// processes (exactly); the counts of its 10-second and day windows.
+    pub async fn count_order(
+        &self,
+        ip: IpAddr,
+        account: u64,
+        now_ms: u64,
+    ) -> Result<(u32, u32), AccessError> {
+        let counts = self.charge_order(ip, account, now_ms)?;
+        let mut usage = Usage {
+            orders: Some(counts),
+            ..Usage::default()
+        };
+        let charges = Charges {
+            order: Some(account),
+            ..Charges::default()
+        };
+        self.settle_shared(&charges, ip, now_ms, &mut usage).await?;
+        Ok(usage.orders.unwrap_or(counts))
+    }
+
+    /// Orders `account` placed in the current windows, across processes
+    /// when in a cluster.
+    pub async fn current_order_counts(&self, account: u64, now_ms: u64) -> (u32, u32) {
+        if let Some(budgets) = self.budgets.get()
+            && let Some(counts) = budgets.order_counts(account, now_ms).await
+        {
+            return counts;
+        }
+        self.order_counts(account, now_ms)
+    }
+
     /// Refuses a banned or bad-key-blocked IP before any other work.
     pub fn check_ip(&self, ip: IpAddr, now_ms: u64) -> Result<(), AccessError> {
         if now_ms >= self.refusals_end_ms.load(Ordering::Relaxed) {
@@ -244,6 +386,9 @@ impl Limiter {
     /// Records a request with a bad credential; blocks the IP past the budget.
     pub fn record_invalid_key(&self, ip: IpAddr, now_ms: u64) {
         let ip = self.client_group(ip);
+        if let Some(budgets) = self.budgets.get() {
+            budgets.report_invalid_key(ip, now_ms);
+        }
         let mut bad = self.bad_keys.entry(ip).or_default();
         if bad.window.add(now_ms, 30_000, 1) > self.config.invalid_keys_per_30s {
             bad.blocked_until_ms = now_ms + self.config.invalid_key_block.as_millis() as u64;
@@ -386,6 +531,16 @@ impl Limiter {
         Ok(())
     }
 
+    /// The query-API calls per second of `tier` (unknown tiers: `default`'s).
+    pub fn query_per_second(&self, tier: &str) -> u32 {
+        let tiers = &self.config.query_tiers;
+        tiers
+            .get(tier)
+            .or_else(|| tiers.get("default"))
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
     /// The address limits key on: IPv4 as is (also when IPv4-mapped), IPv6
     /// masked to its network of `ipv6_prefix` bits.
     pub fn client_group(&self, ip: IpAddr) -> IpAddr {
@@ -394,6 +549,9 @@ impl Limiter {
 
     /// Counts a 429 against the IP group; too many in a row turn into a ban.
     fn rejected(&self, ip: IpAddr, now_ms: u64, error: AccessError) -> AccessError {
+        if let Some(budgets) = self.budgets.get() {
+            budgets.report_rejection(ip, now_ms);
+        }
         let mut offender = self.offenders.entry(ip).or_default();
         if now_ms.saturating_sub(offender.last_rejection_ms) > 60_000 {
             offender.rejections = 0;
@@ -422,6 +580,9 @@ impl Limiter {
 
     /// Drops state of idle clients so memory stays bounded; call periodically.
     pub fn housekeeping(&self, now_ms: u64) {
+        if let Some(budgets) = self.budgets.get() {
+            budgets.housekeeping(now_ms);
+        }
         self.ip_weight.retain_recent();
         self.key_weight.retain_recent();
         self.orders_10s.retain_recent();
@@ -463,207 +624,5 @@ pub fn client_group(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
                 IpAddr::V6((u128::from(v6) & mask).into())
             }
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ip(n: u8) -> IpAddr {
-        IpAddr::from([10, 0, 0, n])
-    }
-
-    fn small() -> LimitsConfig {
-        LimitsConfig {
-            ip_weight_per_minute: 10,
-            key_weight_per_minute: 1000,
-            orders_per_10s: 3,
-            orders_per_day: 1000,
-            query_tiers: HashMap::from([("default".into(), 2)]),
-            ban_after_rejections: 3,
-            ban_initial: Duration::from_secs(2),
-            ban_max: Duration::from_secs(5),
-            ..LimitsConfig::default()
-        }
-    }
-
-    #[test]
-    fn weight_over_the_limit_is_refused_and_reported() {
-        let limiter = Limiter::new(small());
-        let now = 60_000 * 1000;
-        assert_eq!(
-            limiter
-                .charge_weight(ip(1), None, 4, now)
-                .unwrap()
-                .ip_weight_1m,
-            4
-        );
-        assert_eq!(
-            limiter
-                .charge_weight(ip(1), None, 6, now)
-                .unwrap()
-                .ip_weight_1m,
-            10
-        );
-        let refused = limiter.charge_weight(ip(1), None, 1, now).unwrap_err();
-        assert!(
-            matches!(refused, AccessError::TooMuchWeight { limit: 10, .. }),
-            "{refused:?}"
-        );
-        assert!(refused.retry_after().unwrap() >= Duration::from_secs(1));
-        limiter.charge_weight(ip(2), None, 10, now).unwrap();
-    }
-
-    #[test]
-    fn hammering_after_429_bans_with_escalation() {
-        let limiter = Limiter::new(small());
-        let now = 1_000_000;
-        limiter.charge_weight(ip(3), None, 10, now).unwrap();
-        for _ in 0..3 {
-            assert!(matches!(
-                limiter.charge_weight(ip(3), None, 1, now),
-                Err(AccessError::TooMuchWeight { .. })
-            ));
-        }
-        assert!(matches!(
-            limiter.charge_weight(ip(3), None, 1, now),
-            Err(AccessError::Banned { .. })
-        ));
-        let Err(AccessError::Banned { until_ms, .. }) = limiter.check_ip(ip(3), now + 1) else {
-            panic!("banned")
-        };
-        assert_eq!(until_ms, now + 2_000);
-        limiter.check_ip(ip(3), now + 2_001).unwrap();
-        limiter.check_ip(ip(4), now).unwrap();
-    }
-
-    #[test]
-    fn bans_and_blocks_of_several_ips_each_end_on_their_own() {
-        let limiter = Limiter::new(LimitsConfig {
-            invalid_keys_per_30s: 1,
-            invalid_key_block: Duration::from_secs(30),
-            ..small()
-        });
-        let now = 3_000_000;
-        limiter.check_ip(ip(7), now).unwrap();
-        // ip 7: blocked for bad keys until now + 30 s.
-        limiter.record_invalid_key(ip(7), now);
-        limiter.record_invalid_key(ip(7), now);
-        // ip 8: banned for 2 s, set later but ending sooner.
-        limiter.charge_weight(ip(8), None, 10, now + 1).unwrap();
-        for _ in 0..4 {
-            let _ = limiter.charge_weight(ip(8), None, 1, now + 1);
-        }
-        let refused = |n, t| limiter.check_ip(ip(n), t).is_err();
-        assert!(refused(7, now + 1) && refused(8, now + 1));
-        assert!(!refused(9, now + 1), "an IP never refused passes");
-        assert!(refused(7, now + 2_002) && !refused(8, now + 2_002));
-        assert!(refused(7, now + 29_999));
-        assert!(!refused(7, now + 30_000) && !refused(8, now + 30_000));
-    }
-
-    #[test]
-    fn orders_and_query_calls_are_limited_per_account() {
-        let limiter = Limiter::new(small());
-        let now = 10_000 * 7;
-        assert_eq!(limiter.charge_order(ip(1), 1, now).unwrap(), (1, 1));
-        limiter.charge_order(ip(1), 1, now).unwrap();
-        assert_eq!(limiter.charge_order(ip(1), 1, now).unwrap(), (3, 3));
-        assert!(matches!(
-            limiter.charge_order(ip(1), 1, now),
-            Err(AccessError::TooManyOrders {
-                interval: "10 SECOND",
-                ..
-            })
-        ));
-        limiter.charge_order(ip(1), 2, now).unwrap();
-        limiter.charge_query(1, "default").unwrap();
-        limiter.charge_query(1, "default").unwrap();
-        assert!(matches!(
-            limiter.charge_query(1, "default"),
-            Err(AccessError::TooManyCalls { per_second: 2, .. })
-        ));
-    }
-
-    #[test]
-    fn a_drained_shared_budget_never_bans_the_ip_that_hit_it() {
-        let limiter = Limiter::new(small());
-        let now = 5_000_000;
-        for _ in 0..20 {
-            let _ = limiter.charge_query(9, "default");
-            let _ = limiter.charge_key_weight(ip(6), 9, 2_000, false, now);
-        }
-        limiter.check_ip(ip(6), now).unwrap();
-        // A signed sender's own excess does count.
-        for _ in 0..5 {
-            let _ = limiter.charge_key_weight(ip(6), 9, 2_000, true, now);
-        }
-        assert!(matches!(
-            limiter.check_ip(ip(6), now),
-            Err(AccessError::Banned { .. })
-        ));
-    }
-
-    #[test]
-    fn ipv6_clients_share_the_budget_of_their_network() {
-        let limiter = Limiter::new(small());
-        let now = 60_000 * 3;
-        let host = |n: u16| IpAddr::from([0x2001, 0xdb8, 0, 7, 0, 0, 0, n]);
-        for n in 0..10 {
-            limiter.charge_ip_weight(host(n), 1, now).unwrap();
-        }
-        assert!(limiter.charge_ip_weight(host(99), 1, now).is_err());
-        limiter
-            .charge_ip_weight(IpAddr::from([0x2001, 0xdb8, 0, 8, 0, 0, 0, 1]), 1, now)
-            .unwrap();
-        assert_eq!(
-            client_group("::ffff:192.0.2.1".parse().unwrap(), 64),
-            IpAddr::from([192, 0, 2, 1])
-        );
-        assert_eq!(
-            client_group("2001:db8:1:2:3:4:5:6".parse().unwrap(), 48),
-            "2001:db8:1::".parse::<IpAddr>().unwrap()
-        );
-        assert_eq!(
-            client_group("2001:db8::1".parse().unwrap(), 128),
-            "2001:db8::1".parse::<IpAddr>().unwrap()
-        );
-        assert_eq!(
-            client_group("2001:db8::1".parse().unwrap(), 0),
-            "::".parse::<IpAddr>().unwrap()
-        );
-    }
-
-    #[test]
-    fn a_burst_of_invalid_keys_blocks_the_ip() {
-        let limiter = Limiter::new(small());
-        let now = 30_000 * 9;
-        for _ in 0..5 {
-            limiter.record_invalid_key(ip(5), now);
-        }
-        limiter.check_ip(ip(5), now).unwrap();
-        limiter.record_invalid_key(ip(5), now);
-        assert!(matches!(
-            limiter.check_ip(ip(5), now),
-            Err(AccessError::TooManyInvalidKeys { .. })
-        ));
-        limiter.check_ip(ip(5), now + 30_001).unwrap();
-    }
-
-    #[test]
-    fn housekeeping_bounds_memory() {
-        let limiter = Limiter::new(small());
-        for n in 0..200u8 {
-            limiter.charge_weight(ip(n), None, 1, 0).unwrap();
-        }
-        assert!(limiter.tracked() >= 200);
-        limiter.housekeeping(10 * 60_000);
-        assert!(
-            limiter.tracked() < 200 * 2,
-            "window maps pruned: {}",
-            limiter.tracked()
-        );
-        assert_eq!(limiter.ip_windows.len(), 0);
     }
 }

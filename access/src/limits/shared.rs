@@ -1,0 +1,625 @@
+//! Budgets shared by every process: request weight per IP and per key, query
+//! calls per account, spent from slices leased from Redis so the request
+//! path rarely waits on it; order counts taken exactly in Redis; bans and
+//! invalid-key blocks announced to every process.
+//!
+//! Exactness: a slice is taken from the window's counter in Redis by a
+//! script that never hands out more than the limit, and a process spends
+//! only what it was handed, so across any number of processes a client is
+//! admitted at most its budget per window while Redis answers. What the
+//! slices cost is the other way: weight leased by one process and unspent
+//! when the window ends is refused elsewhere (a slice is at most 1/16 of
+//! the limit, and shrinks to 1/(2N) of what is left as the budget drains).
+//! While Redis is away each process admits up to its share, limit / N (N:
+//! the processes alive at the last heartbeat), on top of what it leased.
+
+use std::net::IpAddr;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use redis::Script;
+
+use super::LimitsConfig;
+use crate::AccessError;
+use crate::cluster::{Redis, SharedError, names};
+
+/// Takes a slice of a window's budget: as much as wanted, never past the
+/// limit, nothing if not even the request at hand fits.
+static LEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local limit, need, nodes = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local free = limit - used
+if free < need then return {0, used} end
+local want = math.max(need, math.min(math.floor(limit / 16), math.floor(free / (2 * nodes))))
+local grant = math.min(want, free)
+local total = redis.call('INCRBY', KEYS[1], grant)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {grant, total}
+",
+    )
+});
+
+/// Counts one order in both windows, or refuses it: exact, as Binance's
+/// order limits are.
+static ORDER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local ten = tonumber(redis.call('GET', KEYS[1]) or '0')
+local day = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ten >= tonumber(ARGV[1]) then return {-1, ten, day} end
+if day >= tonumber(ARGV[2]) then return {-2, ten, day} end
+ten = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+day = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return {0, ten, day}
+",
+    )
+});
+
+/// One more 429 of an IP; past the threshold within a minute, a ban for
+/// every process, doubling with each ban of the day.
+static REJECTION: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], 60000) end
+if n <= tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+local bans = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], 86400000)
+local length = math.floor(math.min(tonumber(ARGV[2]) * math.pow(2, math.min(bans - 1, 20)), tonumber(ARGV[3])))
+local ends = tonumber(ARGV[4]) + length
+redis.call('SET', KEYS[3], string.format('%d', ends), 'PX', length)
+redis.call('PUBLISH', ARGV[5], 'ban ' .. ARGV[6] .. ' ' .. string.format('%d', ends))
+return ends
+",
+    )
+});
+
+/// One more bad credential from an IP; past the budget, a block for every
+/// process.
+static INVALID_KEY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], 30000) end
+if n <= tonumber(ARGV[1]) then return 0 end
+local ends = tonumber(ARGV[3]) + tonumber(ARGV[2])
+redis.call('SET', KEYS[2], string.format('%d', ends), 'PX', ARGV[2])
+redis.call('PUBLISH', ARGV[4], 'block ' .. ARGV[5] .. ' ' .. string.format('%d', ends))
+return ends
+",
+    )
+});
+
+/// A budget shared across processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Scope {
+    /// Request weight of an IP (network, for IPv6) per minute.
+    IpWeight(IpAddr),
+    /// Request weight of a key per minute.
+    KeyWeight(u64),
+    /// Query-API calls of an account per second.
+    Query(u64),
+    /// Orders of an account per 10 s, counted locally only while Redis is away.
+    Orders10s(u64),
+    /// Orders of an account per day, likewise.
+    OrdersDay(u64),
+}
+
+impl Scope {
+    fn name(&self, window_start: u64) -> String {
+        match self {
+            Self::IpWeight(ip) => format!("weiport:lease:ip:{ip}:{window_start}"),
+            Self::KeyWeight(slot) => format!("weiport:lease:key:{slot}:{window_start}"),
+            Self::Query(account) => format!("weiport:lease:query:{account}:{window_start}"),
+            Self::Orders10s(account) => format!("weiport:orders:10s:{account}:{window_start}"),
+            Self::OrdersDay(account) => format!("weiport:orders:day:{account}:{window_start}"),
+        }
+    }
+}
+
+/// What this process holds of one scope's current window.
+#[derive(Debug, Default, Clone, Copy)]
+struct Lease {
+    window_start: u64,
+    granted: u32,
+    spent: u32,
+    /// The window's counter in Redis after this process's last lease.
+    total: u32,
+}
+
+/// One charge: a scope, its limit and window, the amount.
+#[derive(Debug, Clone, Copy)]
+struct Charge {
+    scope: Scope,
+    limit: u32,
+    window_ms: u64,
+    amount: u32,
+}
+
+/// The charges a request makes on shared budgets once the local ones passed.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Charges {
+    /// The IP group and the request's weight.
+    pub ip: Option<(IpAddr, u32)>,
+    /// The key's limiter slot, the weight, and whether the sender proved it
+    /// holds the key (its excess then counts toward a ban).
+    pub key: Option<(u64, u32, bool)>,
+    /// The account and its tier's calls per second.
+    pub query: Option<(u64, u32)>,
+    /// The account placing an order.
+    pub order: Option<u64>,
+}
+
+impl Charges {
+    /// Whether there is nothing to charge.
+    pub fn is_empty(&self) -> bool {
+        self.ip.is_none() && self.key.is_none() && self.query.is_none() && self.order.is_none()
+    }
+}
+
+/// How the shared budgets answered.
+#[derive(Debug)]
+pub(crate) enum Settled {
+    /// Admitted: the IP's weight used this minute across processes (an
+    /// upper estimate), and the account's order counts if an order was counted.
+    Admitted {
+        /// `X-MBX-USED-WEIGHT-1M`.
+        ip_weight: Option<u32>,
+        /// Orders in the 10-second and day windows.
+        orders: Option<(u32, u32)>,
+    },
+    /// Refused, and whether the refusal counts toward a ban of the IP.
+    Refused(AccessError, bool),
+    /// This process's slices do not cover it: ask Redis ([`Budgets::settle`]).
+    Wait,
+}
+
+/// The shared budgets of one process.
+pub(crate) struct Budgets {
+    redis: Arc<Redis>,
+    config: LimitsConfig,
+    leases: DashMap<Scope, Lease, std::hash::RandomState>,
+}
+
+fn window_start(now_ms: u64, window_ms: u64) -> u64 {
+    now_ms - now_ms % window_ms
+}
+
+fn retry_after(now_ms: u64, window_ms: u64) -> Duration {
+    let left = window_start(now_ms, window_ms) + window_ms - now_ms;
+    Duration::from_millis(left).max(Duration::from_secs(1))
+}
+
+impl Budgets {
+    /// Budgets of `config`'s limits, shared through `redis`.
+    pub fn new(redis: Arc<Redis>, config: LimitsConfig) -> Self {
+        Self {
+            redis,
+            config,
+            leases: DashMap::default(),
+        }
+    }
+
+    fn charges(&self, charges: &Charges) -> smallvec::SmallVec<[Charge; 3]> {
+        let mut list = smallvec::SmallVec::new();
+        if let Some((ip, weight)) = charges.ip.filter(|(_, w)| *w > 0) {
+            list.push(Charge {
+                scope: Scope::IpWeight(ip),
+                limit: self.config.ip_weight_per_minute,
+                window_ms: 60_000,
+                amount: weight,
+            });
+        }
+        if let Some((slot, weight, _)) = charges.key.filter(|(_, w, _)| *w > 0) {
+            list.push(Charge {
+                scope: Scope::KeyWeight(slot),
+                limit: self.config.key_weight_per_minute,
+                window_ms: 60_000,
+                amount: weight,
+            });
+        }
+        if let Some((account, per_second)) = charges.query {
+            list.push(Charge {
+                scope: Scope::Query(account),
+                limit: per_second,
+                window_ms: 1_000,
+                amount: 1,
+            });
+        }
+        list
+    }
+
+    /// The refusal a charge that does not fit earns, and whether it counts
+    /// toward a ban.
+    fn refusal(&self, charge: &Charge, charges: &Charges, now_ms: u64) -> (AccessError, bool) {
+        let retry_after = retry_after(now_ms, charge.window_ms);
+        match charge.scope {
+            Scope::IpWeight(_) => (
+                AccessError::TooMuchWeight {
+                    limit: charge.limit,
+                    retry_after,
+                },
+                true,
+            ),
+            Scope::KeyWeight(_) => (
+                AccessError::TooMuchWeight {
+                    limit: charge.limit,
+                    retry_after,
+                },
+                charges.key.is_some_and(|(_, _, proven)| proven),
+            ),
+            Scope::Query(_) => (
+                AccessError::TooManyCalls {
+                    per_second: charge.limit,
+                    retry_after,
+                },
+                false,
+            ),
+            Scope::Orders10s(_) => (
+                AccessError::TooManyOrders {
+                    limit: charge.limit,
+                    interval: "10 SECOND",
+                    retry_after,
+                },
+                true,
+            ),
+            Scope::OrdersDay(_) => (
+                AccessError::TooManyOrders {
+                    limit: charge.limit,
+                    interval: "1 DAY",
+                    retry_after,
+                },
+                true,
+            ),
+        }
+    }
+
+    /// How much of `charge`'s window this process may still spend: its
+    /// unspent slice, or while Redis is away, its share on top of it.
+    fn room(&self, charge: &Charge, now_ms: u64, alone: bool) -> u32 {
+        let start = window_start(now_ms, charge.window_ms);
+        let lease = self
+            .leases
+            .get(&charge.scope)
+            .map(|l| *l)
+            .filter(|l| l.window_start == start)
+            .unwrap_or_default();
+        let allowance = if alone {
+            lease.granted.max(charge.limit / self.redis.nodes())
+        } else {
+            lease.granted
+        };
+        allowance.saturating_sub(lease.spent)
+    }
+
+    fn spend(&self, charge: &Charge, now_ms: u64) -> Lease {
+        let start = window_start(now_ms, charge.window_ms);
+        let mut lease = self.leases.entry(charge.scope).or_default();
+        if lease.window_start != start {
+            *lease = Lease {
+                window_start: start,
+                ..Lease::default()
+            };
+        }
+        lease.spent = lease.spent.saturating_add(charge.amount);
+        *lease
+    }
+
+    fn admitted(&self, charges: &Charges, now_ms: u64, orders: Option<(u32, u32)>) -> Settled {
+        let mut ip_weight = None;
+        for charge in self.charges(charges) {
+            let lease = self.spend(&charge, now_ms);
+            if matches!(charge.scope, Scope::IpWeight(_)) {
+                let unspent = lease.granted.saturating_sub(lease.spent);
+                ip_weight = Some(lease.total.saturating_sub(unspent).max(lease.spent));
+            }
+        }
+        Settled::Admitted { ip_weight, orders }
+    }
+
+    /// Settles `charges` from this process's slices alone, all or nothing;
+    /// [`Settled::Wait`] when Redis must be asked.
+    pub fn settle_now(&self, charges: &Charges, now_ms: u64) -> Settled {
+        let alone = !self.redis.is_up();
+        if charges.order.is_some() && !alone {
+            return Settled::Wait;
+        }
+        for charge in self.charges(charges) {
+            if self.room(&charge, now_ms, alone) < charge.amount {
+                if !alone {
+                    return Settled::Wait;
+                }
+                let (error, bans) = self.refusal(&charge, charges, now_ms);
+                return Settled::Refused(error, bans);
+            }
+        }
+        let orders = match charges.order {
+            Some(account) => match self.order_alone(account, now_ms, charges) {
+                Ok(counts) => Some(counts),
+                Err((error, bans)) => return Settled::Refused(error, bans),
+            },
+            None => None,
+        };
+        self.admitted(charges, now_ms, orders)
+    }
+
+    /// An order counted against this process's share while Redis is away.
+    fn order_alone(
+        &self,
+        account: u64,
+        now_ms: u64,
+        charges: &Charges,
+    ) -> Result<(u32, u32), (AccessError, bool)> {
+        let windows = [
+            Charge {
+                scope: Scope::Orders10s(account),
+                limit: self.config.orders_per_10s,
+                window_ms: 10_000,
+                amount: 1,
+            },
+            Charge {
+                scope: Scope::OrdersDay(account),
+                limit: self.config.orders_per_day,
+                window_ms: 86_400_000,
+                amount: 1,
+            },
+        ];
+        for charge in &windows {
+            if self.room(charge, now_ms, true) < 1 {
+                return Err(self.refusal(charge, charges, now_ms));
+            }
+        }
+        let ten = self.spend(&windows[0], now_ms).spent;
+        let day = self.spend(&windows[1], now_ms).spent;
+        Ok((ten, day))
+    }
+
+    /// Takes a slice of `charge`'s window from Redis, enough for `need`.
+    async fn lease(&self, charge: &Charge, need: u32, now_ms: u64) -> Result<(), SharedError> {
+        let start = window_start(now_ms, charge.window_ms);
+        let name = charge.scope.name(start);
+        let (granted, total): (u32, u32) = self
+            .redis
+            .script(
+                &LEASE,
+                &[&name],
+                &[
+                    &charge.limit,
+                    &need,
+                    &self.redis.nodes(),
+                    &(charge.window_ms * 2),
+                ],
+            )
+            .await?;
+        let mut lease = self.leases.entry(charge.scope).or_default();
+        if lease.window_start != start {
+            *lease = Lease {
+                window_start: start,
+                ..Lease::default()
+            };
+        }
+        lease.granted = lease.granted.saturating_add(granted);
+        lease.total = lease.total.max(total);
+        Ok(())
+    }
+
+    /// Settles `charges`, leasing what the slices lack and counting an order
+    /// exactly; on its own share if Redis does not answer in time.
+    pub async fn settle(&self, charges: &Charges, now_ms: u64) -> Settled {
+        for charge in self.charges(charges) {
+            let room = self.room(&charge, now_ms, false);
+            if room >= charge.amount {
+                continue;
+            }
+            if self
+                .lease(&charge, charge.amount - room, now_ms)
+                .await
+                .is_err()
+            {
+                return self.settle_now(charges, now_ms);
+            }
+            if self.room(&charge, now_ms, false) < charge.amount {
+                let (error, bans) = self.refusal(&charge, charges, now_ms);
+                return Settled::Refused(error, bans);
+            }
+        }
+        let orders = match charges.order {
+            Some(account) => match self.order(account, now_ms, charges).await {
+                Ok(counts) => Some(counts),
+                Err(Some((error, bans))) => return Settled::Refused(error, bans),
+                Err(None) => return self.settle_now(charges, now_ms),
+            },
+            None => None,
+        };
+        self.admitted(charges, now_ms, orders)
+    }
+
+    /// Counts one order of `account` in Redis; `Err(None)`: Redis is away.
+    async fn order(
+        &self,
+        account: u64,
+        now_ms: u64,
+        charges: &Charges,
+    ) -> Result<(u32, u32), Option<(AccessError, bool)>> {
+        let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
+        let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
+        let (outcome, in_ten, in_day): (i64, u32, u32) = self
+            .redis
+            .script(
+                &ORDER,
+                &[&ten, &day],
+                &[
+                    &self.config.orders_per_10s,
+                    &self.config.orders_per_day,
+                    &20_000u64,
+                    &(2 * 86_400_000u64),
+                ],
+            )
+            .await
+            .map_err(|_| None)?;
+        let refused = |scope, limit, window_ms| {
+            let charge = Charge {
+                scope,
+                limit,
+                window_ms,
+                amount: 1,
+            };
+            Err(Some(self.refusal(&charge, charges, now_ms)))
+        };
+        match outcome {
+            -1 => refused(
+                Scope::Orders10s(account),
+                self.config.orders_per_10s,
+                10_000,
+            ),
+            -2 => refused(
+                Scope::OrdersDay(account),
+                self.config.orders_per_day,
+                86_400_000,
+            ),
+            _ => Ok((in_ten, in_day)),
+        }
+    }
+
+    /// The orders `account` placed in the current windows, across processes.
+    pub async fn order_counts(&self, account: u64, now_ms: u64) -> Option<(u32, u32)> {
+        let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
+        let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
+        let mut pipe = redis::pipe();
+        pipe.get(ten).get(day);
+        let (ten, day): (Option<u32>, Option<u32>) = self.redis.pipeline(&pipe).await.ok()?;
+        Some((ten.unwrap_or(0), day.unwrap_or(0)))
+    }
+
+    /// Tells every process about a 429 of `ip`; Redis bans past the ladder.
+    pub fn report_rejection(self: &Arc<Self>, ip: IpAddr, now_ms: u64) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let budgets = self.clone();
+        runtime.spawn(async move {
+            let keys = [
+                format!("weiport:rejections:{ip}"),
+                format!("weiport:bans:{ip}"),
+                format!("weiport:ban:{ip}"),
+            ];
+            let config = &budgets.config;
+            let _: Result<u64, _> = budgets
+                .redis
+                .script(
+                    &REJECTION,
+                    &[&keys[0], &keys[1], &keys[2]],
+                    &[
+                        &config.ban_after_rejections,
+                        &(config.ban_initial.as_millis() as u64),
+                        &(config.ban_max.as_millis() as u64),
+                        &now_ms,
+                        &names::CHANGES,
+                        &ip.to_string(),
+                    ],
+                )
+                .await;
+        });
+    }
+
+    /// Tells every process about a bad credential from `ip`.
+    pub fn report_invalid_key(self: &Arc<Self>, ip: IpAddr, now_ms: u64) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let budgets = self.clone();
+        runtime.spawn(async move {
+            let window = format!("weiport:bad_keys:{ip}:{}", window_start(now_ms, 30_000));
+            let block = format!("weiport:block:{ip}");
+            let config = &budgets.config;
+            let _: Result<u64, _> = budgets
+                .redis
+                .script(
+                    &INVALID_KEY,
+                    &[&window, &block],
+                    &[
+                        &config.invalid_keys_per_30s,
+                        &(config.invalid_key_block.as_millis() as u64),
+                        &now_ms,
+                        &names::CHANGES,
+                        &ip.to_string(),
+                    ],
+                )
+                .await;
+        });
+    }
+
+    /// Bans and blocks in force, as Redis holds them: (ip, ends, is_ban).
+    pub async fn refusals(&self) -> Result<Vec<(IpAddr, u64, bool)>, SharedError> {
+        let mut found = Vec::new();
+        for (pattern, is_ban) in [("weiport:ban:*", true), ("weiport:block:*", false)] {
+            let names: Vec<String> = self.redis.query(redis::cmd("KEYS").arg(pattern)).await?;
+            for name in names {
+                let ends: Option<u64> = self.redis.query(redis::cmd("GET").arg(&name)).await?;
+                let ip = name
+                    .strip_prefix(&pattern[..pattern.len() - 1])
+                    .and_then(|ip| ip.parse().ok());
+                if let (Some(ip), Some(ends)) = (ip, ends) {
+                    found.push((ip, ends, is_ban));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// After Redis lost its data: puts back what this process leased in the
+    /// current windows and the bans it enforces, so a restart of Redis is
+    /// no fresh budget for anyone.
+    pub async fn restore(&self, bans: &[(IpAddr, u64)], now_ms: u64) -> Result<(), SharedError> {
+        let held: Vec<(Scope, Lease)> =
+            self.leases.iter().map(|e| (*e.key(), *e.value())).collect();
+        let mut pipe = redis::pipe();
+        for (scope, lease) in held {
+            let window_ms = match scope {
+                Scope::IpWeight(_) | Scope::KeyWeight(_) => 60_000,
+                Scope::Query(_) => 1_000,
+                Scope::Orders10s(_) => 10_000,
+                Scope::OrdersDay(_) => 86_400_000,
+            };
+            if lease.window_start != window_start(now_ms, window_ms) {
+                continue;
+            }
+            let amount = lease.granted.max(lease.spent);
+            let name = scope.name(lease.window_start);
+            pipe.incr(&name, amount)
+                .ignore()
+                .pexpire(&name, (window_ms * 2) as i64)
+                .ignore();
+        }
+        for (ip, ends) in bans {
+            let left = ends.saturating_sub(now_ms);
+            if left > 0 {
+                pipe.cmd("SET")
+                    .arg(format!("weiport:ban:{ip}"))
+                    .arg(ends)
+                    .arg("PX")
+                    .arg(left)
+                    .arg("NX")
+                    .ignore();
+            }
+        }
+        let () = self.redis.pipeline(&pipe).await?;
+        Ok(())
+    }
+
+    /// Drops slices of windows that are over.
+    pub fn housekeeping(&self, now_ms: u64) {
+        self.leases
+            .retain(|_, lease| now_ms.saturating_sub(lease.window_start) < 2 * 86_400_000);
+        self.leases.retain(|scope, lease| match scope {
+            Scope::OrdersDay(_) => true,
+            _ => now_ms.saturating_sub(lease.window_start) < 120_000,
+        });
+    }
+}

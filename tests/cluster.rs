@@ -1,0 +1,592 @@
+//! Several weiport processes sharing one key store and one limiter through a
+//! real `redis-server`: keys made, rotated and revoked on one process hold on
+//! every other, budgets and bans hold across them, order counts are exact,
+//! and losing Redis costs neither a revoked key nor a 5xx.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::redis::RedisServer;
+use common::{Anvil, GENEROUS, Key, Weiport, eventually, now_ms, signed_request};
+use serde_json::{Value, json};
+
+/// A shared master key: every process of a cluster opens the same secrets.
+const MASTER_KEY: &str = "6d61737465722d6b65792d6f662d7468652d636c75737465722d746573747321";
+
+struct Cluster {
+    redis: RedisServer,
+    nodes: Vec<Weiport>,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Cluster {
+    /// `count` processes on one Redis, each with `env` on top of generous
+    /// limits and no indexer; `exchange_elsewhere` lists processes that do
+    /// not serve the exchange.
+    fn start(count: usize, env: &[(&str, &str)]) -> Self {
+        let redis = RedisServer::start();
+        Self::on(redis, count, env, &[])
+    }
+
+    fn on(
+        redis: RedisServer,
+        count: usize,
+        env: &[(&str, &str)],
+        exchange_elsewhere: &[usize],
+    ) -> Self {
+        let url = redis.url();
+        let mut nodes = Vec::new();
+        let mut dirs = Vec::new();
+        for n in 0..count {
+            let dir = tempfile::tempdir().unwrap();
+            let name = format!("node-{n}");
+            let mut all: Vec<(&str, &str)> = GENEROUS.to_vec();
+            all.extend([
+                ("WEIPORT_CLUSTER__REDIS_URL", url.as_str()),
+                ("WEIPORT_CLUSTER__NODE_NAME", name.as_str()),
+                ("WEIPORT_MASTER_KEY", MASTER_KEY),
+                ("WEIPORT_WALLET__ENABLED", "false"),
+            ]);
+            if exchange_elsewhere.contains(&n) {
+                all.push(("WEIPORT_EXCHANGE__ENABLED", "false"));
+            }
+            all.extend_from_slice(env);
+            let weiport = Weiport::serve(dir.path(), &all);
+            nodes.push(weiport);
+            dirs.push(dir);
+        }
+        Self {
+            redis,
+            nodes,
+            _dirs: dirs,
+        }
+    }
+
+    /// Waits until every process has loaded the shared table.
+    async fn joined(&mut self) {
+        for node in &mut self.nodes {
+            node.wait_for_log("shared key table loaded").await;
+        }
+    }
+}
+
+fn key_of(created: &Value) -> Key {
+    Key {
+        id: created["id"].as_str().unwrap().into(),
+        secret: created["secret"].as_str().unwrap().into(),
+        account: created["account"].as_u64().unwrap(),
+    }
+}
+
+async fn account_status(node: &Weiport, key: &Key) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    signed_request(
+        &client,
+        &node.url,
+        reqwest::Method::GET,
+        "/api/v3/account",
+        key,
+        "omitZeroBalances=true",
+        0,
+    )
+    .await
+}
+
+/// Milliseconds until `check` holds, polled every millisecond.
+async fn millis_until(mut check: impl AsyncFnMut() -> bool) -> f64 {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < deadline, "never happened");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    started.elapsed().as_secs_f64() * 1000.0
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_made_rotated_and_revoked_anywhere_hold_everywhere() {
+    // Polling with a key not yet known (or just revoked) is a bad credential.
+    let mut cluster = Cluster::start(3, &[("WEIPORT_ACCESS__INVALID_KEYS_PER_30S", "1000000")]);
+    cluster.joined().await;
+    let nodes = &cluster.nodes;
+
+    // Made on one process, usable on the others; revoked on one, refused
+    // on the others: measured over several keys and every pair.
+    let mut arrivals = Vec::new();
+    let mut revocations = Vec::new();
+    for round in 0..12 {
+        let maker = &nodes[round % 3];
+        let key = key_of(&maker.create_key(json!({"permissions": ["read"]})).await);
+        for other in nodes.iter().filter(|n| n.url != maker.url) {
+            let arrived = millis_until(async || account_status(other, &key).await.0 == 200).await;
+            arrivals.push(arrived);
+        }
+        let revoker = &nodes[(round + 1) % 3];
+        let (status, revoked) = revoker
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/keys/{}/revoke", key.id),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 200, "{revoked}");
+        let started = Instant::now();
+        for other in nodes.iter().filter(|n| n.url != revoker.url) {
+            let (status, refusal) = loop {
+                let answer = account_status(other, &key).await;
+                if answer.0 != 200 {
+                    break answer;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            };
+            assert_eq!(status, 401, "{refusal}");
+            assert_eq!(refusal["code"], -2015, "{refusal}");
+        }
+        revocations.push(started.elapsed().as_secs_f64() * 1000.0);
+        // Revoked stays revoked, on every process.
+        for node in nodes {
+            assert_eq!(account_status(node, &key).await.0, 401);
+        }
+    }
+    arrivals.sort_by(f64::total_cmp);
+    revocations.sort_by(f64::total_cmp);
+    println!(
+        "key creation reached the other processes: p50 {:.1} ms, p99 {:.1} ms ({} samples)",
+        percentile(&arrivals, 0.5),
+        percentile(&arrivals, 0.99),
+        arrivals.len()
+    );
+    println!(
+        "revocation refused on both other processes: p50 {:.1} ms, p99 {:.1} ms ({} samples)",
+        percentile(&revocations, 0.5),
+        percentile(&revocations, 0.99),
+        revocations.len()
+    );
+
+    // A rotation's grace period holds on every process: the old secret and
+    // the new both sign, until the grace is taken away by a second rotation.
+    let old = key_of(&nodes[0].create_key(json!({"permissions": ["read"]})).await);
+    for node in nodes {
+        eventually("the key reaches every process", async || {
+            account_status(node, &old).await.0 == 200
+        })
+        .await;
+    }
+    let (status, rotated) = nodes[1]
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/keys/{}/rotate", old.id),
+            json!({"grace_secs": 60}),
+        )
+        .await;
+    assert_eq!(status, 200, "{rotated}");
+    let new = Key {
+        secret: rotated["secret"].as_str().unwrap().into(),
+        ..old.clone()
+    };
+    for node in nodes {
+        eventually("the new secret works everywhere", async || {
+            account_status(node, &new).await.0 == 200
+        })
+        .await;
+        assert_eq!(account_status(node, &old).await.0, 200, "grace period");
+    }
+    let (status, again) = nodes[2]
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/keys/{}/rotate", old.id),
+            json!({"grace_secs": 0}),
+        )
+        .await;
+    assert_eq!(status, 200, "{again}");
+    let newest = Key {
+        secret: again["secret"].as_str().unwrap().into(),
+        ..old.clone()
+    };
+    for node in nodes {
+        eventually("the newest secret works everywhere", async || {
+            account_status(node, &newest).await.0 == 200
+        })
+        .await;
+        for stale in [&old, &new] {
+            let (status, refusal) = account_status(node, stale).await;
+            assert_eq!(status, 401, "{refusal}");
+            assert_eq!(refusal["code"], -1022, "{refusal}");
+        }
+    }
+
+    // Accounts get one id sequence across processes.
+    let mut ids = Vec::new();
+    for node in nodes {
+        let (status, account) = node
+            .admin(reqwest::Method::POST, "/admin/accounts", json!({}))
+            .await;
+        assert_eq!(status, 201);
+        ids.push(account["id"].as_u64().unwrap());
+    }
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+}
+
+/// Waits, if need be, until `now` is at most `slack_ms` into a window of
+/// `window_ms`, so a burst of requests fits in one window.
+async fn early_in_window(window_ms: u64, budget_ms: u64) {
+    let into = now_ms() % window_ms;
+    if into + budget_ms > window_ms {
+        tokio::time::sleep(Duration::from_millis(window_ms - into + 50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_budget_and_its_ban_hold_across_processes() {
+    let env = [
+        ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "600"),
+        ("WEIPORT_ACCESS__BAN_AFTER_REJECTIONS", "5"),
+        ("WEIPORT_ACCESS__BAN_INITIAL_SECS", "120"),
+    ];
+    let mut cluster = Cluster::start(3, &env);
+    cluster.joined().await;
+    let nodes = &cluster.nodes;
+    let client = reqwest::Client::new();
+    early_in_window(60_000, 20_000).await;
+    let window = now_ms() / 60_000;
+
+    // Round-robin, one weight each, until the budget runs out.
+    let time = |n: usize| client.get(format!("{}/api/v3/time", nodes[n].url)).send();
+    let mut admitted = 0u32;
+    let mut sent = 0;
+    let refusal = loop {
+        let response = time(sent % 3).await.unwrap();
+        sent += 1;
+        match response.status().as_u16() {
+            200 => admitted += 1,
+            status => break (status, response),
+        }
+        assert!(sent < 700, "no refusal after {sent} requests");
+    };
+    assert_eq!(now_ms() / 60_000, window, "the burst crossed a minute");
+    println!("600-weight budget over 3 processes: {admitted} admitted, refused at request {sent}");
+    // Never more than the budget; short of it by at most what other
+    // processes hold unspent (their slices, each under 1/16 of the limit).
+    assert!(admitted <= 600, "{admitted} admitted");
+    assert!(admitted >= 600 - 2 * 600 / 16, "{admitted} admitted");
+    let (status, response) = refusal;
+    assert_eq!(status, 429);
+    assert!(
+        response.headers().get("retry-after").is_some(),
+        "no Retry-After"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], -1003, "{body}");
+
+    // A client that goes on sending to one process earns a ban there, and
+    // every other process enforces it.
+    eventually("a ban on the process hammered", async || {
+        time(0).await.unwrap().status().as_u16() == 418
+    })
+    .await;
+    // Fewer attempts than a process's own ladder needs to ban: a 418 among
+    // them is the ban earned elsewhere.
+    for n in 1..3 {
+        let mut statuses = Vec::new();
+        for _ in 0..5 {
+            statuses.push(time(n).await.unwrap().status().as_u16());
+            if statuses.last() == Some(&418) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(statuses.last(), Some(&418), "process {n}: {statuses:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_per_10_seconds_are_exact_across_processes() {
+    let env = [("WEIPORT_ACCESS__ORDERS_PER_10S", "10")];
+    let mut cluster = Cluster::start(3, &env);
+    cluster.joined().await;
+    let nodes = &cluster.nodes;
+    let key = key_of(
+        &nodes[0]
+            .create_key(json!({"permissions": ["read", "trade"]}))
+            .await,
+    );
+    // Each process runs its own engine here; the order budget is the
+    // account's, wherever its orders land.
+    for node in nodes {
+        eventually("the account reaches every process", async || {
+            let (status, _) = node
+                .admin(
+                    reqwest::Method::POST,
+                    &format!("/admin/accounts/{}/credit", key.account),
+                    json!({"asset": "USDT", "amount": "100000"}),
+                )
+                .await;
+            status == 200
+        })
+        .await;
+    }
+    let client = reqwest::Client::new();
+    early_in_window(10_000, 4_000).await;
+    let window = now_ms() / 10_000;
+    let mut accepted = 0;
+    let mut refusals = Vec::new();
+    for n in 0..16 {
+        let (status, answer) = signed_request(
+            &client,
+            &nodes[n % 3].url,
+            reqwest::Method::POST,
+            "/api/v3/order",
+            &key,
+            "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=100",
+            0,
+        )
+        .await;
+        match status {
+            200 => accepted += 1,
+            _ => refusals.push((status, answer)),
+        }
+    }
+    assert_eq!(now_ms() / 10_000, window, "the orders crossed a window");
+    assert_eq!(accepted, 10, "{refusals:?}");
+    for (status, refusal) in &refusals {
+        assert_eq!(*status, 429, "{refusal}");
+        assert_eq!(refusal["code"], -1015, "{refusal}");
+    }
+    // Every process reports the account's count across all of them.
+    for node in nodes {
+        let (status, limits) = signed_request(
+            &client,
+            &node.url,
+            reqwest::Method::GET,
+            "/api/v3/rateLimit/order",
+            &key,
+            "",
+            0,
+        )
+        .await;
+        assert_eq!(status, 200, "{limits}");
+        if now_ms() / 10_000 == window {
+            let ten = limits
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["interval"] == "SECOND")
+                .unwrap();
+            assert_eq!(ten["count"], 10, "{limits}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_redis_costs_no_revoked_key_and_no_server_error() {
+    let env = [
+        ("WEIPORT_CLUSTER__TIMEOUT_MS", "200"),
+        ("WEIPORT_ACCESS__INVALID_KEYS_PER_30S", "1000000"),
+    ];
+    let mut cluster = Cluster::start(3, &env);
+    cluster.joined().await;
+    let kept = key_of(&cluster.nodes[0].create_key(json!({})).await);
+    let revoked = key_of(&cluster.nodes[1].create_key(json!({})).await);
+    let (status, _) = cluster.nodes[2]
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/keys/{}/revoke", revoked.id),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    for node in &cluster.nodes {
+        eventually("both keys' state on every process", async || {
+            account_status(node, &kept).await.0 == 200
+                && account_status(node, &revoked).await.0 == 401
+        })
+        .await;
+    }
+
+    cluster.redis.kill();
+    // Under load without Redis: cached keys keep working, nothing 5xx.
+    let statuses = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let load_until = Instant::now() + Duration::from_secs(2);
+    let mut load = Vec::new();
+    for node in &cluster.nodes {
+        for key in [kept.clone(), revoked.clone()] {
+            let (url, statuses) = (node.url.clone(), statuses.clone());
+            load.push(tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                while Instant::now() < load_until {
+                    let (status, body) = signed_request(
+                        &client,
+                        &url,
+                        reqwest::Method::GET,
+                        "/api/v3/account",
+                        &key,
+                        "",
+                        0,
+                    )
+                    .await;
+                    statuses
+                        .lock()
+                        .unwrap()
+                        .push((key.id.clone(), status, body));
+                }
+            }));
+        }
+    }
+    // Admin changes are refused whole, within the timeout.
+    let started = Instant::now();
+    let (status, refusal) = cluster.nodes[1]
+        .admin(reqwest::Method::POST, "/admin/accounts", json!({}))
+        .await;
+    assert_eq!(status, 503, "{refusal}");
+    let (status, refusal) = cluster.nodes[1]
+        .admin(
+            reqwest::Method::POST,
+            "/admin/keys",
+            json!({"account": kept.account}),
+        )
+        .await;
+    assert_eq!(status, 503, "{refusal}");
+    println!(
+        "admin change refused without Redis in {:?}",
+        started.elapsed()
+    );
+    for job in load {
+        job.await.unwrap();
+    }
+    let statuses = std::mem::take(&mut *statuses.lock().unwrap());
+    assert!(statuses.len() > 30, "{} requests", statuses.len());
+    for (id, status, body) in &statuses {
+        let expected = if *id == kept.id { 200 } else { 401 };
+        assert_eq!(*status, expected, "{body}");
+    }
+
+    // Back, empty: the processes give it their table; the revoked key is
+    // revoked in Redis and everywhere, and changes flow again.
+    cluster.redis.restart();
+    eventually("the table is restored into Redis", async || {
+        let meta = cluster
+            .redis
+            .cli(&["HGET", "weiport:key_meta", &revoked.id]);
+        meta.trim().ends_with(" 1")
+    })
+    .await;
+    let fresh = key_of(&loop {
+        let (status, account) = cluster.nodes[2]
+            .admin(reqwest::Method::POST, "/admin/accounts", json!({}))
+            .await;
+        if status == 201 {
+            break cluster.nodes[2]
+                .admin(
+                    reqwest::Method::POST,
+                    "/admin/keys",
+                    json!({"account": account["id"]}),
+                )
+                .await
+                .1;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    });
+    for node in &cluster.nodes {
+        eventually(
+            "a key made after the restart works everywhere",
+            async || account_status(node, &fresh).await.0 == 200,
+        )
+        .await;
+        assert_eq!(account_status(node, &revoked).await.0, 401);
+        assert_eq!(account_status(node, &kept).await.0, 200);
+    }
+    // Account ids continue past every id handed out before Redis was lost.
+    assert!(fresh.account > revoked.account, "{} reused", fresh.account);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_process_serves_the_exchange_and_each_indexes_the_chain() {
+    let anvil = Anvil::start(&["--accounts", "3"]);
+    let redis = RedisServer::start();
+    let env = [
+        ("WEIPORT_INDEXER__ENABLED", "true"),
+        ("WEIPORT_NODE__URL", anvil.url.as_str()),
+        ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "20"),
+        ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
+    ];
+    let mut cluster = Cluster::on(redis, 2, &env, &[1]);
+    cluster.joined().await;
+    let chain = common::chain::Chain::new(&anvil.url);
+    let accounts = chain.accounts().await;
+    chain
+        .transfer(accounts[0], accounts[1], common::chain::ether(3))
+        .await;
+    let mut head = 0;
+    eventually("the transfer is mined", async || {
+        head = chain.head().await;
+        head > 0
+    })
+    .await;
+    let (exchange, other) = (&cluster.nodes[0], &cluster.nodes[1]);
+    exchange.wait_indexed(head).await;
+    other.wait_indexed(head).await;
+
+    // A key made on the exchange's process reads the index of the other.
+    let key = key_of(&exchange.create_key(json!({})).await);
+    let client = reqwest::Client::new();
+    let query = format!(
+        "/api?module=account&action=txlist&address={:?}&startblock=0&endblock={head}&sort=asc&apikey={}",
+        accounts[0], key.id
+    );
+    let mut answers = Vec::new();
+    for node in [exchange, other] {
+        let mut answer = String::new();
+        eventually("the key reaches the other process", async || {
+            answer = client
+                .get(format!("{}{query}", node.url))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            answer.contains("\"status\":\"1\"")
+        })
+        .await;
+        answers.push(answer);
+    }
+    assert_eq!(answers[0], answers[1], "two indexes of one chain differ");
+
+    // The other process refuses every exchange route, Binance-shaped.
+    for path in [
+        "/api/v3/ticker/price?symbol=ETHUSDT",
+        "/api/v3/order?symbol=ETHUSDT",
+        "/api/v3/simple/price?ids=ethereum&vs_currencies=usd",
+    ] {
+        let response = client
+            .get(format!("{}{path}", other.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 503, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], -1000, "{body}");
+    }
+    let (status, body) = other
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/accounts/{}/credit", key.account),
+            json!({"asset": "USDT", "amount": "1"}),
+        )
+        .await;
+    assert_eq!((status, &body["code"]), (503, &json!(-1000)), "{body}");
+    let served = client
+        .get(format!(
+            "{}/api/v3/ticker/price?symbol=ETHUSDT",
+            exchange.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status().as_u16(), 200);
+}
