@@ -30,29 +30,32 @@ server_cpu=()
 # Its durable route appends to a log in the work directory.
 BASELINE_LOG_DIR="$work" "${server_cpu[@]}" "$bin/examples/baseline_server" 127.0.0.1:18090 2>/dev/null & pids+=($!)
 
-# start_weiport READY_PATH: config extras on stdin; waits until READY_PATH answers.
+# start_weiport READY_PATH [PORT]: config extras on stdin; listens on PORT
+# (default 18080) and its admin API on PORT + 1; waits until READY_PATH answers.
 # BENCH_WEIPORT_BIN names another build to measure (e.g. an earlier commit's, to
 # compare before and after against the same baseline).
 start_weiport() {
+  local port="${2:-18080}"
   {
     cat <<TOML
-data_dir = "$work/data"
+data_dir = "$work/data-$port"
 [server]
-listen = "127.0.0.1:18080"
+listen = "127.0.0.1:$port"
 [admin]
-listen = "127.0.0.1:18081"
+listen = "127.0.0.1:$((port + 1))"
 token = "bench"
 [log]
 level = "warn"
 TOML
     cat
-  } > "$work/config.toml"
-  "${server_cpu[@]}" "${BENCH_WEIPORT_BIN:-$bin/weiport}" --config "$work/config.toml" serve & pids+=($!)
-  for _ in $(seq 100); do curl -fs -o /dev/null "127.0.0.1:18080$1" && return; sleep 0.1; done
+  } > "$work/config-$port.toml"
+  "${server_cpu[@]}" "${BENCH_WEIPORT_BIN:-$bin/weiport}" --config "$work/config-$port.toml" serve & pids+=($!)
+  for _ in $(seq 100); do curl -fs -o /dev/null "127.0.0.1:$port$1" && return; sleep 0.1; done
   echo "weiport did not become ready" >&2; exit 1
 }
 
-admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:18081$1" --data "$2"; }
+# admin PATH BODY: a POST to the admin API of the server on ADMIN_PORT (18081).
+admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:${ADMIN_PORT:-18081}$1" --data "$2"; }
 
 # Every server started so far, every thread of it, onto CPU 1.
 pin_servers() { for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done; }

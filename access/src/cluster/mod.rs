@@ -218,27 +218,37 @@ impl Redis {
     /// must be all or nothing and are rare): never call it on the runtime.
     pub(crate) fn blocking<T>(
         &self,
-        work: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        mut work: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, SharedError> {
         let mut slot = self.blocking.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            let connection = self
-                .client
-                .get_connection_with_timeout(self.config.timeout)
-                .map_err(SharedError::from);
-            let connection = self.settle(connection)?;
-            connection
-                .set_read_timeout(Some(self.config.timeout))
-                .and_then(|()| connection.set_write_timeout(Some(self.config.timeout)))
-                .map_err(SharedError::from)?;
-            *slot = Some(connection);
+        // A kept connection may have died with a Redis that restarted since:
+        // one fresh attempt follows a failure on it.
+        for fresh in [slot.is_none(), true] {
+            if slot.is_none() {
+                *slot = Some(self.settle(self.connect_blocking())?);
+            }
+            let connection = slot.as_mut().expect("connected above");
+            match work(connection) {
+                Ok(value) => return self.settle(Ok(value)),
+                Err(error) => {
+                    *slot = None;
+                    let dropped = error.is_io_error() || error.is_connection_dropped();
+                    if fresh || !dropped {
+                        return self.settle(Err(SharedError::from(error)));
+                    }
+                }
+            }
         }
-        let connection = slot.as_mut().expect("connected above");
-        let result = work(connection).map_err(SharedError::from);
-        if result.is_err() {
-            *slot = None;
-        }
-        self.settle(result)
+        Err(SharedError::Unreachable("no connection".into()))
+    }
+
+    fn connect_blocking(&self) -> Result<redis::Connection, SharedError> {
+        let connection = self
+            .client
+            .get_connection_with_timeout(self.config.timeout)?;
+        connection.set_read_timeout(Some(self.config.timeout))?;
+        connection.set_write_timeout(Some(self.config.timeout))?;
+        Ok(connection)
     }
 
     /// A connection subscribed to the change feed.

@@ -112,6 +112,16 @@ pub(crate) enum Scope {
 }
 
 impl Scope {
+    /// The length of the scope's windows.
+    fn window_ms(&self) -> u64 {
+        match self {
+            Self::IpWeight(_) | Self::KeyWeight(_) => 60_000,
+            Self::Query(_) => 1_000,
+            Self::Orders10s(_) => 10_000,
+            Self::OrdersDay(_) => 86_400_000,
+        }
+    }
+
     fn name(&self, window_start: u64) -> String {
         match self {
             Self::IpWeight(ip) => format!("weiport:lease:ip:{ip}:{window_start}"),
@@ -326,7 +336,12 @@ impl Budgets {
     /// Settles `charges` from this process's slices alone, all or nothing;
     /// [`Settled::Wait`] when Redis must be asked.
     pub fn settle_now(&self, charges: &Charges, now_ms: u64) -> Settled {
-        let alone = !self.redis.is_up();
+        self.settle_here(charges, now_ms, !self.redis.is_up())
+    }
+
+    /// [`Budgets::settle_now`]; `alone`: Redis is away, so this process
+    /// spends its share of each budget and never answers [`Settled::Wait`].
+    fn settle_here(&self, charges: &Charges, now_ms: u64, alone: bool) -> Settled {
         if charges.order.is_some() && !alone {
             return Settled::Wait;
         }
@@ -422,7 +437,7 @@ impl Budgets {
                 .await
                 .is_err()
             {
-                return self.settle_now(charges, now_ms);
+                return self.settle_here(charges, now_ms, true);
             }
             if self.room(&charge, now_ms, false) < charge.amount {
                 let (error, bans) = self.refusal(&charge, charges, now_ms);
@@ -433,7 +448,7 @@ impl Budgets {
             Some(account) => match self.order(account, now_ms, charges).await {
                 Ok(counts) => Some(counts),
                 Err(Some((error, bans))) => return Settled::Refused(error, bans),
-                Err(None) => return self.settle_now(charges, now_ms),
+                Err(None) => return self.settle_here(charges, now_ms, true),
             },
             None => None,
         };
@@ -502,6 +517,9 @@ impl Budgets {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        if !self.redis.is_up() {
+            return;
+        }
         let budgets = self.clone();
         runtime.spawn(async move {
             let keys = [
@@ -533,6 +551,9 @@ impl Budgets {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        if !self.redis.is_up() {
+            return;
+        }
         let budgets = self.clone();
         runtime.spawn(async move {
             let window = format!("weiport:bad_keys:{ip}:{}", window_start(now_ms, 30_000));
@@ -581,12 +602,7 @@ impl Budgets {
             self.leases.iter().map(|e| (*e.key(), *e.value())).collect();
         let mut pipe = redis::pipe();
         for (scope, lease) in held {
-            let window_ms = match scope {
-                Scope::IpWeight(_) | Scope::KeyWeight(_) => 60_000,
-                Scope::Query(_) => 1_000,
-                Scope::Orders10s(_) => 10_000,
-                Scope::OrdersDay(_) => 86_400_000,
-            };
+            let window_ms = scope.window_ms();
             if lease.window_start != window_start(now_ms, window_ms) {
                 continue;
             }
@@ -615,11 +631,8 @@ impl Budgets {
 
     /// Drops slices of windows that are over.
     pub fn housekeeping(&self, now_ms: u64) {
-        self.leases
-            .retain(|_, lease| now_ms.saturating_sub(lease.window_start) < 2 * 86_400_000);
-        self.leases.retain(|scope, lease| match scope {
-            Scope::OrdersDay(_) => true,
-            _ => now_ms.saturating_sub(lease.window_start) < 120_000,
+        self.leases.retain(|scope, lease| {
+            now_ms.saturating_sub(lease.window_start) < 2 * scope.window_ms()
         });
     }
 }
