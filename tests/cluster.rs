@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::proxy::{Fault, FaultProxy};
 use common::redis::RedisServer;
 use common::{Anvil, GENEROUS, Key, Weiport, eventually, now_ms, signed_request};
 use serde_json::{Value, json};
@@ -22,23 +23,24 @@ struct Cluster {
 
 impl Cluster {
     /// `count` processes on one Redis, each with `env` on top of generous
-    /// limits and no indexer; `exchange_elsewhere` lists processes that do
-    /// not serve the exchange.
+    /// limits and no indexer.
     fn start(count: usize, env: &[(&str, &str)]) -> Self {
         let redis = RedisServer::start();
-        Self::on(redis, count, env, &[])
+        let urls = vec![redis.url(); count];
+        Self::on(redis, &urls, env, &[])
     }
 
+    /// A process per entry of `urls`, each reaching Redis at its URL;
+    /// `exchange_elsewhere` lists processes that do not serve the exchange.
     fn on(
         redis: RedisServer,
-        count: usize,
+        urls: &[String],
         env: &[(&str, &str)],
         exchange_elsewhere: &[usize],
     ) -> Self {
-        let url = redis.url();
         let mut nodes = Vec::new();
         let mut dirs = Vec::new();
-        for n in 0..count {
+        for (n, url) in urls.iter().enumerate() {
             let dir = tempfile::tempdir().unwrap();
             let name = format!("node-{n}");
             let mut all: Vec<(&str, &str)> = GENEROUS.to_vec();
@@ -514,7 +516,8 @@ async fn one_process_serves_the_exchange_and_each_indexes_the_chain() {
         ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "20"),
         ("WEIPORT_ACCESS__QUERY_TIERS__DEFAULT", "100000"),
     ];
-    let mut cluster = Cluster::on(redis, 2, &env, &[1]);
+    let urls = vec![redis.url(); 2];
+    let mut cluster = Cluster::on(redis, &urls, &env, &[1]);
     cluster.joined().await;
     let chain = common::chain::Chain::new(&anvil.url);
     let accounts = chain.accounts().await;
@@ -589,4 +592,43 @@ async fn one_process_serves_the_exchange_and_each_indexes_the_chain() {
         .await
         .unwrap();
     assert_eq!(served.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_cut_off_from_redis_catches_up_before_trusting_its_table_again() {
+    let redis = RedisServer::start();
+    let proxy = FaultProxy::start(&format!("http://127.0.0.1:{}", redis.port)).await;
+    let urls = [redis.url(), proxy.url.replace("http://", "redis://")];
+    let env = [("WEIPORT_ACCESS__INVALID_KEYS_PER_30S", "1000000")];
+    let mut cluster = Cluster::on(redis, &urls, &env, &[]);
+    cluster.joined().await;
+    let (direct, cut) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let key = key_of(&direct.create_key(json!({})).await);
+    eventually("the key reaches the other process", async || {
+        account_status(cut, &key).await.0 == 200
+    })
+    .await;
+
+    // Cut off, the process misses the revocation's announcement and serves
+    // on what it holds; its own admin changes are refused whole.
+    proxy.set(Fault::Drop);
+    let (status, _) = direct
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/keys/{}/revoke", key.id),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(account_status(direct, &key).await.0, 401);
+    assert_eq!(account_status(cut, &key).await.0, 200, "cut off: cached");
+    let (status, refusal) = cut
+        .admin(reqwest::Method::POST, "/admin/accounts", json!({}))
+        .await;
+    assert_eq!(status, 503, "{refusal}");
+
+    // Reconnected, it compares versions, reloads, and refuses the key.
+    proxy.set(Fault::None);
+    let caught_up = millis_until(async || account_status(cut, &key).await.0 == 401).await;
+    println!("a process cut off caught up {caught_up:.0} ms after Redis came back in reach");
 }
