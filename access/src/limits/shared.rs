@@ -42,24 +42,6 @@ return {grant, total}
     )
 });
 
-/// Counts one order in both windows, or refuses it: exact, as Binance's
-/// order limits are.
-static ORDER: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local ten = tonumber(redis.call('GET', KEYS[1]) or '0')
-local day = tonumber(redis.call('GET', KEYS[2]) or '0')
-if ten >= tonumber(ARGV[1]) then return {-1, ten, day} end
-if day >= tonumber(ARGV[2]) then return {-2, ten, day} end
-ten = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-day = redis.call('INCR', KEYS[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return {0, ten, day}
-",
-    )
-});
-
 /// One more 429 of an IP; past the threshold within a minute, a ban for
 /// every process, doubling with each ban of the day.
 static REJECTION: LazyLock<Script> = LazyLock::new(|| {
@@ -290,25 +272,9 @@ impl Budgets {
         }
     }
 
-    /// How much of `charge`'s window this process may still spend: its
-    /// unspent slice, or while Redis is away, its share on top of it.
-    fn room(&self, charge: &Charge, now_ms: u64, alone: bool) -> u32 {
-        let start = window_start(now_ms, charge.window_ms);
-        let lease = self
-            .leases
-            .get(&charge.scope)
-            .map(|l| *l)
-            .filter(|l| l.window_start == start)
-            .unwrap_or_default();
-        let allowance = if alone {
-            lease.granted.max(charge.limit / self.redis.nodes())
-        } else {
-            lease.granted
-        };
-        allowance.saturating_sub(lease.spent)
-    }
-
-    fn spend(&self, charge: &Charge, now_ms: u64) -> Lease {
+    /// Spends `charge` from this process's slice of its window (and, while
+    /// Redis is away, its share of the budget) if it fits: one map entry.
+    fn try_spend(&self, charge: &Charge, now_ms: u64, alone: bool) -> Option<Lease> {
         let start = window_start(now_ms, charge.window_ms);
         let mut lease = self.leases.entry(charge.scope).or_default();
         if lease.window_start != start {
@@ -317,20 +283,41 @@ impl Budgets {
                 ..Lease::default()
             };
         }
-        lease.spent = lease.spent.saturating_add(charge.amount);
-        *lease
+        let allowance = if alone {
+            lease.granted.max(charge.limit / self.redis.nodes())
+        } else {
+            lease.granted
+        };
+        if allowance.saturating_sub(lease.spent) < charge.amount {
+            return None;
+        }
+        lease.spent += charge.amount;
+        Some(*lease)
     }
 
-    fn admitted(&self, charges: &Charges, now_ms: u64, orders: Option<(u32, u32)>) -> Settled {
+    /// Gives back what [`Budgets::try_spend`] took for a request refused
+    /// on another charge.
+    fn give_back(&self, charge: &Charge) {
+        if let Some(mut lease) = self.leases.get_mut(&charge.scope) {
+            lease.spent = lease.spent.saturating_sub(charge.amount);
+        }
+    }
+
+    /// Spends every charge or none; `Err(i)`: charge `i` does not fit.
+    fn spend_all(&self, list: &[Charge], now_ms: u64, alone: bool) -> Result<Option<u32>, usize> {
         let mut ip_weight = None;
-        for charge in self.charges(charges) {
-            let lease = self.spend(&charge, now_ms);
+        for (i, charge) in list.iter().enumerate() {
+            let Some(lease) = self.try_spend(charge, now_ms, alone) else {
+                list[..i].iter().for_each(|spent| self.give_back(spent));
+                return Err(i);
+            };
             if matches!(charge.scope, Scope::IpWeight(_)) {
+                // Other processes' unspent slices count as used: an upper estimate.
                 let unspent = lease.granted.saturating_sub(lease.spent);
                 ip_weight = Some(lease.total.saturating_sub(unspent).max(lease.spent));
             }
         }
-        Settled::Admitted { ip_weight, orders }
+        Ok(ip_weight)
     }
 
     /// Settles `charges` from this process's slices alone, all or nothing;
@@ -345,15 +332,15 @@ impl Budgets {
         if charges.order.is_some() && !alone {
             return Settled::Wait;
         }
-        for charge in self.charges(charges) {
-            if self.room(&charge, now_ms, alone) < charge.amount {
-                if !alone {
-                    return Settled::Wait;
-                }
-                let (error, bans) = self.refusal(&charge, charges, now_ms);
+        let list = self.charges(charges);
+        let ip_weight = match self.spend_all(&list, now_ms, alone) {
+            Ok(ip_weight) => ip_weight,
+            Err(_) if !alone => return Settled::Wait,
+            Err(i) => {
+                let (error, bans) = self.refusal(&list[i], charges, now_ms);
                 return Settled::Refused(error, bans);
             }
-        }
+        };
         let orders = match charges.order {
             Some(account) => match self.order_alone(account, now_ms, charges) {
                 Ok(counts) => Some(counts),
@@ -361,7 +348,7 @@ impl Budgets {
             },
             None => None,
         };
-        self.admitted(charges, now_ms, orders)
+        Settled::Admitted { ip_weight, orders }
     }
 
     /// An order counted against this process's share while Redis is away.
@@ -372,27 +359,40 @@ impl Budgets {
         charges: &Charges,
     ) -> Result<(u32, u32), (AccessError, bool)> {
         let windows = [
-            Charge {
-                scope: Scope::Orders10s(account),
-                limit: self.config.orders_per_10s,
-                window_ms: 10_000,
-                amount: 1,
-            },
-            Charge {
-                scope: Scope::OrdersDay(account),
-                limit: self.config.orders_per_day,
-                window_ms: 86_400_000,
-                amount: 1,
-            },
+            self.order_window(account, true),
+            self.order_window(account, false),
         ];
-        for charge in &windows {
-            if self.room(charge, now_ms, true) < 1 {
-                return Err(self.refusal(charge, charges, now_ms));
-            }
-        }
-        let ten = self.spend(&windows[0], now_ms).spent;
-        let day = self.spend(&windows[1], now_ms).spent;
+        let spent = |charge: &Charge| self.try_spend(charge, now_ms, true).map(|l| l.spent);
+        let ten = spent(&windows[0]).ok_or_else(|| self.refusal(&windows[0], charges, now_ms))?;
+        let Some(day) = spent(&windows[1]) else {
+            self.give_back(&windows[0]);
+            return Err(self.refusal(&windows[1], charges, now_ms));
+        };
         Ok((ten, day))
+    }
+
+    /// One order against `account`'s 10-second (or day) budget.
+    fn order_window(&self, account: u64, ten_seconds: bool) -> Charge {
+        let (scope, limit) = if ten_seconds {
+            (Scope::Orders10s(account), self.config.orders_per_10s)
+        } else {
+            (Scope::OrdersDay(account), self.config.orders_per_day)
+        };
+        Charge {
+            scope,
+            limit,
+            window_ms: scope.window_ms(),
+            amount: 1,
+        }
+    }
+
+    /// What this process has left of `charge`'s window.
+    fn room(&self, charge: &Charge, now_ms: u64) -> u32 {
+        let start = window_start(now_ms, charge.window_ms);
+        self.leases
+            .get(&charge.scope)
+            .filter(|lease| lease.window_start == start)
+            .map_or(0, |lease| lease.granted.saturating_sub(lease.spent))
     }
 
     /// Takes a slice of `charge`'s window from Redis, enough for `need`.
@@ -425,37 +425,47 @@ impl Budgets {
     }
 
     /// Settles `charges`, leasing what the slices lack and counting an order
-    /// exactly; on its own share if Redis does not answer in time.
+    /// exactly; on its own share if Redis does not answer in time. The
+    /// weight is spent before the order is counted: a refused order has
+    /// still cost its request's weight, as on Binance.
     pub async fn settle(&self, charges: &Charges, now_ms: u64) -> Settled {
-        for charge in self.charges(charges) {
-            let room = self.room(&charge, now_ms, false);
-            if room >= charge.amount {
-                continue;
-            }
-            if self
-                .lease(&charge, charge.amount - room, now_ms)
-                .await
-                .is_err()
+        let list = self.charges(charges);
+        for charge in &list {
+            let room = self.room(charge, now_ms);
+            if room < charge.amount
+                && self
+                    .lease(charge, charge.amount - room, now_ms)
+                    .await
+                    .is_err()
             {
                 return self.settle_here(charges, now_ms, true);
             }
-            if self.room(&charge, now_ms, false) < charge.amount {
-                let (error, bans) = self.refusal(&charge, charges, now_ms);
+        }
+        let ip_weight = match self.spend_all(&list, now_ms, false) {
+            Ok(ip_weight) => ip_weight,
+            Err(i) => {
+                let (error, bans) = self.refusal(&list[i], charges, now_ms);
                 return Settled::Refused(error, bans);
             }
-        }
+        };
         let orders = match charges.order {
             Some(account) => match self.order(account, now_ms, charges).await {
                 Ok(counts) => Some(counts),
                 Err(Some((error, bans))) => return Settled::Refused(error, bans),
-                Err(None) => return self.settle_here(charges, now_ms, true),
+                Err(None) => match self.order_alone(account, now_ms, charges) {
+                    Ok(counts) => Some(counts),
+                    Err((error, bans)) => return Settled::Refused(error, bans),
+                },
             },
             None => None,
         };
-        self.admitted(charges, now_ms, orders)
+        Settled::Admitted { ip_weight, orders }
     }
 
     /// Counts one order of `account` in Redis; `Err(None)`: Redis is away.
+    /// Both counters are raised in one round trip, and taken back if either
+    /// is then over its limit: no two orders can see the same count, so at
+    /// most the limit's worth are admitted per window, across processes.
     async fn order(
         &self,
         account: u64,
@@ -464,42 +474,25 @@ impl Budgets {
     ) -> Result<(u32, u32), Option<(AccessError, bool)>> {
         let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
         let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
-        let (outcome, in_ten, in_day): (i64, u32, u32) = self
-            .redis
-            .script(
-                &ORDER,
-                &[&ten, &day],
-                &[
-                    &self.config.orders_per_10s,
-                    &self.config.orders_per_day,
-                    &20_000u64,
-                    &(2 * 86_400_000u64),
-                ],
-            )
-            .await
-            .map_err(|_| None)?;
-        let refused = |scope, limit, window_ms| {
-            let charge = Charge {
-                scope,
-                limit,
-                window_ms,
-                amount: 1,
-            };
-            Err(Some(self.refusal(&charge, charges, now_ms)))
+        let mut pipe = redis::pipe();
+        pipe.incr(&ten, 1)
+            .pexpire(&ten, 20_000)
+            .ignore()
+            .incr(&day, 1)
+            .pexpire(&day, 2 * 86_400_000)
+            .ignore();
+        let (in_ten, in_day): (u32, u32) = self.redis.pipeline(&pipe).await.map_err(|_| None)?;
+        let over = if in_ten > self.config.orders_per_10s {
+            self.order_window(account, true)
+        } else if in_day > self.config.orders_per_day {
+            self.order_window(account, false)
+        } else {
+            return Ok((in_ten, in_day));
         };
-        match outcome {
-            -1 => refused(
-                Scope::Orders10s(account),
-                self.config.orders_per_10s,
-                10_000,
-            ),
-            -2 => refused(
-                Scope::OrdersDay(account),
-                self.config.orders_per_day,
-                86_400_000,
-            ),
-            _ => Ok((in_ten, in_day)),
-        }
+        let mut undo = redis::pipe();
+        undo.decr(&ten, 1).ignore().decr(&day, 1).ignore();
+        let _: Result<(), _> = self.redis.pipeline(&undo).await;
+        Err(Some(self.refusal(&over, charges, now_ms)))
     }
 
     /// The orders `account` placed in the current windows, across processes.
