@@ -113,4 +113,4 @@ echo
 for port in 18080 18082; do
   order "$port" 64 | awk -v port="$port" '{ print "order run on " port ", 64 connections: " $1 " req/s, non-2xx answers: " $4 }'
 done
-echo "Redis round trips of the clustered process: $(redis-cli -p 18379 info commandstats | grep -E 'cmdstat_(evalsha|eval):' | sed -E 's/^[^:]*:calls=([0-9]+).*/\1/' | awk '{ n += $1 } END { print n + 0 }') script calls"
+echo "budget slices leased by the clustered process (Lua scripts run by Redis): $(redis-cli -p 18379 info commandstats | grep -E 'cmdstat_(evalsha|eval):' | sed -E 's/^[^:]*:calls=([0-9]+).*/\1/' | awk '{ n += $1 } END { print n + 0 }')"
