@@ -38,6 +38,9 @@ apt_install faketime
 # redis-server: the store of keys, limits and bans shared by several
 # processes ([cluster] redis_url); tests start their own on loopback.
 apt_install redis-server
+# nats-server: JetStream, the exchange's replicated journal
+# ([cluster] nats_urls); tests start their own on loopback.
+apt_install nats-server
 
 # The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
 tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"

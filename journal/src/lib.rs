@@ -1,0 +1,231 @@
+//! The exchange's replicated journal on NATS JetStream: each entry (a
+//! group-commit batch of the command log) is one message of a stream,
+//! appended only after the sequence its writer expects, so a writer that
+//! has fallen behind (a deposed primary) can never append; every other
+//! process reads the entries back in order. The primary's lease lives in a
+//! key-value bucket on the same servers.
+//!
+//! This crate knows JetStream and bytes, not what the entries mean: the
+//! exchange encodes and decodes them.
+
+mod lease;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, stream};
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+pub use lease::{Lease, LeaseHolder, LeaseState};
+
+/// How long the servers remember an entry's id, so that an append retried
+/// within it is recognised.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// Where the journal lives and how it is kept.
+#[derive(Debug, Clone)]
+pub struct JournalConfig {
+    /// The JetStream servers, `nats://host:port`.
+    pub urls: Vec<String>,
+    /// The stream's name; its one subject is derived from it.
+    pub stream: String,
+    /// Copies JetStream keeps of every entry (1 to 5; 3 survives one lost server).
+    pub replicas: usize,
+    /// The longest a call waits for the servers.
+    pub timeout: Duration,
+}
+
+/// Why the journal did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The servers did not answer in time, or refused the connection.
+    #[error("the journal (NATS JetStream) is unreachable: {0}")]
+    Unreachable(String),
+    /// The stream holds entries this writer has not seen: another writer
+    /// appended since. Nothing was appended.
+    #[error(
+        "the journal moved on (its last entry is {last}, {expected} was expected): another primary appended"
+    )]
+    Fenced {
+        /// The sequence the writer expected to be last.
+        expected: u64,
+        /// The stream's last sequence now.
+        last: u64,
+    },
+    /// The servers refused the request.
+    #[error("the journal refused: {0}")]
+    Refused(String),
+}
+
+fn refused(error: impl std::fmt::Display) -> JournalError {
+    JournalError::Refused(error.to_string())
+}
+
+/// An open journal.
+#[derive(Clone)]
+pub struct Journal {
+    context: jetstream::Context,
+    stream: String,
+    subject: String,
+    replicas: usize,
+    timeout: Duration,
+}
+
+impl Journal {
+    /// Connects to the servers and creates the stream if it does not exist.
+    pub async fn open(config: &JournalConfig) -> Result<Self, JournalError> {
+        let servers = config
+            .urls
+            .iter()
+            .map(|url| url.parse::<async_nats::ServerAddr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| JournalError::Refused(format!("cluster.nats_urls: {e}")))?;
+        let client = tokio::time::timeout(
+            config.timeout,
+            async_nats::ConnectOptions::new()
+                .connection_timeout(config.timeout)
+                .request_timeout(Some(config.timeout))
+                .retry_on_initial_connect()
+                .connect(servers),
+        )
+        .await
+        .map_err(|_| JournalError::Unreachable("connect timed out".into()))?
+        .map_err(|e| JournalError::Unreachable(e.to_string()))?;
+        let mut context = jetstream::new(client);
+        context.set_timeout(config.timeout);
+        let subject = format!("{}.entries", config.stream.to_lowercase());
+        let journal = Self {
+            context,
+            stream: config.stream.clone(),
+            subject,
+            replicas: config.replicas.clamp(1, 5),
+            timeout: config.timeout,
+        };
+        journal.stream().await?;
+        Ok(journal)
+    }
+
+    async fn stream(&self) -> Result<stream::Stream, JournalError> {
+        self.context
+            .get_or_create_stream(stream::Config {
+                name: self.stream.clone(),
+                subjects: vec![self.subject.clone()],
+                storage: stream::StorageType::File,
+                num_replicas: self.replicas,
+                // Entries are the exchange's history: never dropped for age
+                // or count; snapshots bound what a process replays.
+                retention: stream::RetentionPolicy::Limits,
+                discard: stream::DiscardPolicy::New,
+                allow_direct: true,
+                duplicate_window: DUPLICATE_WINDOW,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| JournalError::Unreachable(e.to_string()))
+    }
+
+    /// The sequence of the last entry (0: none yet).
+    pub async fn last_sequence(&self) -> Result<u64, JournalError> {
+        let mut stream = self.stream().await?;
+        let info = stream
+            .info()
+            .await
+            .map_err(|e| JournalError::Unreachable(e.to_string()))?;
+        Ok(info.state.last_sequence)
+    }
+
+    /// Appends `entry` if the stream's last sequence is `expected_last`;
+    /// its sequence once every replica JetStream requires has it. `id`
+    /// names the entry: an append retried after a lost answer (same id,
+    /// same expected sequence) is answered with the sequence the first one
+    /// got, never appended twice.
+    pub async fn append(
+        &self,
+        expected_last: u64,
+        id: &str,
+        entry: Bytes,
+    ) -> Result<u64, JournalError> {
+        use async_nats::jetstream::context::PublishErrorKind;
+        let publish = jetstream::message::PublishMessage::build()
+            .payload(entry)
+            .message_id(id)
+            .expected_last_sequence(expected_last);
+        let outcome = async {
+            self.context
+                .send_publish(self.subject.clone(), publish)
+                .await?
+                .await
+        }
+        .await;
+        match outcome {
+            Ok(ack) => Ok(ack.sequence),
+            Err(error) if error.kind() == PublishErrorKind::WrongLastSequence => {
+                let last = self.last_sequence().await?;
+                Err(JournalError::Fenced {
+                    expected: expected_last,
+                    last,
+                })
+            }
+            Err(error) => match error.kind() {
+                PublishErrorKind::TimedOut
+                | PublishErrorKind::BrokenPipe
+                | PublishErrorKind::StreamNotFound => {
+                    Err(JournalError::Unreachable(error.to_string()))
+                }
+                _ => Err(refused(error)),
+            },
+        }
+    }
+
+    /// Every entry from sequence `from` on, in order, waiting for new ones
+    /// at the end: (sequence, entry).
+    pub async fn entries(
+        &self,
+        from: u64,
+    ) -> Result<impl Stream<Item = Result<(u64, Bytes), JournalError>> + use<>, JournalError> {
+        let stream = self.stream().await?;
+        let consumer = stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: from.max(1),
+                },
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| JournalError::Unreachable(e.to_string()))?;
+        let messages = consumer
+            .messages()
+            .await
+            .map_err(|e| JournalError::Unreachable(e.to_string()))?;
+        Ok(messages.map(|message| {
+            let message = message.map_err(|e| JournalError::Unreachable(e.to_string()))?;
+            let info = message.info().map_err(refused)?;
+            Ok((info.stream_sequence, message.payload.clone()))
+        }))
+    }
+
+    /// The lease named `name` in this journal's bucket, contended for as `holder`.
+    pub async fn lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Lease, JournalError> {
+        Lease::open(
+            &self.context,
+            &self.stream,
+            self.replicas,
+            name,
+            holder,
+            ttl,
+        )
+        .await
+    }
+
+    /// The longest a call waits.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
