@@ -103,7 +103,7 @@ fn weiport_routers(dir: &std::path::Path) -> Routers {
         weiport_query_api::QueryConfig::default(),
     );
     let exchange = Arc::new(
-        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access, None)
+        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access, None, None)
             .expect("exchange"),
     );
     Routers {

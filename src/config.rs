@@ -106,6 +106,8 @@ pub struct ClusterSection {
     pub timeout_ms: u64,
     /// Milliseconds between version checks and heartbeats.
     pub poll_ms: u64,
+    /// The JetStream servers of the exchange's journal.
+    pub nats_urls: Vec<String>,
 }
 
 impl ClusterSection {

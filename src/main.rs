@@ -3,6 +3,7 @@
 mod adapters;
 mod admin_cli;
 mod config;
+mod replication;
 mod sandbox;
 mod serve;
 mod telemetry;

@@ -224,12 +224,14 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         config.exchange.markets.clone(),
     ));
     let wallet = open_wallet(config, &store, &catalog)?;
+    let replication = open_replication(config, &store).await?;
     let exchange = Arc::new(open_exchange(
         config,
         &store,
         &access,
         catalog,
         wallet.as_ref(),
+        replication,
     )?);
     let wallet_job = wallet.map(|wallet| {
         let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
@@ -364,6 +366,36 @@ fn open_wallet(
     Ok(Some(Arc::new(wallet)))
 }
 
+/// With `exchange.durability = "replicated"`: the journal opened, this data
+/// dir's command log caught up with it, and the engine's side of it.
+async fn open_replication(
+    config: &Config,
+    store: &Store,
+) -> anyhow::Result<Option<Box<dyn weiport_exchange::sequencer::Replication>>> {
+    use weiport_exchange::Durability;
+    if !config.exchange.enabled || config.exchange.durability != Durability::Replicated {
+        return Ok(None);
+    }
+    anyhow::ensure!(
+        !config.cluster.nats_urls.is_empty(),
+        "exchange.durability = \"replicated\" needs cluster.nats_urls"
+    );
+    let timeout = Duration::from_millis(config.cluster.timeout_ms.max(1000));
+    let journal = crate::replication::open_journal(&config.cluster.nats_urls, timeout).await?;
+    // Unique to this run: a retried append of this run is recognised, and
+    // never confused with another run's entry for the same commands.
+    let name = match config.cluster.node_name.as_str() {
+        "" => config.server.listen.to_string(),
+        name => name.to_owned(),
+    };
+    let writer = format!("{name}-{}", &weiport_access::keys::random_token()[..12]);
+    let last = crate::replication::catch_up(&journal, store, &writer).await?;
+    let runtime = tokio::runtime::Handle::current();
+    Ok(Some(Box::new(crate::replication::JournalReplication::new(
+        journal, runtime, last, writer,
+    ))))
+}
+
 /// Replays the exchange's command log and starts its engine thread, the
 /// capital endpoints answering from `wallet` when there is one.
 fn open_exchange(
@@ -372,6 +404,7 @@ fn open_exchange(
     access: &Arc<weiport_access::Access>,
     catalog: Arc<weiport_exchange::Catalog>,
     wallet: Option<&Arc<weiport_wallet::Wallet>>,
+    replication: Option<Box<dyn weiport_exchange::sequencer::Replication>>,
 ) -> anyhow::Result<weiport_exchange_api::Exchange> {
     let started = std::time::Instant::now();
     let wallet_face = wallet.map(|wallet| {
@@ -384,6 +417,7 @@ fn open_exchange(
         config.exchange.queue_capacity,
         access.clone(),
         wallet_face,
+        replication,
     )
     .context("starting the exchange engine")?;
     tracing::info!(

@@ -10,7 +10,7 @@ use weiport_access::Access;
 use weiport_exchange::catalog::{Catalog, MarketId};
 use weiport_exchange::engine::{Command, Event};
 use weiport_exchange::history::{History, HistoryError};
-use weiport_exchange::sequencer::{Outcome, Sequencer, SequencerError};
+use weiport_exchange::sequencer::{Outcome, Replication, Sequencer, SequencerError};
 
 use crate::chain_wallet::ChainWallet;
 use crate::error::BinanceError;
@@ -41,7 +41,8 @@ impl Exchange {
     /// queue of `capacity` commands, fees to `fee_account`) with the stream
     /// hub as one of its sinks; spawns the hub on the current Tokio runtime.
     /// `wallet` is what the capital endpoints answer from (none: they refuse
-    /// as unsupported).
+    /// as unsupported); `replication`, where each batch is made durable
+    /// beyond this machine first (none: this disk only).
     pub fn open(
         store: weiport_storage::Store,
         catalog: Arc<Catalog>,
@@ -49,15 +50,17 @@ impl Exchange {
         capacity: usize,
         access: Arc<Access>,
         wallet: Option<Arc<dyn ChainWallet>>,
+        replication: Option<Box<dyn Replication>>,
     ) -> Result<Self, SequencerError> {
         let history = History::new(store.clone(), catalog.clone());
         let (streams, sink) = StreamHub::new(catalog.clone(), Some(history.clone()));
-        let sequencer = Sequencer::start_with(
+        let sequencer = Sequencer::start_replicated(
             store.clone(),
             catalog.clone(),
             fee_account,
             capacity,
             vec![Box::new(sink)],
+            replication,
         )?;
         tokio::spawn(streams.clone().run());
         Ok(Self {

@@ -28,7 +28,7 @@ pub mod view;
 
 pub use amount::{Amount, AmountError};
 pub use catalog::{AssetId, Catalog, MarketId};
-pub use market::{ExchangeConfig, FilterFailure, Market, StpMode};
+pub use market::{Durability, ExchangeConfig, FilterFailure, Market, StpMode};
 
 /// Wall-clock time in ms since the Unix epoch.
 pub fn now_ms() -> u64 {

@@ -280,6 +280,9 @@ pub struct ExchangeConfig {
     /// Whether this process serves the exchange at all.
     #[serde(default = "serves_exchange")]
     pub enabled: bool,
+    /// When a command counts as durable.
+    #[serde(default)]
+    pub durability: Durability,
     /// Account that receives trading fees.
     pub fee_account: u64,
     /// Commands waiting for the engine before submitters have to wait.
@@ -290,6 +293,17 @@ pub struct ExchangeConfig {
     /// included) before it is credited or completed.
     #[serde(default = "default_confirmations")]
     pub deposit_confirmations: u64,
+}
+
+/// When a command is durable enough to acknowledge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Synced to this machine's disk.
+    #[default]
+    Local,
+    /// Acknowledged by the replicated journal, then synced here.
+    Replicated,
 }
 
 fn serves_exchange() -> bool {
@@ -445,6 +459,7 @@ mod tests {
         );
         let config = ExchangeConfig {
             enabled: true,
+            durability: Durability::Local,
             fee_account: 0,
             queue_capacity: 16,
             markets: vec![eth_usdt(), eth_usdt()],

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::sync::{broadcast, oneshot};
-use weiport_storage::{StorageError, Store};
+use weiport_storage::{JournalEntry, StorageError, Store};
 
 use crate::catalog::Catalog;
 use crate::engine::{Command, Engine, Event};
@@ -21,8 +21,10 @@ use crate::now_ms;
 use crate::view::{BookSnapshot, MarketView, View};
 
 mod records;
+mod replication;
 
 use records::{from_record, to_record};
+pub use replication::{Deposed, Replication};
 
 /// Most commands written in one group commit.
 const MAX_BATCH: usize = 1024;
@@ -51,6 +53,10 @@ pub enum SequencerError {
     /// not applied, and commands are refused until the store takes writes again.
     #[error("the command log cannot be written now; the command was not applied")]
     Unwritable,
+    /// Another process appended to the replicated journal: this one is no
+    /// longer the primary, and the command was not applied.
+    #[error("this process is no longer the exchange's primary; the command was not applied")]
+    Deposed,
 }
 
 /// What an acknowledged command did.
@@ -212,6 +218,19 @@ impl Sequencer {
         capacity: usize,
         sinks: Vec<Box<dyn Sink>>,
     ) -> Result<Self, SequencerError> {
+        Self::start_replicated(store, catalog, fee_account, capacity, sinks, None)
+    }
+
+    /// Like [`Sequencer::start_with`], each batch made durable through
+    /// `replication` (when given) before it is written here and acknowledged.
+    pub fn start_replicated(
+        store: Store,
+        catalog: Arc<Catalog>,
+        fee_account: u64,
+        capacity: usize,
+        sinks: Vec<Box<dyn Sink>>,
+        replication: Option<Box<dyn Replication>>,
+    ) -> Result<Self, SequencerError> {
         crate::history::build_coarse_candles(&store, &catalog)?;
         let Replayed {
             engine,
@@ -245,7 +264,7 @@ impl Sequencer {
                     clock,
                     fee_account,
                 };
-                run(engine, recorder, log, all, receiver, callers)
+                run(engine, recorder, log, all, receiver, callers, replication)
             })
             .expect("spawning the engine thread");
         Ok(Self {
@@ -380,6 +399,7 @@ fn run(
     mut sinks: Vec<Box<dyn Sink>>,
     receiver: Receiver<Request>,
     callers: Option<tokio::runtime::Handle>,
+    mut replication: Option<Box<dyn Replication>>,
 ) -> Engine {
     while let Ok(first) = receiver.recv() {
         // The workers go first: they are writing the answers of the batch
@@ -400,6 +420,10 @@ fn run(
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
         let mut sequence = log.next;
+        let mut entry = JournalEntry {
+            first_sequence: log.next,
+            commands: Vec::new(),
+        };
         for Request { mut command, reply } in batch {
             command.set_time(log.clock);
             let record = to_record(engine.catalog(), &command);
@@ -414,6 +438,9 @@ fn run(
             // Refused commands change nothing, so the log skips them.
             if outcome.accepted() {
                 write.append_command(sequence, &record);
+                if replication.is_some() {
+                    entry.commands.push(record);
+                }
                 outcome.changes.write(engine.catalog(), &mut write);
                 outcome.sequence = sequence;
                 sequence += 1;
@@ -421,11 +448,44 @@ fn run(
             replies.push((reply, Arc::new(outcome)));
         }
         write.set_history_sequence(sequence - 1);
+        // Replicated first: the local log is never ahead of the journal.
+        let replicated = match replication.as_mut() {
+            Some(replication) if sequence != log.next => replication.replicate(&entry),
+            _ => Ok(()),
+        };
+        if replicated.is_err() {
+            tracing::error!(
+                "the journal has moved on without this process: refusing the batch's {} commands; another process is the primary",
+                replies.len()
+            );
+            for (reply, _) in replies {
+                let _ = reply.send(Err(SequencerError::Deposed));
+            }
+            match recover(&log, engine.catalog(), &receiver) {
+                Some(rebuilt) => {
+                    (engine, recorder, log.next) = (rebuilt.engine, rebuilt.recorder, rebuilt.next);
+                }
+                None => return engine,
+            }
+            continue;
+        }
         let written = if sequence == log.next {
             Ok(()) // all refused: nothing to make durable
         } else {
             write.commit()
         };
+        if written.is_err() && replication.is_some() {
+            // The journal has the batch and this disk does not: this
+            // process's log can no longer follow it by sequence. It stops;
+            // a restart catches up from the journal.
+            tracing::error!(
+                "the command log cannot be written after the batch was replicated: stopping the engine; restart to catch up from the journal"
+            );
+            for (reply, _) in replies {
+                let _ = reply.send(Err(SequencerError::Unwritable));
+            }
+            return engine;
+        }
         if let Err(error) = written {
             // Memory is now ahead of disk: acknowledge nothing, and rebuild
             // the engine from what is durable once the store takes writes.

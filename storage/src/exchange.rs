@@ -616,6 +616,49 @@ impl CommandRecord {
     }
 }
 
+/// One entry of the replicated journal: a group-commit batch of the command
+/// log, its commands numbered from `first_sequence` on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalEntry {
+    /// The command-log sequence of the first command.
+    pub first_sequence: u64,
+    /// The batch's commands, in order.
+    pub commands: Vec<CommandRecord>,
+}
+
+impl JournalEntry {
+    /// `version ‖ first_sequence ‖ count ‖ (length ‖ command)*`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.first_sequence);
+        w.u64(self.commands.len() as u64);
+        for command in &self.commands {
+            w.bytes(&command.encode());
+        }
+        w.0
+    }
+
+    /// Inverse of [`JournalEntry::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(bytes, "journal entry")?;
+        let first_sequence = r.u64()?;
+        let count = r.u64()?;
+        // A command takes a few bytes at least: a count beyond the entry's
+        // length is corruption, not an allocation to attempt.
+        if count > bytes.len() as u64 {
+            return Err(r.corrupt());
+        }
+        let commands = (0..count)
+            .map(|_| CommandRecord::decode(&r.bytes()?))
+            .collect::<Result<_, _>>()?;
+        r.finish()?;
+        Ok(Self {
+            first_sequence,
+            commands,
+        })
+    }
+}
+
 impl Store {
     /// The exchange's command log in sequence order: `(sequence, command)`.
     pub fn commands(
@@ -630,6 +673,34 @@ impl Store {
                     CommandRecord::decode(&value)?,
                 ))
             })
+    }
+
+    /// The sequence of the last command in the log (0: none).
+    pub fn last_command_sequence(&self) -> Result<u64, StorageError> {
+        match self
+            .db
+            .iterator_cf(self.cf(cf::COMMAND_LOG), IteratorMode::End)
+            .next()
+        {
+            Some(item) => codec::decode_block_number(&item?.0),
+            None => Ok(0),
+        }
+    }
+
+    /// Appends commands another process made durable (the replicated
+    /// journal's) to the log, durably; the history is written from them on
+    /// the next replay, as for any log entry newer than the history.
+    pub fn append_replicated(&self, entry: &JournalEntry) -> Result<(), StorageError> {
+        let mut batch = rocksdb::WriteBatch::default();
+        for (offset, command) in entry.commands.iter().enumerate() {
+            batch.put_cf(
+                self.cf(cf::COMMAND_LOG),
+                codec::encode_block_number(entry.first_sequence + offset as u64),
+                command.encode(),
+            );
+        }
+        self.db.write_opt(batch, &Self::synced())?;
+        Ok(())
     }
 }
 

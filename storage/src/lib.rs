@@ -14,7 +14,7 @@ mod wallet;
 
 pub use access::{AccountRecord, ApiKeyRecord};
 pub use codec::{BlockRecord, Cursor, LatestBalance};
-pub use exchange::{CommandRecord, OrderRecord};
+pub use exchange::{CommandRecord, JournalEntry, OrderRecord};
 pub use history::{
     AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ExchangeBatch, ListRow, OrderRow,
     PreventedRow, ScanDirection, TradeRow,

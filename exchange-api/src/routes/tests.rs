@@ -26,7 +26,7 @@ fn exchange(dir: &tempfile::TempDir) -> (Arc<Exchange>, String, String) {
         .unwrap();
     let access = Arc::new(weiport_access::Access::new(keys, limiter, vec![], 65_536));
     let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-    let exchange = Arc::new(Exchange::open(store, catalog, 0, 64, access, None).unwrap());
+    let exchange = Arc::new(Exchange::open(store, catalog, 0, 64, access, None, None).unwrap());
     (exchange, created.info.id, created.secret.unwrap())
 }
 

@@ -1,0 +1,174 @@
+//! The exchange with `exchange.durability = "replicated"` on a real
+//! `nats-server` (keys shared through a real `redis-server`): every
+//! acknowledged command is in the journal before the client hears of it,
+//! so a process on an empty disk rebuilds the same exchange from it, and a
+//! second process appending to the journal fences the first.
+
+mod common;
+
+use common::redis::RedisServer;
+use common::{GENEROUS, Key, Weiport, signed_request};
+use serde_json::Value;
+use weiport_journal::testing::NatsServer;
+
+const MASTER_KEY: &str = "7265706c6963617465642d6a6f75726e616c2d746573742d6d61737465722121";
+
+struct Shared {
+    redis: RedisServer,
+    nats: NatsServer,
+}
+
+impl Shared {
+    fn start() -> Self {
+        Self {
+            redis: RedisServer::start(),
+            nats: NatsServer::start(),
+        }
+    }
+
+    /// A replicated exchange process on `dir`.
+    async fn process(&self, dir: &std::path::Path, name: &str) -> Weiport {
+        let (redis, nats) = (self.redis.url(), format!("[\"{}\"]", self.nats.url()));
+        let mut env: Vec<(&str, &str)> = GENEROUS.to_vec();
+        env.extend([
+            ("WEIPORT_CLUSTER__REDIS_URL", redis.as_str()),
+            ("WEIPORT_CLUSTER__NATS_URLS", nats.as_str()),
+            ("WEIPORT_CLUSTER__NODE_NAME", name),
+            ("WEIPORT_EXCHANGE__DURABILITY", "replicated"),
+            ("WEIPORT_MASTER_KEY", MASTER_KEY),
+            ("WEIPORT_WALLET__ENABLED", "false"),
+        ]);
+        let mut weiport = Weiport::serve(dir, &env);
+        weiport.wait_for_log("shared key table loaded").await;
+        weiport
+    }
+}
+
+async fn get(weiport: &Weiport, key: &Key, path: &str, params: &str) -> Value {
+    let client = reqwest::Client::new();
+    let (status, body) = signed_request(
+        &client,
+        &weiport.url,
+        reqwest::Method::GET,
+        path,
+        key,
+        params,
+        0,
+    )
+    .await;
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+/// What a client can see of the exchange: both accounts, their trades and
+/// open orders, and the book.
+async fn state(weiport: &Weiport, maker: &Key, taker: &Key) -> Value {
+    let mut seen = Vec::new();
+    for key in [maker, taker] {
+        let mut account = get(weiport, key, "/api/v3/account", "").await;
+        account["updateTime"] = Value::Null;
+        seen.push(account);
+        seen.push(get(weiport, key, "/api/v3/myTrades", "symbol=ETHUSDT").await);
+        seen.push(get(weiport, key, "/api/v3/allOrders", "symbol=ETHUSDT").await);
+    }
+    let depth = reqwest::get(format!("{}/api/v3/depth?symbol=ETHUSDT", weiport.url))
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    seen.push(depth);
+    Value::Array(seen)
+}
+
+async fn trade(weiport: &Weiport, maker: &Key, taker: &Key, round: u32) {
+    let price = 2000 + round;
+    common::order(
+        weiport,
+        maker,
+        &format!("symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.5&price={price}"),
+    )
+    .await;
+    common::order(
+        weiport,
+        taker,
+        &format!("symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.2&price={price}"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_acknowledged_order_is_lost_with_the_machine() {
+    let shared = Shared::start();
+    let first_disk = tempfile::tempdir().unwrap();
+    let mut first = shared.process(first_disk.path(), "first").await;
+    let (maker, taker) = first.two_traders().await;
+    for round in 0..10 {
+        trade(&first, &maker, &taker, round).await;
+    }
+    let before = state(&first, &maker, &taker).await;
+
+    // The machine is gone: its process killed, its disk lost.
+    first.stop("KILL", std::time::Duration::from_secs(10));
+    drop(first_disk);
+
+    let second_disk = tempfile::tempdir().unwrap();
+    let second = shared.process(second_disk.path(), "second").await;
+    assert_eq!(state(&second, &maker, &taker).await, before);
+    // It carries on from there: the next trade ids follow the first's.
+    let trades = |body: Value| -> Vec<u64> {
+        let ids = body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_u64().unwrap());
+        ids.collect()
+    };
+    let earlier = trades(get(&second, &taker, "/api/v3/myTrades", "symbol=ETHUSDT").await);
+    trade(&second, &maker, &taker, 10).await;
+    let later = trades(get(&second, &taker, "/api/v3/myTrades", "symbol=ETHUSDT").await);
+    assert!(later.len() > earlier.len());
+    assert_eq!(later[..earlier.len()], earlier[..]);
+    assert!(later[earlier.len()] > *earlier.last().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_behind_the_journal_is_fenced_and_applies_nothing() {
+    let shared = Shared::start();
+    let (disk_a, disk_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = shared.process(disk_a.path(), "a").await;
+    let (maker, taker) = a.two_traders().await;
+    trade(&a, &maker, &taker, 0).await;
+
+    // A second process catches up and appends: the first is now behind.
+    let b = shared.process(disk_b.path(), "b").await;
+    assert_eq!(
+        state(&b, &maker, &taker).await,
+        state(&a, &maker, &taker).await
+    );
+    trade(&b, &maker, &taker, 1).await;
+
+    let client = reqwest::Client::new();
+    let before = state(&a, &maker, &taker).await;
+    let (status, refusal) = signed_request(
+        &client,
+        &a.url,
+        reqwest::Method::POST,
+        "/api/v3/order",
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.5&price=2500",
+        0,
+    )
+    .await;
+    assert_eq!(status, 503, "{refusal}");
+    assert_eq!(state(&a, &maker, &taker).await, before, "nothing applied");
+    // The journal, and the process that appended to it, have both trades.
+    let trades = get(&b, &taker, "/api/v3/myTrades", "symbol=ETHUSDT").await;
+    assert_eq!(trades.as_array().unwrap().len(), 2);
+    let c_disk = tempfile::tempdir().unwrap();
+    let c = shared.process(c_disk.path(), "c").await;
+    assert_eq!(
+        state(&c, &maker, &taker).await,
+        state(&b, &maker, &taker).await
+    );
+}
