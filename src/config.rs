@@ -108,6 +108,8 @@ pub struct ClusterSection {
     pub poll_ms: u64,
     /// The JetStream servers of the exchange's journal.
     pub nats_urls: Vec<String>,
+    /// How long the primary's lease lasts unless renewed, in milliseconds.
+    pub lease_ms: u64,
 }
 
 impl ClusterSection {

@@ -104,21 +104,18 @@ pub struct JournalReplication {
     runtime: tokio::runtime::Handle,
     last: u64,
     writer: String,
+    status: std::sync::Arc<ClusterStatus>,
 }
 
 impl JournalReplication {
-    /// Appends after entry `last`, as `writer` (unique to this run of this process).
-    pub fn new(
-        journal: Journal,
-        runtime: tokio::runtime::Handle,
-        last: u64,
-        writer: String,
-    ) -> Self {
+    /// Appends after the entry the log caught up to, as this run's writer.
+    pub fn new(joined: &Joined, runtime: tokio::runtime::Handle) -> Self {
         Self {
-            journal,
+            journal: joined.journal.clone(),
             runtime,
-            last,
-            writer,
+            last: joined.caught_up,
+            writer: joined.writer.clone(),
+            status: joined.status.clone(),
         }
     }
 }
@@ -135,6 +132,9 @@ impl Replication for JournalReplication {
             match appended {
                 Ok(sequence) => {
                     self.last = sequence;
+                    self.status
+                        .applied_entry
+                        .store(sequence, std::sync::atomic::Ordering::Release);
                     return Ok(());
                 }
                 Err(JournalError::Fenced { expected, last }) => {
@@ -156,5 +156,154 @@ impl Replication for JournalReplication {
                 }
             }
         }
+    }
+}
+
+/// This process's part in a replicated exchange, as `/admin/cluster` shows it.
+pub struct ClusterStatus {
+    /// This process's name.
+    pub node: String,
+    following: std::sync::atomic::AtomicBool,
+    /// The last journal entry applied here (following) or appended (leading).
+    applied_entry: std::sync::atomic::AtomicU64,
+    lease: weiport_journal::Lease,
+}
+
+impl ClusterStatus {
+    /// The answer of `GET /admin/cluster`.
+    pub async fn report(&self, applied_command: u64) -> serde_json::Value {
+        use std::sync::atomic::Ordering;
+        let primary = self.lease.current().await.ok().flatten();
+        let role = if self.following.load(Ordering::Acquire) {
+            "follower"
+        } else {
+            "primary"
+        };
+        serde_json::json!({
+            "node": self.node,
+            "role": role,
+            "primary": primary.map(|p| p.holder),
+            "appliedEntry": self.applied_entry.load(Ordering::Acquire),
+            "appliedSequence": applied_command,
+        })
+    }
+
+    /// Whether this process follows.
+    pub fn following(&self) -> bool {
+        self.following.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// A replicated exchange at start: the journal, this process's role, and
+/// where its log stands.
+pub struct Joined {
+    /// The journal.
+    pub journal: Journal,
+    /// Role and progress.
+    pub status: std::sync::Arc<ClusterStatus>,
+    /// The journal's last entry when the log caught up.
+    pub caught_up: u64,
+    /// This run's writer id.
+    pub writer: String,
+}
+
+/// Takes the primary's lease if it is free (or lapsed): this process then
+/// leads; otherwise it follows the holder.
+pub async fn join(
+    journal: Journal,
+    node: &str,
+    writer: String,
+    lease_ttl: Duration,
+    caught_up: u64,
+) -> anyhow::Result<Joined> {
+    use weiport_journal::LeaseState;
+    let lease = journal.lease("primary", node, lease_ttl).await?;
+    let following = match lease.acquire().await? {
+        LeaseState::Held { .. } => false,
+        LeaseState::HeldBy(holder) => {
+            tracing::info!(primary = %holder.holder, "following the exchange's primary");
+            true
+        }
+    };
+    let status = std::sync::Arc::new(ClusterStatus {
+        node: node.to_owned(),
+        following: std::sync::atomic::AtomicBool::new(following),
+        applied_entry: std::sync::atomic::AtomicU64::new(caught_up),
+        lease,
+    });
+    Ok(Joined {
+        journal,
+        status,
+        caught_up,
+        writer,
+    })
+}
+
+/// The primary's renewals of its lease, every third of its length, until
+/// the process stops; a renewal that finds the lease taken is logged (the
+/// journal's fencing already keeps this process from appending).
+pub async fn keep_lease(status: std::sync::Arc<ClusterStatus>) {
+    use weiport_journal::LeaseState;
+    let every = status.lease.ttl() / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        match status.lease.acquire().await {
+            Ok(LeaseState::Held { .. }) => {}
+            Ok(LeaseState::HeldBy(holder)) => {
+                tracing::error!(primary = %holder.holder, "the primary's lease was taken by another process");
+            }
+            Err(error) => tracing::warn!(%error, "renewing the primary's lease failed"),
+        }
+    }
+}
+
+/// A follower's replay: every journal entry after `after` applied to the
+/// engine as the primary sequenced it, for as long as the process runs.
+pub async fn follow(
+    journal: Journal,
+    sequencer: std::sync::Arc<weiport_exchange::sequencer::Sequencer>,
+    status: std::sync::Arc<ClusterStatus>,
+    after: u64,
+) {
+    use std::sync::atomic::Ordering;
+    let mut next = after + 1;
+    loop {
+        match journal.entries(next).await {
+            Ok(entries) => {
+                let mut entries = std::pin::pin!(entries);
+                while let Some(item) = entries.next().await {
+                    let (sequence, bytes) = match item {
+                        Ok(found) => found,
+                        Err(error) => {
+                            tracing::warn!(%error, "reading the journal failed; resuming");
+                            break;
+                        }
+                    };
+                    let entry = match JournalEntry::decode(&bytes) {
+                        Ok(entry) => entry,
+                        Err(error) => {
+                            tracing::error!(%error, sequence, "a journal entry this build cannot read: following stopped");
+                            return;
+                        }
+                    };
+                    let applied = sequencer.view().sequence;
+                    let skip = applied.saturating_sub(entry.first_sequence - 1) as usize;
+                    if skip < entry.commands.len() {
+                        let tail = JournalEntry {
+                            first_sequence: entry.first_sequence + skip as u64,
+                            commands: entry.commands[skip..].to_vec(),
+                        };
+                        if let Err(error) = sequencer.apply_sequenced(tail).await {
+                            tracing::error!(%error, sequence, "the journal's entry could not be applied: following stopped");
+                            return;
+                        }
+                    }
+                    status.applied_entry.store(sequence, Ordering::Release);
+                    next = sequence + 1;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "the journal is unreachable; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -223,8 +223,18 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let catalog = Arc::new(weiport_exchange::Catalog::new(
         config.exchange.markets.clone(),
     ));
-    let wallet = open_wallet(config, &store, &catalog)?;
-    let replication = open_replication(config, &store).await?;
+    let joined = join_replicated(config, &store).await?;
+    let following = joined.as_ref().is_some_and(|j| j.status.following());
+    // The wallet signs and credits: only the primary runs it.
+    let wallet = match following {
+        false => open_wallet(config, &store, &catalog)?,
+        true => None,
+    };
+    let replication = joined.as_ref().filter(|_| !following).map(|joined| {
+        let runtime = tokio::runtime::Handle::current();
+        Box::new(crate::replication::JournalReplication::new(joined, runtime))
+            as Box<dyn weiport_exchange::sequencer::Replication>
+    });
     let exchange = Arc::new(open_exchange(
         config,
         &store,
@@ -233,6 +243,21 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         wallet.as_ref(),
         replication,
     )?);
+    let cluster_status = joined.map(|joined| {
+        let status = joined.status.clone();
+        if following {
+            exchange.sequencer.set_following(true);
+            tokio::spawn(crate::replication::follow(
+                joined.journal,
+                exchange.sequencer.clone(),
+                status.clone(),
+                joined.caught_up,
+            ));
+        } else {
+            tokio::spawn(crate::replication::keep_lease(status.clone()));
+        }
+        status
+    });
     let wallet_job = wallet.map(|wallet| {
         let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
         tokio::spawn(wallet.run(ledger, stop_rx.clone()))
@@ -245,7 +270,8 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let prices =
         weiport_coingecko_api::router(Arc::new(ExchangeMarkets(exchange.clone())), coins, &access);
     let mut exchange_app = weiport_exchange_api::router(exchange.clone()).merge(prices);
-    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone());
+    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone())
+        .merge(cluster_router(cluster_status, exchange.clone()));
     if !config.exchange.enabled {
         exchange_app = exchange_app.layer(axum::middleware::from_fn(exchange_elsewhere));
         exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
@@ -367,11 +393,12 @@ fn open_wallet(
 }
 
 /// With `exchange.durability = "replicated"`: the journal opened, this data
-/// dir's command log caught up with it, and the engine's side of it.
-async fn open_replication(
+/// dir's command log caught up with it, and this process's role (the
+/// primary's lease taken, or followed).
+async fn join_replicated(
     config: &Config,
     store: &Store,
-) -> anyhow::Result<Option<Box<dyn weiport_exchange::sequencer::Replication>>> {
+) -> anyhow::Result<Option<crate::replication::Joined>> {
     use weiport_exchange::Durability;
     if !config.exchange.enabled || config.exchange.durability != Durability::Replicated {
         return Ok(None);
@@ -382,18 +409,40 @@ async fn open_replication(
     );
     let timeout = Duration::from_millis(config.cluster.timeout_ms.max(1000));
     let journal = crate::replication::open_journal(&config.cluster.nats_urls, timeout).await?;
-    // Unique to this run: a retried append of this run is recognised, and
-    // never confused with another run's entry for the same commands.
-    let name = match config.cluster.node_name.as_str() {
+    let node = match config.cluster.node_name.as_str() {
         "" => config.server.listen.to_string(),
         name => name.to_owned(),
     };
-    let writer = format!("{name}-{}", &weiport_access::keys::random_token()[..12]);
-    let last = crate::replication::catch_up(&journal, store, &writer).await?;
-    let runtime = tokio::runtime::Handle::current();
-    Ok(Some(Box::new(crate::replication::JournalReplication::new(
-        journal, runtime, last, writer,
-    ))))
+    // Unique to this run: a retried append of this run is recognised, and
+    // never confused with another run's entry for the same commands.
+    let writer = format!("{node}-{}", &weiport_access::keys::random_token()[..12]);
+    let caught_up = crate::replication::catch_up(&journal, store, &writer).await?;
+    let lease = Duration::from_millis(config.cluster.lease_ms.max(100));
+    Ok(Some(
+        crate::replication::join(journal, &node, writer, lease, caught_up).await?,
+    ))
+}
+
+/// `GET /admin/cluster`: this process's role, the primary, how far it applied.
+fn cluster_router(
+    status: Option<Arc<crate::replication::ClusterStatus>>,
+    exchange: Arc<weiport_exchange_api::Exchange>,
+) -> Router {
+    let report = move || {
+        let (status, exchange) = (status.clone(), exchange.clone());
+        async move {
+            let applied = exchange.sequencer.view().sequence;
+            match status {
+                Some(status) => Json(status.report(applied).await),
+                None => Json(serde_json::json!({
+                    "role": "alone",
+                    "primary": null,
+                    "appliedSequence": applied,
+                })),
+            }
+        }
+    };
+    Router::new().route("/admin/cluster", get(report))
 }
 
 /// Replays the exchange's command log and starts its engine thread, the

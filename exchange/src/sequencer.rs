@@ -57,6 +57,9 @@ pub enum SequencerError {
     /// longer the primary, and the command was not applied.
     #[error("this process is no longer the exchange's primary; the command was not applied")]
     Deposed,
+    /// This process follows the primary's journal and sequences nothing itself.
+    #[error("this process follows the exchange's primary; send commands to the primary")]
+    Following,
 }
 
 /// What an acknowledged command did.
@@ -124,10 +127,17 @@ impl Sink for broadcast::Sender<Arc<Outcome>> {
 struct Request {
     command: Command,
     reply: Reply,
+    /// The sequence the primary gave it, for a command from the journal
+    /// (applied as it was, at its own time); `None` for a client's.
+    sequenced: Option<u64>,
 }
 
 /// Handle to the engine thread.
 pub struct Sequencer {
+    catalog: Arc<Catalog>,
+    /// Set while this process follows another's journal: clients' commands
+    /// are refused, the journal's applied.
+    following: std::sync::atomic::AtomicBool,
     view: Arc<RwLock<View>>,
     requests: Option<SyncSender<Request>>,
     events: broadcast::Sender<Arc<Outcome>>,
@@ -268,6 +278,8 @@ impl Sequencer {
             })
             .expect("spawning the engine thread");
         Ok(Self {
+            catalog,
+            following: std::sync::atomic::AtomicBool::new(false),
             view,
             requests: Some(requests),
             events,
@@ -277,13 +289,62 @@ impl Sequencer {
 
     /// Applies `command` and returns its events once they are durable.
     pub async fn submit(&self, command: Command) -> Result<Arc<Outcome>, SequencerError> {
+        if self.following.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(SequencerError::Following);
+        }
+        self.send(command, None)
+            .await?
+            .await
+            .map_err(|_| SequencerError::Stopped)?
+    }
+
+    /// Whether this process follows another's journal (clients' commands
+    /// refused) or sequences them itself.
+    pub fn set_following(&self, following: bool) {
+        self.following
+            .store(following, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Applies commands the primary sequenced (a journal entry), as they
+    /// were: the same sequences, the same times, so the books, balances,
+    /// ids and history come out identical. Returns once they are durable here.
+    pub async fn apply_sequenced(&self, entry: JournalEntry) -> Result<(), SequencerError> {
+        let mut answers = Vec::with_capacity(entry.commands.len());
+        for (offset, record) in entry.commands.into_iter().enumerate() {
+            let sequence = entry.first_sequence + offset as u64;
+            let command = from_record(&self.catalog, sequence, record)?;
+            answers.push(self.send(command, Some(sequence)).await?);
+        }
+        for answer in answers {
+            let outcome = answer.await.map_err(|_| SequencerError::Stopped)??;
+            if !outcome.accepted() {
+                return Err(SequencerError::Corrupt {
+                    sequence: outcome.sequence,
+                    reason: "the primary accepted it and this engine refuses it",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a command for the engine thread; its answer to come.
+    async fn send(
+        &self,
+        command: Command,
+        sequenced: Option<u64>,
+    ) -> Result<oneshot::Receiver<Result<Arc<Outcome>, SequencerError>>, SequencerError> {
         let (reply, answer) = oneshot::channel();
         let requests = self
             .requests
             .as_ref()
             .ok_or(SequencerError::Stopped)?
             .clone();
-        match requests.try_send(Request { command, reply }) {
+        let request = Request {
+            command,
+            reply,
+            sequenced,
+        };
+        match requests.try_send(request) {
             Ok(()) => {}
             // The queue is bounded: when it is full the caller waits here, on
             // a blocking thread, instead of memory growing.
@@ -295,7 +356,7 @@ impl Sequencer {
             }
             Err(TrySendError::Disconnected(_)) => return Err(SequencerError::Stopped),
         }
-        answer.await.map_err(|_| SequencerError::Stopped)?
+        Ok(answer)
     }
 
     /// The read side, current with every acknowledged command.
@@ -359,7 +420,7 @@ struct Log {
     store: Store,
     /// Sequence number of the next command.
     next: u64,
-    /// Engine time: wall-clock ms, never going backwards.
+    /// Engine time: wall-clock ms (or, following, the primary's), never going backwards.
     clock: u64,
     /// The engine's fee account, for rebuilding it.
     fee_account: u64,
@@ -424,8 +485,25 @@ fn run(
             first_sequence: log.next,
             commands: Vec::new(),
         };
-        for Request { mut command, reply } in batch {
-            command.set_time(log.clock);
+        for Request {
+            mut command,
+            reply,
+            sequenced,
+        } in batch
+        {
+            match sequenced {
+                None => command.set_time(log.clock),
+                Some(given) if given == sequence => {
+                    log.clock = log.clock.max(command.time_ms().unwrap_or(0));
+                }
+                Some(given) => {
+                    let _ = reply.send(Err(SequencerError::Corrupt {
+                        sequence: given,
+                        reason: "the journal's command does not follow this log",
+                    }));
+                    continue;
+                }
+            }
             let record = to_record(engine.catalog(), &command);
             let events = engine.apply(command.clone());
             let changes = recorder.record(&command, &events);
@@ -575,224 +653,4 @@ fn recover(log: &Log, catalog: &Arc<Catalog>, receiver: &Receiver<Request>) -> O
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::amount::Amount;
-    use crate::catalog::MarketId;
-    use crate::engine::{OrderStatus, Trade};
-    use crate::history::{History, OrderView};
-    use crate::market::StpMode;
-    use crate::market::tests_support::eth_usdt;
-    use crate::order::NewOrder;
-    use crate::order::{OrderType, ResponseType, Side, TimeInForce};
-    use weiport_storage::ScanDirection;
-
-    fn amount(text: &str) -> Amount {
-        text.parse().unwrap()
-    }
-
-    fn place(account: u64, side: Side, quantity: &str, price: &str) -> Command {
-        Command::Place {
-            account,
-            time_ms: 1,
-            order: NewOrder {
-                market: crate::catalog::MarketId(0),
-                side,
-                order_type: OrderType::Limit,
-                time_in_force: TimeInForce::Gtc,
-                quantity: Some(amount(quantity)),
-                quote_quantity: None,
-                price: Some(amount(price)),
-                client_order_id: None,
-                response_type: ResponseType::Full,
-                stp: StpMode::None,
-                trigger: None,
-            },
-        }
-    }
-
-    #[test]
-    fn callers_are_answered_after_the_runtime_that_started_it_is_gone() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &Default::default()).unwrap();
-        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-        let starting = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let sequencer = starting
-            .block_on(async { Sequencer::start(store, catalog.clone(), 99, 64) })
-            .unwrap();
-        drop(starting);
-        let credit = Command::Credit {
-            account: 1,
-            asset: catalog.asset_id("USDT").unwrap(),
-            amount: amount("10"),
-        };
-        let later = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let outcome = later.block_on(sequencer.submit(credit)).unwrap();
-        assert!(outcome.accepted());
-        assert_eq!(outcome.sequence, 1);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_restart_replays_the_log_into_an_identical_engine() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &Default::default()).unwrap();
-        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-        let sequencer = Sequencer::start(store.clone(), catalog.clone(), 99, 64).unwrap();
-        let mut published = sequencer.subscribe();
-        for account in [1, 2] {
-            for asset in ["USDT", "ETH"] {
-                sequencer
-                    .submit(Command::Credit {
-                        account,
-                        asset: catalog.asset_id(asset).unwrap(),
-                        amount: amount("10000"),
-                    })
-                    .await
-                    .unwrap();
-            }
-        }
-        let mut submissions = Vec::new();
-        for i in 0..40u64 {
-            let side = if i % 2 == 0 { Side::Buy } else { Side::Sell };
-            let price = format!("{}", 2990 + (i * 7) % 20);
-            submissions.push(place(1 + i % 2, side, "0.5", &price));
-        }
-        submissions.push(Command::Cancel {
-            account: 1,
-            market: crate::catalog::MarketId(0),
-            order_id: 1,
-            time_ms: 2,
-        });
-        submissions.push(place(1, Side::Buy, "100000", "3000")); // refused: not logged
-        // Concurrent submitters share group commits.
-        let sequencer = Arc::new(sequencer);
-        let handles: Vec<_> = submissions
-            .into_iter()
-            .map(|command| {
-                let sequencer = sequencer.clone();
-                tokio::spawn(async move { sequencer.submit(command).await.unwrap() })
-            })
-            .collect();
-        for handle in handles {
-            handle.await.unwrap();
-        }
-        assert!(published.recv().await.is_ok(), "events are published");
-        let before = Arc::into_inner(sequencer).unwrap().shutdown().unwrap();
-        before.check_invariants().unwrap();
-
-        let after = Sequencer::start(store, catalog, 99, 64)
-            .unwrap()
-            .shutdown()
-            .unwrap();
-        assert_eq!(before.snapshot(), after.snapshot());
-        assert!(!before.snapshot().is_empty());
-    }
-
-    /// Orders and trades as the history reads them, per market.
-    fn recorded(store: &Store, catalog: &Arc<Catalog>) -> Vec<(Vec<OrderView>, Vec<Trade>)> {
-        let history = History::new(store.clone(), catalog.clone());
-        catalog
-            .markets()
-            .map(|(id, _)| {
-                let trades = history
-                    .trades(id, 0, ScanDirection::Forward)
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap();
-                let orders = (1..)
-                    .map_while(|order_id| history.order(id, order_id).unwrap())
-                    .collect();
-                (orders, trades)
-            })
-            .collect()
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn history_rows_are_written_with_their_commands_and_backfilled_for_older_logs() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &Default::default()).unwrap();
-        let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-        let sequencer = Sequencer::start(store.clone(), catalog.clone(), 99, 64).unwrap();
-        for account in [1, 2] {
-            for asset in ["USDT", "ETH"] {
-                let credit = Command::Credit {
-                    account,
-                    asset: catalog.asset_id(asset).unwrap(),
-                    amount: amount("10000"),
-                };
-                sequencer.submit(credit).await.unwrap();
-            }
-        }
-        for i in 0..6u64 {
-            let price = format!("{}", 3000 + i);
-            sequencer
-                .submit(place(1, Side::Sell, "0.5", &price))
-                .await
-                .unwrap();
-        }
-        let taker = sequencer
-            .submit(place(2, Side::Buy, "2", "3003"))
-            .await
-            .unwrap();
-        let placed = taker.changes.placed().unwrap();
-        assert_eq!((placed.order_id, placed.status), (7, OrderStatus::Filled));
-        assert_eq!(taker.changes.trades.len(), 4);
-        assert_eq!(taker.changes.aggs.len(), 4, "one per price level");
-        drop(sequencer);
-
-        let written = recorded(&store, &catalog);
-        let (orders, trades) = &written[0];
-        assert_eq!(orders.len(), 7);
-        assert_eq!(
-            trades.iter().map(|t| t.trade_id).collect::<Vec<_>>(),
-            [1, 2, 3, 4]
-        );
-        let statuses: Vec<_> = orders.iter().map(|o| o.status).collect();
-        assert_eq!(statuses[..4], [OrderStatus::Filled; 4]);
-        assert_eq!(statuses[4..6], [OrderStatus::New; 2]);
-        assert_eq!(store.exchange_history_sequence().unwrap(), 11);
-
-        // The same log without its history rows, as an older build wrote it.
-        let old_dir = tempfile::tempdir().unwrap();
-        let old = Store::open(old_dir.path(), &Default::default()).unwrap();
-        let mut batch = old.exchange_batch();
-        for item in store.commands() {
-            let (sequence, record) = item.unwrap();
-            batch.append_command(sequence, &record);
-        }
-        batch.commit().unwrap();
-        assert_eq!(old.exchange_history_sequence().unwrap(), 0);
-        let restarted = Sequencer::start(old.clone(), catalog.clone(), 99, 64).unwrap();
-        assert_eq!(restarted.view().market(MarketId(0)).unwrap().open.len(), 2);
-        drop(restarted);
-        assert_eq!(recorded(&old, &catalog), written);
-        assert_eq!(old.exchange_history_sequence().unwrap(), 11);
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(8))]
-        #[test]
-        fn replaying_the_log_rebuilds_the_same_engine(
-            commands in proptest::collection::vec(crate::engine::tests::command_strategy(), 1..120)
-        ) {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let store = Store::open(dir.path(), &Default::default()).unwrap();
-            let markets = crate::engine::tests::two_markets;
-            let sequencer = Sequencer::start(store.clone(), markets(), 99, 16).unwrap();
-            runtime.block_on(async {
-                for command in commands {
-                    sequencer.submit(command).await.unwrap();
-                }
-            });
-            let before = sequencer.shutdown().unwrap().snapshot();
-            let after = Sequencer::start(store, markets(), 99, 16).unwrap().shutdown().unwrap().snapshot();
-            proptest::prop_assert_eq!(before, after);
-        }
-    }
-}
+mod tests;

@@ -20,7 +20,17 @@ fn config(urls: Vec<String>, replicas: usize) -> JournalConfig {
 }
 
 async fn read(journal: &Journal, from: u64, count: usize) -> Vec<(u64, Bytes)> {
-    let entries = journal.entries(from).await.unwrap();
+    // A cluster that just lost a server may take seconds to place a reader.
+    let started = Instant::now();
+    let entries = loop {
+        match journal.entries(from).await {
+            Ok(entries) => break entries,
+            Err(error) => {
+                assert!(started.elapsed() < Duration::from_secs(60), "{error}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
     tokio::time::timeout(
         Duration::from_secs(10),
         entries.take(count).map(|e| e.unwrap()).collect::<Vec<_>>(),
