@@ -2,12 +2,14 @@
 //! this process's command log from the journal before the engine starts,
 //! and the engine thread's appends.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
 use futures::StreamExt;
-use weiport_exchange::sequencer::{Deposed, Replication};
-use weiport_journal::{Journal, JournalConfig, JournalError};
+use weiport_exchange::sequencer::{Deposed, Replication, Sequencer};
+use weiport_journal::{Journal, JournalConfig, JournalError, LeaseState};
 use weiport_storage::{CommandRecord, JournalEntry, Store};
 
 /// Commands per entry when a local log is first copied into an empty journal.
@@ -216,7 +218,6 @@ pub async fn join(
     lease_ttl: Duration,
     caught_up: u64,
 ) -> anyhow::Result<Joined> {
-    use weiport_journal::LeaseState;
     let lease = journal.lease("primary", node, lease_ttl).await?;
     let following = match lease.acquire().await? {
         LeaseState::Held { .. } => false,
@@ -239,11 +240,48 @@ pub async fn join(
     })
 }
 
-/// The primary's renewals of its lease, every third of its length, until
-/// the process stops; a renewal that finds the lease taken is logged (the
-/// journal's fencing already keeps this process from appending).
-pub async fn keep_lease(status: std::sync::Arc<ClusterStatus>) {
-    use weiport_journal::LeaseState;
+/// This process's part, played until it stops: leading while it holds the
+/// lease (renewing it every third of its length), following the journal
+/// otherwise; a follower that finds the lease lapsed applies the journal to
+/// its end, takes the lease and leads; a primary that finds it taken
+/// follows (the journal's fencing already kept it from appending).
+pub async fn play_role(
+    journal: Journal,
+    sequencer: Arc<Sequencer>,
+    status: Arc<ClusterStatus>,
+    writer: String,
+) {
+    let mut term = 0u32;
+    loop {
+        if status.following() {
+            follow(&journal, &sequencer, &status).await;
+            term += 1;
+            let last = status.applied_entry.load(Ordering::Acquire);
+            let replication = JournalReplication {
+                journal: journal.clone(),
+                runtime: tokio::runtime::Handle::current(),
+                last,
+                writer: format!("{writer}-{term}"),
+                status: status.clone(),
+            };
+            sequencer.lead(Box::new(replication));
+            status.following.store(false, Ordering::Release);
+            tracing::warn!(
+                entry = last,
+                commands = sequencer.view().sequence,
+                "took the primary's lease: this process leads the exchange"
+            );
+        } else {
+            lead(&status).await;
+            sequencer.follow();
+            status.following.store(true, Ordering::Release);
+            tracing::warn!("the primary's lease was taken by another process: following it");
+        }
+    }
+}
+
+/// Renews the lease until another process holds it.
+async fn lead(status: &ClusterStatus) {
     let every = status.lease.ttl() / 3;
     loop {
         tokio::time::sleep(every).await;
@@ -251,59 +289,108 @@ pub async fn keep_lease(status: std::sync::Arc<ClusterStatus>) {
             Ok(LeaseState::Held { .. }) => {}
             Ok(LeaseState::HeldBy(holder)) => {
                 tracing::error!(primary = %holder.holder, "the primary's lease was taken by another process");
+                return;
             }
             Err(error) => tracing::warn!(%error, "renewing the primary's lease failed"),
         }
     }
 }
 
-/// A follower's replay: every journal entry after `after` applied to the
-/// engine as the primary sequenced it, for as long as the process runs.
-pub async fn follow(
-    journal: Journal,
-    sequencer: std::sync::Arc<weiport_exchange::sequencer::Sequencer>,
-    status: std::sync::Arc<ClusterStatus>,
-    after: u64,
-) {
-    use std::sync::atomic::Ordering;
-    let mut next = after + 1;
+/// Applies every journal entry after the last applied, as the primary
+/// sequenced it; returns once this process holds the lease and has applied
+/// the journal to its end.
+async fn follow(journal: &Journal, sequencer: &Sequencer, status: &ClusterStatus) {
+    let mut tick = tokio::time::interval(status.lease.ttl() / 3);
     loop {
-        match journal.entries(next).await {
-            Ok(entries) => {
-                let mut entries = std::pin::pin!(entries);
-                while let Some(item) = entries.next().await {
-                    let (sequence, bytes) = match item {
-                        Ok(found) => found,
-                        Err(error) => {
-                            tracing::warn!(%error, "reading the journal failed; resuming");
-                            break;
-                        }
-                    };
-                    let entry = match JournalEntry::decode(&bytes) {
-                        Ok(entry) => entry,
-                        Err(error) => {
-                            tracing::error!(%error, sequence, "a journal entry this build cannot read: following stopped");
-                            return;
-                        }
-                    };
-                    let applied = sequencer.view().sequence;
-                    let skip = applied.saturating_sub(entry.first_sequence - 1) as usize;
-                    if skip < entry.commands.len() {
-                        let tail = JournalEntry {
-                            first_sequence: entry.first_sequence + skip as u64,
-                            commands: entry.commands[skip..].to_vec(),
-                        };
-                        if let Err(error) = sequencer.apply_sequenced(tail).await {
-                            tracing::error!(%error, sequence, "the journal's entry could not be applied: following stopped");
-                            return;
+        let next = status.applied_entry.load(Ordering::Acquire) + 1;
+        let entries = match journal.entries(next).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(%error, "the journal is unreachable; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let mut entries = std::pin::pin!(entries);
+        loop {
+            tokio::select! {
+                item = entries.next() => match item {
+                    Some(Ok((sequence, bytes))) => {
+                        if !apply(sequencer, status, sequence, &bytes).await {
+                            // This engine cannot follow: it neither leads nor
+                            // applies, and says why once.
+                            return std::future::pending().await;
                         }
                     }
-                    status.applied_entry.store(sequence, Ordering::Release);
-                    next = sequence + 1;
+                    Some(Err(error)) => {
+                        tracing::warn!(%error, "reading the journal failed; resuming");
+                        break;
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    // Holding the lease but not caught up: it is renewed
+                    // while the entries are read, and taken up again next tick.
+                    if matches!(status.lease.acquire().await, Ok(LeaseState::Held { .. }))
+                        && caught_up(journal, sequencer, status).await
+                    {
+                        return;
+                    }
                 }
             }
-            Err(error) => tracing::warn!(%error, "the journal is unreachable; retrying"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// With the lease held: applies what is left of the journal; whether this
+/// process is now at its end.
+async fn caught_up(journal: &Journal, sequencer: &Sequencer, status: &ClusterStatus) -> bool {
+    let Ok(last) = journal.last_sequence().await else {
+        return false;
+    };
+    let next = status.applied_entry.load(Ordering::Acquire) + 1;
+    if next > last {
+        return true;
+    }
+    let Ok(entries) = journal.entries(next).await else {
+        return false;
+    };
+    let mut entries = std::pin::pin!(entries);
+    while status.applied_entry.load(Ordering::Acquire) < last {
+        match entries.next().await {
+            Some(Ok((sequence, bytes))) => {
+                if !apply(sequencer, status, sequence, &bytes).await {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Applies journal entry `sequence` (the commands this log lacks of it).
+async fn apply(sequencer: &Sequencer, status: &ClusterStatus, sequence: u64, bytes: &[u8]) -> bool {
+    let entry = match JournalEntry::decode(bytes) {
+        Ok(entry) => entry,
+        Err(error) => {
+            tracing::error!(%error, sequence, "a journal entry this build cannot read: following stopped");
+            return false;
+        }
+    };
+    let applied = sequencer.view().sequence;
+    let skip = applied.saturating_sub(entry.first_sequence - 1) as usize;
+    if skip < entry.commands.len() {
+        let tail = JournalEntry {
+            first_sequence: entry.first_sequence + skip as u64,
+            commands: entry.commands[skip..].to_vec(),
+        };
+        if let Err(error) = sequencer.apply_sequenced(tail).await {
+            tracing::error!(%error, sequence, "the journal's entry could not be applied: following stopped");
+            return false;
+        }
+    }
+    status.applied_entry.store(sequence, Ordering::Release);
+    true
 }

@@ -247,15 +247,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         let status = joined.status.clone();
         if following {
             exchange.sequencer.set_following(true);
-            tokio::spawn(crate::replication::follow(
-                joined.journal,
-                exchange.sequencer.clone(),
-                status.clone(),
-                joined.caught_up,
-            ));
-        } else {
-            tokio::spawn(crate::replication::keep_lease(status.clone()));
         }
+        tokio::spawn(crate::replication::play_role(
+            joined.journal,
+            exchange.sequencer.clone(),
+            status.clone(),
+            joined.writer,
+        ));
         status
     });
     let wallet_job = wallet.map(|wallet| {

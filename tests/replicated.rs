@@ -207,12 +207,75 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     let (status, refusal) = place(&c, &maker, order).await;
     assert_eq!(status, 503, "{refusal}");
 
-    // Woken, the old primary is behind the journal: fenced, nothing applied.
+    // Woken, the old primary is behind the journal: its order is refused
+    // (fenced, or it already follows), it steps down and follows the new
+    // primary to the journal's state, where its order never was.
     signal(&a, "CONT");
-    let before = state(&a, &maker, &taker).await;
     let (status, refusal) = place(&a, &maker, order).await;
     assert_eq!(status, 503, "{refusal}");
-    assert_eq!(state(&a, &maker, &taker).await, before, "nothing applied");
-    let trades = get(&c, &taker, "/api/v3/myTrades", "symbol=ETHUSDT").await;
-    assert!(trades.as_array().unwrap().len() >= 2, "{trades}");
+    eventually("the old primary follows the new one", async || {
+        cluster(&a).await["role"] == "follower"
+    })
+    .await;
+    let led = state(&b, &maker, &taker).await;
+    eventually("the old primary replays the journal", async || {
+        state(&a, &maker, &taker).await == led
+    })
+    .await;
+    let orders = get(&b, &maker, "/api/v3/allOrders", "symbol=ETHUSDT").await;
+    assert!(!orders.to_string().contains("2500.0"), "{orders}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_takes_over_when_the_primary_dies() {
+    let shared = Shared::start();
+    let disks: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut a = shared.process(disks[0].path(), "a").await;
+    let (maker, taker) = a.two_traders().await;
+    for round in 0..5 {
+        trade(&a, &maker, &taker, round).await;
+    }
+    let b = shared.process(disks[1].path(), "b").await;
+    assert_eq!(cluster(&b).await["role"], "follower");
+    let led = state(&a, &maker, &taker).await;
+    eventually("the follower is level with the primary", async || {
+        state(&b, &maker, &taker).await == led
+    })
+    .await;
+
+    a.stop("KILL", std::time::Duration::from_secs(10));
+    let killed = std::time::Instant::now();
+    let order = "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.5&price=2100";
+    loop {
+        let (status, body) = place(&b, &maker, order).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(30),
+            "no takeover"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    println!(
+        "the follower took the orders {:?} after the primary was killed (lease 1 s)",
+        killed.elapsed()
+    );
+    let role = cluster(&b).await;
+    assert_eq!(
+        (&role["role"], &role["primary"]),
+        (&json!("primary"), &json!("b"))
+    );
+    // Nothing the dead primary acknowledged is lost, and a new process
+    // follows the new primary to the same state.
+    let trades = get(&b, &taker, "/api/v3/myTrades", "symbol=ETHUSDT").await;
+    let before = led[4].as_array().unwrap().len();
+    assert_eq!(trades.as_array().unwrap().len(), before);
+    let c = shared.process(disks[2].path(), "c").await;
+    let now = state(&b, &maker, &taker).await;
+    eventually("a new process follows the new primary", async || {
+        state(&c, &maker, &taker).await == now
+    })
+    .await;
 }

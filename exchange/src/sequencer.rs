@@ -124,6 +124,9 @@ impl Sink for broadcast::Sender<Arc<Outcome>> {
     }
 }
 
+/// State the engine thread and its handle both reach.
+type Shared<T> = Arc<std::sync::Mutex<T>>;
+
 struct Request {
     command: Command,
     reply: Reply,
@@ -138,6 +141,8 @@ pub struct Sequencer {
     /// Set while this process follows another's journal: clients' commands
     /// are refused, the journal's applied.
     following: std::sync::atomic::AtomicBool,
+    /// Where batches are replicated while this process leads.
+    replication: Shared<Option<Box<dyn Replication>>>,
     view: Arc<RwLock<View>>,
     requests: Option<SyncSender<Request>>,
     events: broadcast::Sender<Arc<Outcome>>,
@@ -264,6 +269,8 @@ impl Sequencer {
             }
         }
         let callers = tokio::runtime::Handle::try_current().ok();
+        let replication = Arc::new(std::sync::Mutex::new(replication));
+        let replicating = replication.clone();
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
             .spawn(move || {
@@ -274,12 +281,13 @@ impl Sequencer {
                     clock,
                     fee_account,
                 };
-                run(engine, recorder, log, all, receiver, callers, replication)
+                run(engine, recorder, log, all, receiver, callers, replicating)
             })
             .expect("spawning the engine thread");
         Ok(Self {
             catalog,
             following: std::sync::atomic::AtomicBool::new(false),
+            replication,
             view,
             requests: Some(requests),
             events,
@@ -303,6 +311,19 @@ impl Sequencer {
     pub fn set_following(&self, following: bool) {
         self.following
             .store(following, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Leads from now on: clients' commands are sequenced and each batch
+    /// replicated through `replication` before it is acknowledged.
+    pub fn lead(&self, replication: Box<dyn Replication>) {
+        *self.replication.lock().unwrap_or_else(|e| e.into_inner()) = Some(replication);
+        self.set_following(false);
+    }
+
+    /// Follows from now on: clients' commands are refused, nothing is replicated.
+    pub fn follow(&self) {
+        self.set_following(true);
+        *self.replication.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Applies commands the primary sequenced (a journal entry), as they
@@ -460,7 +481,7 @@ fn run(
     mut sinks: Vec<Box<dyn Sink>>,
     receiver: Receiver<Request>,
     callers: Option<tokio::runtime::Handle>,
-    mut replication: Option<Box<dyn Replication>>,
+    replication: Shared<Option<Box<dyn Replication>>>,
 ) -> Engine {
     while let Ok(first) = receiver.recv() {
         // The workers go first: they are writing the answers of the batch
@@ -480,6 +501,7 @@ fn run(
         let mut write = log.store.exchange_batch();
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
+        let mut replication = replication.lock().unwrap_or_else(|e| e.into_inner());
         let mut sequence = log.next;
         let mut entry = JournalEntry {
             first_sequence: log.next,
