@@ -110,6 +110,9 @@ pub struct ClusterSection {
     pub nats_urls: Vec<String>,
     /// How long the primary's lease lasts unless renewed, in milliseconds.
     pub lease_ms: u64,
+    /// The URL other processes reach this one's public listener at; empty:
+    /// `http://` and the listener's address.
+    pub advertise_url: String,
 }
 
 impl ClusterSection {

@@ -214,11 +214,12 @@ pub struct Joined {
 pub async fn join(
     journal: Journal,
     node: &str,
+    address: &str,
     writer: String,
     lease_ttl: Duration,
     caught_up: u64,
 ) -> anyhow::Result<Joined> {
-    let lease = journal.lease("primary", node, lease_ttl).await?;
+    let lease = journal.lease("primary", node, address, lease_ttl).await?;
     let following = match lease.acquire().await? {
         LeaseState::Held { .. } => false,
         LeaseState::HeldBy(holder) => {
@@ -393,4 +394,62 @@ async fn apply(sequencer: &Sequencer, status: &ClusterStatus, sequence: u64, byt
     }
     status.applied_entry.store(sequence, Ordering::Release);
     true
+}
+
+/// A follower's link to the primary: the command posted to the address the
+/// lease's holder published, with the cluster's token.
+pub struct ForwardToPrimary {
+    client: reqwest::Client,
+    status: Arc<ClusterStatus>,
+    token: String,
+}
+
+impl ForwardToPrimary {
+    /// Forwards to whoever holds `status`'s lease.
+    pub fn new(status: Arc<ClusterStatus>, token: String) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("an HTTP client");
+        Self {
+            client,
+            status,
+            token,
+        }
+    }
+}
+
+impl weiport_exchange_api::PrimaryLink for ForwardToPrimary {
+    fn forward(
+        &self,
+        command: Vec<u8>,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = Result<weiport_exchange_api::Forwarded, String>>
+                + Send
+                + '_,
+        >,
+    > {
+        Box::pin(async move {
+            let primary = self
+                .status
+                .lease
+                .current()
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("no process holds the primary's lease")?;
+            let response = self
+                .client
+                .post(format!("{}/internal/v1/commands", primary.address))
+                .bearer_auth(&self.token)
+                .body(command)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !response.status().is_success() {
+                return Err(format!("the primary answered {}", response.status()));
+            }
+            response.json().await.map_err(|e| e.to_string())
+        })
+    }
 }

@@ -223,7 +223,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let catalog = Arc::new(weiport_exchange::Catalog::new(
         config.exchange.markets.clone(),
     ));
-    let joined = join_replicated(config, &store).await?;
+    let joined = join_replicated(config, &store, local).await?;
     let following = joined.as_ref().is_some_and(|j| j.status.following());
     // The wallet signs and credits: only the primary runs it.
     let wallet = match following {
@@ -248,6 +248,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         if following {
             exchange.sequencer.set_following(true);
         }
+        exchange.link_to_primary(Arc::new(crate::replication::ForwardToPrimary::new(
+            status.clone(),
+            access.keys.cluster_token(),
+        )));
         tokio::spawn(crate::replication::play_role(
             joined.journal,
             exchange.sequencer.clone(),
@@ -268,6 +272,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let prices =
         weiport_coingecko_api::router(Arc::new(ExchangeMarkets(exchange.clone())), coins, &access);
     let mut exchange_app = weiport_exchange_api::router(exchange.clone()).merge(prices);
+    if cluster_status.is_some() {
+        let token = access.keys.cluster_token();
+        exchange_app = exchange_app.merge(weiport_exchange_api::internal_router(
+            exchange.clone(),
+            token,
+        ));
+    }
     let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone())
         .merge(cluster_router(cluster_status, exchange.clone()));
     if !config.exchange.enabled {
@@ -396,6 +407,7 @@ fn open_wallet(
 async fn join_replicated(
     config: &Config,
     store: &Store,
+    local: SocketAddr,
 ) -> anyhow::Result<Option<crate::replication::Joined>> {
     use weiport_exchange::Durability;
     if !config.exchange.enabled || config.exchange.durability != Durability::Replicated {
@@ -416,9 +428,12 @@ async fn join_replicated(
     let writer = format!("{node}-{}", &weiport_access::keys::random_token()[..12]);
     let caught_up = crate::replication::catch_up(&journal, store, &writer).await?;
     let lease = Duration::from_millis(config.cluster.lease_ms.max(100));
-    Ok(Some(
-        crate::replication::join(journal, &node, writer, lease, caught_up).await?,
-    ))
+    let address = match config.cluster.advertise_url.as_str() {
+        "" => format!("http://{local}"),
+        url => url.trim_end_matches('/').to_owned(),
+    };
+    let joined = crate::replication::join(journal, &node, &address, writer, lease, caught_up);
+    Ok(Some(joined.await?))
 }
 
 /// `GET /admin/cluster`: this process's role, the primary, how far it applied.

@@ -379,6 +379,12 @@ impl KeyStore {
         (keys, self.store.accounts().unwrap_or_default())
     }
 
+    /// The bearer token of processes sharing this master key (see
+    /// [`MasterKey::cluster_token`]).
+    pub fn cluster_token(&self) -> String {
+        self.master.cluster_token()
+    }
+
     /// Creates an account.
     pub fn create_account(&self, label: &str) -> Result<AccountRecord, KeyStoreError> {
         let Some(redis) = self.shared.get() else {

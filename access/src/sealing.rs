@@ -29,7 +29,7 @@ pub enum SealingError {
 }
 
 /// The key that seals secrets. Never logged, never serialised.
-pub struct MasterKey(ChaCha20Poly1305);
+pub struct MasterKey(ChaCha20Poly1305, [u8; 32]);
 
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -53,7 +53,19 @@ fn parse_hex_key(text: &str) -> Result<[u8; 32], SealingError> {
 impl MasterKey {
     /// From 32 raw bytes.
     pub fn from_bytes(bytes: &[u8; 32]) -> Self {
-        Self(ChaCha20Poly1305::new_from_slice(bytes).expect("32 bytes is the key length"))
+        use sha2::Digest;
+        let cipher = ChaCha20Poly1305::new_from_slice(bytes).expect("32 bytes is the key length");
+        let mut derived = sha2::Sha256::new();
+        derived.update(b"weiport cluster token\0");
+        derived.update(bytes);
+        Self(cipher, derived.finalize().into())
+    }
+
+    /// The bearer token processes sharing this master key present to each
+    /// other (a follower's commands to the primary): derived from the key,
+    /// so it is never configured apart and never reveals the key.
+    pub fn cluster_token(&self) -> String {
+        self.1.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// From `from_env` (the value of `WEIPORT_MASTER_KEY`) when given, else

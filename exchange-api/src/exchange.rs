@@ -13,6 +13,10 @@ use weiport_exchange::history::{History, HistoryError};
 use weiport_exchange::sequencer::{Outcome, Replication, Sequencer, SequencerError};
 
 use crate::chain_wallet::ChainWallet;
+use crate::primary_link::{Forwarded, PrimaryLink};
+
+/// How long a follower waits for its replay to pass a forwarded command.
+const REPLAY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 use crate::error::BinanceError;
 use crate::streams::StreamHub;
 
@@ -34,6 +38,8 @@ pub struct Exchange {
     pub streams: Arc<StreamHub>,
     /// The on-chain wallet (deposits and withdrawals), when the server runs one.
     pub wallet: Option<Arc<dyn ChainWallet>>,
+    /// Where commands go while this process follows a replicated journal.
+    primary: std::sync::OnceLock<Arc<dyn PrimaryLink>>,
 }
 
 impl Exchange {
@@ -71,11 +77,29 @@ impl Exchange {
             depth_cache: Default::default(),
             streams,
             wallet,
+            primary: std::sync::OnceLock::new(),
         })
     }
 
-    /// Sequences `command`; the engine's refusal comes back as Binance's error.
+    /// Sends the commands this process may not sequence (while it follows)
+    /// through `link` to the primary.
+    pub fn link_to_primary(&self, link: Arc<dyn PrimaryLink>) {
+        let _ = self.primary.set(link);
+    }
+
+    /// Sequences `command` (here, or at the primary while this process
+    /// follows); the engine's refusal comes back as Binance's error.
     pub(crate) async fn submit(&self, command: Command) -> Result<Arc<Outcome>, BinanceError> {
+        if self.sequencer.is_following()
+            && let Some(link) = self.primary.get()
+        {
+            return self.forward(link, command).await;
+        }
+        self.submit_here(command).await
+    }
+
+    /// Sequences `command` on this process's engine, never elsewhere.
+    pub(crate) async fn submit_here(&self, command: Command) -> Result<Arc<Outcome>, BinanceError> {
         let outcome = self.sequencer.submit(command).await.map_err(|error| {
             tracing::error!(%error, "the exchange engine refused work");
             BinanceError::unavailable()
@@ -111,4 +135,44 @@ pub(crate) fn latest<T>(
     let mut out = first(rows, limit)?;
     out.reverse();
     Ok(out)
+}
+
+impl Exchange {
+    /// `command` sequenced by the primary and answered from this process's
+    /// replay of it.
+    pub(crate) async fn forward(
+        &self,
+        link: &Arc<dyn PrimaryLink>,
+        command: Command,
+    ) -> Result<Arc<Outcome>, BinanceError> {
+        // Subscribed first: the replay of the command cannot pass unseen.
+        let mut feed = self.sequencer.subscribe();
+        let bytes = self.sequencer.encode_command(&command);
+        let sequence = match link.forward(bytes).await {
+            Ok(Forwarded::Accepted { sequence }) => sequence,
+            Ok(Forwarded::Refused { status, code, msg }) => {
+                let status = axum::http::StatusCode::from_u16(status)
+                    .unwrap_or(axum::http::StatusCode::BAD_REQUEST);
+                return Err(BinanceError { status, code, msg });
+            }
+            Err(error) => {
+                tracing::warn!(%error, "forwarding a command to the primary failed");
+                return Err(BinanceError::unavailable());
+            }
+        };
+        let deadline = tokio::time::Instant::now() + REPLAY_WAIT;
+        loop {
+            match tokio::time::timeout_at(deadline, feed.recv()).await {
+                Ok(Ok(outcome)) if outcome.sequence == sequence => return Ok(outcome),
+                Ok(Ok(_)) => {}
+                _ => {
+                    tracing::warn!(
+                        sequence,
+                        "the replay did not reach a forwarded command in time"
+                    );
+                    return Err(BinanceError::unavailable());
+                }
+            }
+        }
+    }
 }

@@ -313,6 +313,23 @@ impl Sequencer {
             .store(following, std::sync::atomic::Ordering::Release);
     }
 
+    /// Whether this process follows another's journal.
+    pub fn is_following(&self) -> bool {
+        self.following.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// `command` in the command log's byte layout (for sending it to the
+    /// process that sequences).
+    pub fn encode_command(&self, command: &Command) -> Vec<u8> {
+        to_record(&self.catalog, command).encode()
+    }
+
+    /// Inverse of [`Sequencer::encode_command`].
+    pub fn decode_command(&self, bytes: &[u8]) -> Result<Command, SequencerError> {
+        let record = weiport_storage::CommandRecord::decode(bytes)?;
+        from_record(&self.catalog, 0, record)
+    }
+
     /// Leads from now on: clients' commands are sequenced and each batch
     /// replicated through `replication` before it is acknowledged.
     pub fn lead(&self, replication: Box<dyn Replication>) {

@@ -25,6 +25,9 @@ fn now_ms() -> u64 {
 pub struct LeaseHolder {
     /// The holder's name.
     pub holder: String,
+    /// Where the holder takes work (its public URL).
+    #[serde(default)]
+    pub address: String,
     /// When it lapses unless renewed.
     pub until_ms: u64,
 }
@@ -49,6 +52,7 @@ pub struct Lease {
     stream: stream::Stream,
     subject: String,
     holder: String,
+    address: String,
     ttl: Duration,
 }
 
@@ -59,6 +63,7 @@ impl Lease {
         replicas: usize,
         name: &str,
         holder: &str,
+        address: &str,
         ttl: Duration,
     ) -> Result<Self, JournalError> {
         let stream = context
@@ -78,6 +83,7 @@ impl Lease {
             stream,
             subject: format!("{}.leases.{name}", journal.to_lowercase()),
             holder: holder.to_owned(),
+            address: address.to_owned(),
             ttl,
         })
     }
@@ -86,6 +92,7 @@ impl Lease {
         let until_ms = now_ms() + self.ttl.as_millis() as u64;
         let holder = LeaseHolder {
             holder: self.holder.clone(),
+            address: self.address.clone(),
             until_ms,
         };
         let bytes = serde_json::to_vec(&holder).expect("a lease serialises");

@@ -206,19 +206,23 @@ impl Journal {
         }))
     }
 
-    /// The lease named `name` in this journal's bucket, contended for as `holder`.
+    /// The lease named `name` of this journal, contended for as `holder`
+    /// reachable at `address`.
     pub async fn lease(
         &self,
         name: &str,
         holder: &str,
+        address: &str,
         ttl: Duration,
     ) -> Result<Lease, JournalError> {
+        let replicas = self.replicas;
         Lease::open(
             &self.context,
             &self.stream,
-            self.replicas,
+            replicas,
             name,
             holder,
+            address,
             ttl,
         )
         .await

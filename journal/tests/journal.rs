@@ -116,8 +116,14 @@ async fn the_lease_moves_only_when_it_lapses() {
     let server = NatsServer::start();
     let journal = Journal::open(&config(vec![server.url()], 1)).await.unwrap();
     let ttl = Duration::from_millis(800);
-    let first = journal.lease("primary", "node-1", ttl).await.unwrap();
-    let second = journal.lease("primary", "node-2", ttl).await.unwrap();
+    let first = journal
+        .lease("primary", "node-1", "http://a", ttl)
+        .await
+        .unwrap();
+    let second = journal
+        .lease("primary", "node-2", "http://b", ttl)
+        .await
+        .unwrap();
 
     let LeaseState::Held { revision, .. } = first.acquire().await.unwrap() else {
         panic!("a free lease is taken")
