@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# A local cluster to try "more than one process": one redis-server, one anvil
-# node, three weiport processes on three ports sharing keys, limits and bans
-# through Redis. Process 1 serves the exchange; every process serves the
-# Etherscan face from its own index of the same chain. Ctrl-C stops all of it.
+# A local cluster to try "more than one process": one redis-server (keys,
+# limits, bans), three nats-servers in a JetStream cluster (the exchange's
+# replicated journal), one anvil node, and three weiport processes on three
+# ports. Any process serves every face: one leads the exchange, the others
+# follow its journal and pass it their orders; each indexes the same chain
+# for the Etherscan face. Ctrl-C stops all of it.
 # Environment: CLUSTER_DIR (default: a new temporary directory), CLUSTER_PORT
 # (first public port, default 8180; process n listens on CLUSTER_PORT + 10n,
 # its admin API one above).
@@ -21,6 +23,8 @@ free_port() {
 }
 redis_port="$(free_port)"
 anvil_port="$(free_port)"
+nats_ports=("$(free_port)" "$(free_port)" "$(free_port)")
+route_ports=("$(free_port)" "$(free_port)" "$(free_port)")
 
 pids=()
 stop() {
@@ -39,6 +43,21 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir/redis" \
 pids+=($!)
 "$WEIPORT_ANVIL" --host 127.0.0.1 --port "$anvil_port" --block-time 1 >"$dir/anvil.log" 2>&1 &
 pids+=($!)
+routes="$(printf 'nats-route://127.0.0.1:%s,' "${route_ports[@]}")"
+nats_urls=""
+for n in 0 1 2; do
+  mkdir -p "$dir/nats-$n"
+  cat >"$dir/nats-$n/nats.conf" <<NATS
+server_name: nats-$n
+listen: 127.0.0.1:${nats_ports[n]}
+jetstream { store_dir: "$dir/nats-$n/js" }
+cluster { name: weiport, listen: 127.0.0.1:${route_ports[n]}, routes: [${routes%,}] }
+NATS
+  nats-server -c "$dir/nats-$n/nats.conf" >"$dir/nats-$n.log" 2>&1 &
+  pids+=($!)
+  nats_urls+="\"nats://127.0.0.1:${nats_ports[n]}\","
+done
+nats_urls="[${nats_urls%,}]"
 until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do sleep 0.1; done
 until curl -s -o /dev/null -X POST -H 'content-type: application/json' \
   --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
@@ -48,8 +67,6 @@ until curl -s -o /dev/null -X POST -H 'content-type: application/json' \
 master_key="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 for n in 1 2 3; do
   port=$((first_port + 10 * (n - 1)))
-  exchange=false
-  [ "$n" = 1 ] && exchange=true
   mkdir -p "$dir/node-$n"
   WEIPORT_MASTER_KEY="$master_key" \
   WEIPORT_DATA_DIR="$dir/node-$n" \
@@ -58,7 +75,8 @@ for n in 1 2 3; do
   WEIPORT_NODE__URL="http://127.0.0.1:$anvil_port" \
   WEIPORT_CLUSTER__REDIS_URL="redis://127.0.0.1:$redis_port" \
   WEIPORT_CLUSTER__NODE_NAME="node-$n" \
-  WEIPORT_EXCHANGE__ENABLED="$exchange" \
+  WEIPORT_CLUSTER__NATS_URLS="$nats_urls" \
+  WEIPORT_EXCHANGE__DURABILITY=replicated \
   WEIPORT_WALLET__ENABLED=false \
     "$weiport" serve >"$dir/node-$n.log" 2>&1 &
   pids+=($!)
@@ -74,10 +92,14 @@ cat <<SCREEN
 weiport cluster (data and logs in $dir)
 
   redis-server   redis://127.0.0.1:$redis_port    keys, accounts, rate limits, bans
+  nats-server ×3 $nats_urls
+                 the exchange's journal (JetStream, three replicas)
   anvil          http://127.0.0.1:$anvil_port     one chain, a block a second
-  node-1         http://127.0.0.1:$first_port     exchange + Etherscan face   admin :$((first_port + 1))
-  node-2         http://127.0.0.1:$((first_port + 10))     Etherscan face              admin :$((first_port + 11))
-  node-3         http://127.0.0.1:$((first_port + 20))     Etherscan face              admin :$((first_port + 21))
+  node-1         http://127.0.0.1:$first_port     every face   admin :$((first_port + 1))
+  node-2         http://127.0.0.1:$((first_port + 10))     every face   admin :$((first_port + 11))
+  node-3         http://127.0.0.1:$((first_port + 20))     every face   admin :$((first_port + 21))
+
+Who leads the exchange: curl -s -H "authorization: Bearer \$(cat $dir/node-2/admin.token)" http://127.0.0.1:$((first_port + 11))/admin/cluster
 
 Each admin API has its own token: $dir/node-N/admin.token. A key made on any
 process works on all three at once; revoked on one, it is refused on all.

@@ -23,9 +23,21 @@ pub async fn open_journal(urls: &[String], timeout: Duration) -> anyhow::Result<
         replicas: urls.len().min(3),
         timeout,
     };
-    Journal::open(&config)
-        .await
-        .context("opening the exchange's journal (cluster.nats_urls)")
+    // Servers started with this process may still be electing the
+    // JetStream leader: a minute to answer, then the start fails.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match Journal::open(&config).await {
+            Ok(journal) => return Ok(journal),
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(%error, "the exchange's journal does not answer yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => {
+                return Err(error).context("opening the exchange's journal (cluster.nats_urls)");
+            }
+        }
+    }
 }
 
 /// Brings `store`'s command log level with the journal: the commands the
@@ -317,10 +329,10 @@ async fn follow(journal: &Journal, sequencer: &Sequencer, status: &ClusterStatus
             tokio::select! {
                 item = entries.next() => match item {
                     Some(Ok((sequence, bytes))) => {
+                        // Not applied (the engine was rebuilding, or cannot
+                        // read it): read again from the last entry applied.
                         if !apply(sequencer, status, sequence, &bytes).await {
-                            // This engine cannot follow: it neither leads nor
-                            // applies, and says why once.
-                            return std::future::pending().await;
+                            break;
                         }
                     }
                     Some(Err(error)) => {

@@ -426,14 +426,31 @@ async fn join_replicated(
     // Unique to this run: a retried append of this run is recognised, and
     // never confused with another run's entry for the same commands.
     let writer = format!("{node}-{}", &weiport_access::keys::random_token()[..12]);
-    let caught_up = crate::replication::catch_up(&journal, store, &writer).await?;
     let lease = Duration::from_millis(config.cluster.lease_ms.max(100));
     let address = match config.cluster.advertise_url.as_str() {
         "" => format!("http://{local}"),
         url => url.trim_end_matches('/').to_owned(),
     };
-    let joined = crate::replication::join(journal, &node, &address, writer, lease, caught_up);
-    Ok(Some(joined.await?))
+    // A stream just created elects its own leader: its first reads may time
+    // out. Catching up again writes the same commands again, harmlessly.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let joined = async {
+            let caught_up = crate::replication::catch_up(&journal, store, &writer).await?;
+            let writer = writer.clone();
+            crate::replication::join(journal.clone(), &node, &address, writer, lease, caught_up)
+                .await
+        }
+        .await;
+        match joined {
+            Ok(joined) => return Ok(Some(joined)),
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(%error, "joining the replicated exchange failed; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 /// `GET /admin/cluster`: this process's role, the primary, how far it applied.

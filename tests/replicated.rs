@@ -175,7 +175,7 @@ fn signal(weiport: &Weiport, name: &str) {
 async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     let shared = Shared::start();
     let disks: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let a = shared.process(disks[0].path(), "a").await;
+    let mut a = shared.process(disks[0].path(), "a").await;
     let (maker, taker) = a.two_traders().await;
     trade(&a, &maker, &taker, 0).await;
     assert_eq!(cluster(&a).await["role"], "primary");
@@ -237,6 +237,13 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
         "the primary's refusal, relayed: {refused}"
     );
 
+    // So is an administrator's transfer.
+    let credit = format!("/admin/accounts/{}/credit", maker.account);
+    let body = json!({"asset": "USDT", "amount": "5"});
+    let (status, credited) = c.admin(reqwest::Method::POST, &credit, body).await;
+    assert_eq!(status, 200, "{credited}");
+    assert_eq!(credited["asset"], "USDT", "{credited}");
+
     // Woken, the old primary is behind the journal: an order it takes is
     // either fenced (refused, applied nowhere) or, once it has stepped
     // down, forwarded to the new primary; either way it ends at the
@@ -250,10 +257,18 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     })
     .await;
     let led = state(&b, &maker, &taker).await;
-    eventually("the old primary replays the journal", async || {
-        state(&a, &maker, &taker).await == led
-    })
-    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while state(&a, &maker, &taker).await != led {
+        if std::time::Instant::now() > deadline {
+            let log: Vec<&String> = a
+                .drain_log()
+                .iter()
+                .filter(|l| !l.contains(" INFO "))
+                .collect();
+            panic!("the old primary did not replay the journal: {log:#?}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let orders = get(&b, &maker, "/api/v3/allOrders", "symbol=ETHUSDT").await;
     assert_eq!(
         orders.to_string().contains("2500.0"),

@@ -26,9 +26,6 @@ async fn transfer<const CREDIT: bool>(
     Path(account): Path<u64>,
     body: Result<Json<Transfer>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let refuse = |status, message: String| {
-        (status, Json(serde_json::json!({ "error": message }))).into_response()
-    };
     let bad = axum::http::StatusCode::BAD_REQUEST;
     let Ok(Json(transfer)) = body else {
         return refuse(
@@ -71,6 +68,18 @@ async fn transfer<const CREDIT: bool>(
             amount,
         }
     };
+    // A follower's transfer is sequenced by the primary; its refusal comes
+    // back in the Binance face's shape and is answered in this API's.
+    if exchange.sequencer.is_following() {
+        return match exchange.submit(command).await {
+            Ok(outcome) => transferred(account, &transfer.asset, &outcome, bad),
+            Err(error) if error.code == -2010 => refuse(
+                axum::http::StatusCode::CONFLICT,
+                "insufficient free balance".into(),
+            ),
+            Err(error) => refuse(error.status, error.msg),
+        };
+    }
     let outcome = match exchange.sequencer.submit(command).await {
         Ok(outcome) => outcome,
         Err(error) => {
@@ -80,10 +89,25 @@ async fn transfer<const CREDIT: bool>(
             );
         }
     };
+    transferred(account, &transfer.asset, &outcome, bad)
+}
+
+/// An admin refusal: `{"error": message}`.
+fn refuse(status: axum::http::StatusCode, message: String) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// The answer to a transfer the engine applied or refused.
+fn transferred(
+    account: u64,
+    asset: &str,
+    outcome: &weiport_exchange::sequencer::Outcome,
+    bad: axum::http::StatusCode,
+) -> Response {
     match outcome.events.first() {
         Some(Event::Balance { free, locked, .. }) => Json(serde_json::json!({
             "account": account,
-            "asset": transfer.asset,
+            "asset": asset,
             "free": free.to_string(),
             "locked": locked.to_string(),
         }))

@@ -578,11 +578,16 @@ fn run(
             for (reply, _) in replies {
                 let _ = reply.send(Err(SequencerError::Deposed));
             }
-            match recover(&log, engine.catalog(), &receiver) {
-                Some(rebuilt) => {
+            // The disk holds only what the journal has: the engine is
+            // rebuilt from it at once, ready for the journal's entries.
+            match replay(&log.store, engine.catalog(), log.fee_account) {
+                Ok(rebuilt) => {
                     (engine, recorder, log.next) = (rebuilt.engine, rebuilt.recorder, rebuilt.next);
                 }
-                None => return engine,
+                Err(error) => {
+                    tracing::error!(%error, "rebuilding the engine from the command log failed");
+                    return engine;
+                }
             }
             continue;
         }
