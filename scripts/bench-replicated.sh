@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Durable orders per second by durability, in one run: the bare group commit
+# (examples/baseline_server.rs: each body appended to a log and synced,
+# nothing else), weiport with exchange.durability = "local" (synced RocksDB
+# write), and "replicated" on one nats-server and on three in a JetStream
+# cluster (each batch acknowledged by JetStream, then synced here). wrk, one
+# thread pinned to CPU 0; every server (weiport, nats, the baseline) on CPU 1.
+# Env: BENCH_SECS (default 10, at most 55), BENCH_ROUNDS, BENCH_CONNECTIONS
+# (default "8 64").
+source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
+[ "$secs" -le 55 ] || { echo "BENCH_SECS must stay within the 60 s recvWindow" >&2; exit 2; }
+apt_install nats-server
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# nats NAME COUNT: COUNT nats-servers in a cluster; sets nats_urls_NAME.
+nats() {
+  local name="$1" count="$2" n routes="" urls=""
+  local -a clients=() clusters=()
+  for ((n = 0; n < count; n++)); do clients+=("$(free_port)"); clusters+=("$(free_port)"); done
+  for ((n = 0; n < count; n++)); do routes+="nats-route://127.0.0.1:${clusters[n]},"; done
+  for ((n = 0; n < count; n++)); do
+    mkdir -p "$work/$name-$n"
+    {
+      echo "server_name: $name-$n"
+      echo "listen: 127.0.0.1:${clients[n]}"
+      echo "jetstream { store_dir: \"$work/$name-$n/js\" }"
+      [ "$count" -gt 1 ] && echo "cluster { name: $name, listen: 127.0.0.1:${clusters[n]}, routes: [${routes%,}] }"
+    } >"$work/$name-$n/nats.conf"
+    "${server_cpu[@]}" nats-server -c "$work/$name-$n/nats.conf" >/dev/null 2>&1 & pids+=($!)
+    urls+="\"nats://127.0.0.1:${clients[n]}\","
+  done
+  printf -v "nats_urls_$name" '%s' "[${urls%,}]"
+}
+nats one 1
+nats three 3
+
+config() { # DURABILITY NATS_URLS
+  cat <<TOML
+[indexer]
+enabled = false
+[wallet]
+enabled = false
+[access]
+ip_weight_per_minute = 1000000000
+key_weight_per_minute = 1000000000
+orders_per_10s = 1000000000
+orders_per_day = 1000000000
+[exchange]
+durability = "$1"
+[cluster]
+nats_urls = $2
+TOML
+}
+export WEIPORT_MASTER_KEY
+WEIPORT_MASTER_KEY="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+start_weiport /healthz 18080 < <(config local '[]')
+start_weiport /healthz 18082 < <(config replicated "$nats_urls_one")
+start_weiport /healthz 18084 < <(config replicated "$nats_urls_three")
+
+declare -A keys secrets
+for port in 18080 18082 18084; do
+  account=$(ADMIN_PORT=$((port + 1)) admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
+  created=$(ADMIN_PORT=$((port + 1)) admin /admin/keys "{\"account\":$account,\"permissions\":[\"read\",\"trade\"]}")
+  ADMIN_PORT=$((port + 1)) admin "/admin/accounts/$account/credit" '{"asset":"USDT","amount":"100000000"}' >/dev/null
+  keys[$port]=$(echo "$created" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/')
+  secrets[$port]=$(echo "$created" | sed -E 's/.*"secret":"([A-Za-z0-9]+)".*/\1/')
+done
+pin_servers
+
+order_params="symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=IOC&quantity=0.01&price=1000&newOrderRespType=ACK"
+signed() { # SECRET
+  local body="$order_params&timestamp=$(date +%s%3N)&recvWindow=60000"
+  echo "$body&signature=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$1" | sed 's/.* //')"
+}
+order() { # PORT CONNECTIONS
+  WRK_METHOD=POST WRK_BODY="$(signed "${secrets[$1]}")" \
+    WRK_HEADERS="X-MBX-APIKEY: ${keys[$1]}|Content-Type: application/x-www-form-urlencoded" \
+    measure "$2" "http://127.0.0.1:$1/api/v3/order"
+}
+bare() { WRK_METHOD=POST WRK_BODY="$order_params" measure "$1" "http://127.0.0.1:18090/durable/api/v3/order"; }
+
+echo
+echo "Durable orders per second, median of ${BENCH_ROUNDS:-4} alternating ${secs}-second runs:"
+echo
+echo "| connections | bare group commit | local | replicated, 1 NATS | replicated, 3 NATS | local / bare | replicated 1 / local | replicated 3 / local |"
+echo "|---|---|---|---|---|---|---|---|"
+for c in ${BENCH_CONNECTIONS:-8 64}; do
+  read -r b l r1 r3 <<<"$(compare "$c" bare "order 18080" "order 18082" "order 18084")"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$c" "$b" "$l" "$r1" "$r3" \
+    "$(ratio "$l" "$b")" "$(ratio "$r1" "$l")" "$(ratio "$r3" "$l")"
+done
+echo
+for port in 18080 18082 18084; do
+  order "$port" 64 | awk -v port="$port" '{ print "order run on " port ", 64 connections: " $1 " req/s, non-2xx answers: " $4 }'
+done
