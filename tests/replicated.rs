@@ -194,7 +194,14 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
         (&c_role["role"], &c_role["primary"]),
         (&json!("follower"), &json!("b"))
     );
+    // A follower's streams carry what the primary sequences.
+    let mut trades_there = common::ws::connect(&c, "/ws/ethusdt@trade").await;
     trade(&b, &maker, &taker, 1).await;
+    let pushed = common::ws::next(&mut trades_there).await;
+    let at_primary = get(&b, &taker, "/api/v3/myTrades", "symbol=ETHUSDT").await;
+    let latest = at_primary.as_array().unwrap().last().unwrap().clone();
+    let seen = (&pushed["e"], &pushed["t"]);
+    assert_eq!(seen, (&json!("trade"), &latest["id"]), "{pushed}");
 
     // The follower replays what the primary sequences, to the same state.
     let led = state(&b, &maker, &taker).await;
