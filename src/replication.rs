@@ -414,6 +414,10 @@ pub struct ForwardToPrimary {
     client: reqwest::Client,
     status: Arc<ClusterStatus>,
     token: String,
+    /// The primary's address as last read from the lease, and when: read
+    /// again after a lease's third, or at once after a failed forward, so
+    /// an order costs no read of the lease.
+    primary: std::sync::Mutex<Option<(String, std::time::Instant)>>,
 }
 
 impl ForwardToPrimary {
@@ -427,7 +431,36 @@ impl ForwardToPrimary {
             client,
             status,
             token,
+            primary: std::sync::Mutex::new(None),
         }
+    }
+
+    async fn primary(&self) -> Result<String, String> {
+        let fresh = self.status.lease.ttl() / 3;
+        let known = self
+            .primary
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some((address, read)) = known
+            && read.elapsed() < fresh
+        {
+            return Ok(address);
+        }
+        let holder = self
+            .status
+            .lease
+            .current()
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("no process holds the primary's lease")?;
+        *self.primary.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((holder.address.clone(), std::time::Instant::now()));
+        Ok(holder.address)
+    }
+
+    fn forget_primary(&self) {
+        *self.primary.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -443,24 +476,25 @@ impl weiport_exchange_api::PrimaryLink for ForwardToPrimary {
         >,
     > {
         Box::pin(async move {
-            let primary = self
-                .status
-                .lease
-                .current()
-                .await
-                .map_err(|e| e.to_string())?
-                .ok_or("no process holds the primary's lease")?;
-            let response = self
+            let primary = self.primary().await?;
+            let sent = self
                 .client
-                .post(format!("{}/internal/v1/commands", primary.address))
+                .post(format!("{primary}/internal/v1/commands"))
                 .bearer_auth(&self.token)
                 .body(command)
                 .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            if !response.status().is_success() {
-                return Err(format!("the primary answered {}", response.status()));
-            }
+                .await;
+            let response = match sent {
+                Ok(response) if response.status().is_success() => response,
+                Ok(response) => {
+                    self.forget_primary();
+                    return Err(format!("the primary answered {}", response.status()));
+                }
+                Err(error) => {
+                    self.forget_primary();
+                    return Err(error.to_string());
+                }
+            };
             response.json().await.map_err(|e| e.to_string())
         })
     }
