@@ -337,3 +337,42 @@ async fn a_follower_takes_over_when_the_primary_dies() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccxt_and_the_official_sdk_trade_through_a_follower() {
+    let shared = Shared::start();
+    let disks: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let primary = shared.process(disks[0].path(), "primary").await;
+    let follower = shared.process(disks[1].path(), "follower").await;
+    assert_eq!(cluster(&follower).await["role"], "follower");
+    let funds = [("USDT", "100000"), ("ETH", "10")];
+    let a = primary.funded_key(&["read", "trade"], &funds).await;
+    let b = primary.funded_key(&["read", "trade"], &funds).await;
+    for key in [&a, &b] {
+        eventually("the follower has the credits", async || {
+            let account = get(&follower, key, "/api/v3/account", "omitZeroBalances=true").await;
+            account["balances"].as_array().unwrap().len() == 2
+        })
+        .await;
+    }
+    // The clients know only the follower's URL.
+    let args = [&follower.url, &a.id, &a.secret, &b.id, &b.secret];
+    let printed = common::run_client("binance_sdks.py", args.map(String::clone).to_vec()).await;
+    assert!(printed.contains("all clients ok"), "{printed}");
+    // The primary sequenced all of it: nothing rests on its book either.
+    let book = reqwest::get(format!("{}/api/v3/depth?symbol=ETHUSDT", primary.url))
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&book["bids"], &book["asks"]),
+        (&json!([]), &json!([])),
+        "{book}"
+    );
+    assert_eq!(
+        state(&primary, &a, &b).await,
+        state(&follower, &a, &b).await
+    );
+}
