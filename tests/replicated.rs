@@ -76,14 +76,14 @@ async fn state(weiport: &Weiport, maker: &Key, taker: &Key) -> Value {
         seen.push(get(weiport, key, "/api/v3/myTrades", "symbol=ETHUSDT").await);
         seen.push(get(weiport, key, "/api/v3/allOrders", "symbol=ETHUSDT").await);
     }
-    let depth = reqwest::get(format!("{}/api/v3/depth?symbol=ETHUSDT", weiport.url))
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
-    seen.push(depth);
+    seen.push(depth(weiport).await);
     Value::Array(seen)
+}
+
+/// The ETHUSDT book, as any client reads it.
+async fn depth(weiport: &Weiport) -> Value {
+    let url = format!("{}/api/v3/depth?symbol=ETHUSDT", weiport.url);
+    reqwest::get(url).await.unwrap().json().await.unwrap()
 }
 
 async fn trade(weiport: &Weiport, maker: &Key, taker: &Key, round: u32) {
@@ -360,12 +360,7 @@ async fn ccxt_and_the_official_sdk_trade_through_a_follower() {
     let printed = common::run_client("binance_sdks.py", args.map(String::clone).to_vec()).await;
     assert!(printed.contains("all clients ok"), "{printed}");
     // The primary sequenced all of it: nothing rests on its book either.
-    let book = reqwest::get(format!("{}/api/v3/depth?symbol=ETHUSDT", primary.url))
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let book = depth(&primary).await;
     assert_eq!(
         (&book["bids"], &book["asks"]),
         (&json!([]), &json!([])),
