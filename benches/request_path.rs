@@ -103,8 +103,16 @@ fn weiport_routers(dir: &std::path::Path) -> Routers {
         weiport_query_api::QueryConfig::default(),
     );
     let exchange = Arc::new(
-        weiport_exchange_api::Exchange::open(store, catalog, 0, 64, access, None, None)
-            .expect("exchange"),
+        weiport_exchange_api::Exchange::open(
+            store,
+            catalog,
+            0,
+            64,
+            access,
+            None,
+            weiport_exchange::sequencer::Role::Alone,
+        )
+        .expect("exchange"),
     );
     Routers {
         exchange: weiport_exchange_api::router(exchange.clone()),

@@ -285,23 +285,31 @@ pub async fn play_role(
                 "took the primary's lease: this process leads the exchange"
             );
         } else {
-            lead(&status).await;
+            lead(&status, &sequencer).await;
             sequencer.follow();
             status.following.store(true, Ordering::Release);
-            tracing::warn!("the primary's lease was taken by another process: following it");
         }
     }
 }
 
-/// Renews the lease until another process holds it.
-async fn lead(status: &ClusterStatus) {
+/// Renews the lease until another process holds it, or until the engine
+/// finds the journal moved on without it (a primary whose lease lapsed
+/// appended first): either way this process must follow the journal
+/// before it may lead again.
+async fn lead(status: &ClusterStatus, sequencer: &Sequencer) {
     let every = status.lease.ttl() / 3;
     loop {
-        tokio::time::sleep(every).await;
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = sequencer.deposed() => {
+                tracing::warn!("the journal moved on without this process: following it to its end");
+                return;
+            }
+        }
         match status.lease.acquire().await {
             Ok(LeaseState::Held { .. }) => {}
             Ok(LeaseState::HeldBy(holder)) => {
-                tracing::error!(primary = %holder.holder, "the primary's lease was taken by another process");
+                tracing::warn!(primary = %holder.holder, "the primary's lease was taken by another process: following it");
                 return;
             }
             Err(error) => tracing::warn!(%error, "renewing the primary's lease failed"),

@@ -12,6 +12,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
+use weiport_exchange::sequencer::Role;
 use weiport_indexer::{Indexer, NodeClient, Progress};
 use weiport_storage::Store;
 
@@ -230,24 +231,26 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         false => open_wallet(config, &store, &catalog)?,
         true => None,
     };
-    let replication = joined.as_ref().filter(|_| !following).map(|joined| {
-        let runtime = tokio::runtime::Handle::current();
-        Box::new(crate::replication::JournalReplication::new(joined, runtime))
-            as Box<dyn weiport_exchange::sequencer::Replication>
-    });
+    let role = match &joined {
+        None => Role::Alone,
+        Some(_) if following => Role::Follows,
+        Some(joined) => {
+            let runtime = tokio::runtime::Handle::current();
+            Role::Leads(Box::new(crate::replication::JournalReplication::new(
+                joined, runtime,
+            )))
+        }
+    };
     let exchange = Arc::new(open_exchange(
         config,
         &store,
         &access,
         catalog,
         wallet.as_ref(),
-        replication,
+        role,
     )?);
     let cluster_status = joined.map(|joined| {
         let status = joined.status.clone();
-        if following {
-            exchange.sequencer.set_following(true);
-        }
         exchange.link_to_primary(Arc::new(crate::replication::ForwardToPrimary::new(
             status.clone(),
             access.keys.cluster_token(),
@@ -483,7 +486,7 @@ fn open_exchange(
     access: &Arc<weiport_access::Access>,
     catalog: Arc<weiport_exchange::Catalog>,
     wallet: Option<&Arc<weiport_wallet::Wallet>>,
-    replication: Option<Box<dyn weiport_exchange::sequencer::Replication>>,
+    role: Role,
 ) -> anyhow::Result<weiport_exchange_api::Exchange> {
     let started = std::time::Instant::now();
     let wallet_face = wallet.map(|wallet| {
@@ -496,7 +499,7 @@ fn open_exchange(
         config.exchange.queue_capacity,
         access.clone(),
         wallet_face,
-        replication,
+        role,
     )
     .context("starting the exchange engine")?;
     tracing::info!(

@@ -143,8 +143,16 @@ async fn market_data_reads_stay_within_their_allocation_budget() {
     let market = weiport_exchange::market::tests_support::eth_usdt();
     let catalog = Arc::new(Catalog::new(vec![market]));
     let exchange = Arc::new(
-        weiport_exchange_api::Exchange::open(store, catalog.clone(), 0, 64, access, None, None)
-            .unwrap(),
+        weiport_exchange_api::Exchange::open(
+            store,
+            catalog.clone(),
+            0,
+            64,
+            access,
+            None,
+            weiport_exchange::sequencer::Role::Alone,
+        )
+        .unwrap(),
     );
     // A book and a last trade to show.
     let (eth, usdt) = (

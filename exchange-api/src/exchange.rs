@@ -10,7 +10,7 @@ use weiport_access::Access;
 use weiport_exchange::catalog::{Catalog, MarketId};
 use weiport_exchange::engine::{Command, Event};
 use weiport_exchange::history::{History, HistoryError};
-use weiport_exchange::sequencer::{Outcome, Replication, Sequencer, SequencerError};
+use weiport_exchange::sequencer::{Outcome, Role, Sequencer, SequencerError};
 
 use crate::chain_wallet::ChainWallet;
 use crate::primary_link::{Forwarded, PrimaryLink};
@@ -47,8 +47,8 @@ impl Exchange {
     /// queue of `capacity` commands, fees to `fee_account`) with the stream
     /// hub as one of its sinks; spawns the hub on the current Tokio runtime.
     /// `wallet` is what the capital endpoints answer from (none: they refuse
-    /// as unsupported); `replication`, where each batch is made durable
-    /// beyond this machine first (none: this disk only).
+    /// as unsupported); `role`, whether it runs alone, leads a replicated
+    /// journal or follows one.
     pub fn open(
         store: weiport_storage::Store,
         catalog: Arc<Catalog>,
@@ -56,7 +56,7 @@ impl Exchange {
         capacity: usize,
         access: Arc<Access>,
         wallet: Option<Arc<dyn ChainWallet>>,
-        replication: Option<Box<dyn Replication>>,
+        role: Role,
     ) -> Result<Self, SequencerError> {
         let history = History::new(store.clone(), catalog.clone());
         let (streams, sink) = StreamHub::new(catalog.clone(), Some(history.clone()));
@@ -66,7 +66,7 @@ impl Exchange {
             fee_account,
             capacity,
             vec![Box::new(sink)],
-            replication,
+            role,
         )?;
         tokio::spawn(streams.clone().run());
         Ok(Self {

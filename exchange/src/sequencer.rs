@@ -24,7 +24,7 @@ mod records;
 mod replication;
 
 use records::{from_record, to_record};
-pub use replication::{Deposed, Replication};
+pub use replication::{Deposed, Replication, Role};
 
 /// Most commands written in one group commit.
 const MAX_BATCH: usize = 1024;
@@ -60,6 +60,9 @@ pub enum SequencerError {
     /// This process follows the primary's journal and sequences nothing itself.
     #[error("this process follows the exchange's primary; send commands to the primary")]
     Following,
+    /// This process leads: it sequences commands and applies no journal entries.
+    #[error("this process leads the exchange; it applies no journal entries")]
+    Leading,
 }
 
 /// What an acknowledged command did.
@@ -139,10 +142,15 @@ struct Request {
 pub struct Sequencer {
     catalog: Arc<Catalog>,
     /// Set while this process follows another's journal: clients' commands
-    /// are refused, the journal's applied.
-    following: std::sync::atomic::AtomicBool,
-    /// Where batches are replicated while this process leads.
-    replication: Shared<Option<Box<dyn Replication>>>,
+    /// are refused here before they reach the engine thread, which holds
+    /// the role itself and refuses them again.
+    following: Arc<std::sync::atomic::AtomicBool>,
+    /// Whose commands the engine applies; changed by [`Sequencer::lead`]
+    /// and [`Sequencer::follow`], and by the engine thread when it is deposed.
+    role: Shared<Role>,
+    /// Woken when the engine thread finds another process appended to the
+    /// journal: it follows from then on.
+    deposed: Arc<tokio::sync::Notify>,
     view: Arc<RwLock<View>>,
     requests: Option<SyncSender<Request>>,
     events: broadcast::Sender<Arc<Outcome>>,
@@ -233,18 +241,19 @@ impl Sequencer {
         capacity: usize,
         sinks: Vec<Box<dyn Sink>>,
     ) -> Result<Self, SequencerError> {
-        Self::start_replicated(store, catalog, fee_account, capacity, sinks, None)
+        Self::start_replicated(store, catalog, fee_account, capacity, sinks, Role::Alone)
     }
 
-    /// Like [`Sequencer::start_with`], each batch made durable through
-    /// `replication` (when given) before it is written here and acknowledged.
+    /// Like [`Sequencer::start_with`], in `role`: leading, each batch made
+    /// durable through the journal before it is written here and
+    /// acknowledged; following, only the journal's commands applied.
     pub fn start_replicated(
         store: Store,
         catalog: Arc<Catalog>,
         fee_account: u64,
         capacity: usize,
         sinks: Vec<Box<dyn Sink>>,
-        replication: Option<Box<dyn Replication>>,
+        role: Role,
     ) -> Result<Self, SequencerError> {
         crate::history::build_coarse_candles(&store, &catalog)?;
         let Replayed {
@@ -269,8 +278,14 @@ impl Sequencer {
             }
         }
         let callers = tokio::runtime::Handle::try_current().ok();
-        let replication = Arc::new(std::sync::Mutex::new(replication));
-        let replicating = replication.clone();
+        let following = Arc::new(std::sync::atomic::AtomicBool::new(role.follows()));
+        let role = Arc::new(std::sync::Mutex::new(role));
+        let deposed = Arc::new(tokio::sync::Notify::new());
+        let duty = Duty {
+            role: role.clone(),
+            following: following.clone(),
+            deposed: deposed.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
             .spawn(move || {
@@ -281,13 +296,14 @@ impl Sequencer {
                     clock,
                     fee_account,
                 };
-                run(engine, recorder, log, all, receiver, callers, replicating)
+                run(engine, recorder, log, all, receiver, callers, duty)
             })
             .expect("spawning the engine thread");
         Ok(Self {
             catalog,
-            following: std::sync::atomic::AtomicBool::new(false),
-            replication,
+            following,
+            role,
+            deposed,
             view,
             requests: Some(requests),
             events,
@@ -304,13 +320,6 @@ impl Sequencer {
             .await?
             .await
             .map_err(|_| SequencerError::Stopped)?
-    }
-
-    /// Whether this process follows another's journal (clients' commands
-    /// refused) or sequences them itself.
-    pub fn set_following(&self, following: bool) {
-        self.following
-            .store(following, std::sync::atomic::Ordering::Release);
     }
 
     /// Whether this process follows another's journal.
@@ -333,14 +342,23 @@ impl Sequencer {
     /// Leads from now on: clients' commands are sequenced and each batch
     /// replicated through `replication` before it is acknowledged.
     pub fn lead(&self, replication: Box<dyn Replication>) {
-        *self.replication.lock().unwrap_or_else(|e| e.into_inner()) = Some(replication);
-        self.set_following(false);
+        *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Leads(replication);
+        self.following
+            .store(false, std::sync::atomic::Ordering::Release);
     }
 
     /// Follows from now on: clients' commands are refused, nothing is replicated.
     pub fn follow(&self) {
-        self.set_following(true);
-        *self.replication.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.following
+            .store(true, std::sync::atomic::Ordering::Release);
+        *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Follows;
+    }
+
+    /// Completes once the engine has found another process appending to
+    /// the journal (at once if it has since the last call): it follows
+    /// from then on, and whoever plays the role must catch up.
+    pub async fn deposed(&self) {
+        self.deposed.notified().await;
     }
 
     /// Applies commands the primary sequenced (a journal entry), as they
@@ -479,6 +497,14 @@ impl Drop for Answers {
     }
 }
 
+/// The engine thread's part of the role: what it is, and whom it tells
+/// when it finds itself deposed.
+struct Duty {
+    role: Shared<Role>,
+    following: Arc<std::sync::atomic::AtomicBool>,
+    deposed: Arc<tokio::sync::Notify>,
+}
+
 /// Answers a committed batch's callers. With the callers' runtime at hand the
 /// answers go out from one task on it: a wake from this thread that finds a
 /// worker parked costs a syscall, and the woken worker takes the core from
@@ -498,7 +524,7 @@ fn run(
     mut sinks: Vec<Box<dyn Sink>>,
     receiver: Receiver<Request>,
     callers: Option<tokio::runtime::Handle>,
-    replication: Shared<Option<Box<dyn Replication>>>,
+    duty: Duty,
 ) -> Engine {
     while let Ok(first) = receiver.recv() {
         // The workers go first: they are writing the answers of the batch
@@ -518,7 +544,10 @@ fn run(
         let mut write = log.store.exchange_batch();
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
-        let mut replication = replication.lock().unwrap_or_else(|e| e.into_inner());
+        // Held for the whole batch: a change of role waits for it, so a
+        // client's command is never made durable here alone while leading
+        // or following.
+        let mut role = duty.role.lock().unwrap_or_else(|e| e.into_inner());
         let mut sequence = log.next;
         let mut entry = JournalEntry {
             first_sequence: log.next,
@@ -530,6 +559,15 @@ fn run(
             sequenced,
         } in batch
         {
+            let refused = match (&*role, sequenced) {
+                (Role::Follows, None) => Some(SequencerError::Following),
+                (Role::Leads(_), Some(_)) => Some(SequencerError::Leading),
+                _ => None,
+            };
+            if let Some(refused) = refused {
+                let _ = reply.send(Err(refused));
+                continue;
+            }
             match sequenced {
                 None => command.set_time(log.clock),
                 Some(given) if given == sequence => {
@@ -555,7 +593,7 @@ fn run(
             // Refused commands change nothing, so the log skips them.
             if outcome.accepted() {
                 write.append_command(sequence, &record);
-                if replication.is_some() {
+                if let Role::Leads(_) = &*role {
                     entry.commands.push(record);
                 }
                 outcome.changes.write(engine.catalog(), &mut write);
@@ -566,8 +604,8 @@ fn run(
         }
         write.set_history_sequence(sequence - 1);
         // Replicated first: the local log is never ahead of the journal.
-        let replicated = match replication.as_mut() {
-            Some(replication) if sequence != log.next => replication.replicate(&entry),
+        let replicated = match &mut *role {
+            Role::Leads(replication) if sequence != log.next => replication.replicate(&entry),
             _ => Ok(()),
         };
         if replicated.is_err() {
@@ -578,6 +616,12 @@ fn run(
             for (reply, _) in replies {
                 let _ = reply.send(Err(SequencerError::Deposed));
             }
+            // Following until whoever plays the role has caught up with
+            // the journal and, holding the lease, leads again.
+            *role = Role::Follows;
+            duty.following
+                .store(true, std::sync::atomic::Ordering::Release);
+            duty.deposed.notify_one();
             // The disk holds only what the journal has: the engine is
             // rebuilt from it at once, ready for the journal's entries.
             match replay(&log.store, engine.catalog(), log.fee_account) {
@@ -596,7 +640,7 @@ fn run(
         } else {
             write.commit()
         };
-        if written.is_err() && replication.is_some() {
+        if written.is_err() && matches!(&*role, Role::Leads(_)) {
             // The journal has the batch and this disk does not: this
             // process's log can no longer follow it by sequence. It stops;
             // a restart catches up from the journal.

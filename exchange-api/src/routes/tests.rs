@@ -26,7 +26,18 @@ fn exchange(dir: &tempfile::TempDir) -> (Arc<Exchange>, String, String) {
         .unwrap();
     let access = Arc::new(weiport_access::Access::new(keys, limiter, vec![], 65_536));
     let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
-    let exchange = Arc::new(Exchange::open(store, catalog, 0, 64, access, None, None).unwrap());
+    let exchange = Arc::new(
+        Exchange::open(
+            store,
+            catalog,
+            0,
+            64,
+            access,
+            None,
+            weiport_exchange::sequencer::Role::Alone,
+        )
+        .unwrap(),
+    );
     (exchange, created.info.id, created.secret.unwrap())
 }
 

@@ -15,3 +15,21 @@ pub trait Replication: Send {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("another process is the exchange's primary")]
 pub struct Deposed;
+
+/// Whose commands this engine applies, and where they are made durable.
+pub enum Role {
+    /// A process alone: clients' commands, made durable on this disk.
+    Alone,
+    /// The primary: clients' commands, made durable through the journal
+    /// first, then on this disk.
+    Leads(Box<dyn Replication>),
+    /// A follower: only the journal's commands; clients' are refused.
+    Follows,
+}
+
+impl Role {
+    /// Whether this role refuses clients' commands.
+    pub fn follows(&self) -> bool {
+        matches!(self, Self::Follows)
+    }
+}

@@ -219,3 +219,77 @@ proptest::proptest! {
         proptest::prop_assert_eq!(before, after);
     }
 }
+
+/// A journal that takes `accepts` entries, then finds another writer ahead.
+struct JournalTaking {
+    accepts: usize,
+    taken: Arc<std::sync::Mutex<Vec<JournalEntry>>>,
+}
+
+impl Replication for JournalTaking {
+    fn replicate(&mut self, entry: &JournalEntry) -> Result<(), Deposed> {
+        let mut taken = self.taken.lock().unwrap();
+        if taken.len() == self.accepts {
+            return Err(Deposed);
+        }
+        taken.push(entry.clone());
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_role_applies_only_its_own_commands_and_a_deposed_primary_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), &Default::default()).unwrap();
+    let catalog = Arc::new(Catalog::new(vec![eth_usdt()]));
+    let taken = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let journal = JournalTaking {
+        accepts: 1,
+        taken: taken.clone(),
+    };
+    let role = Role::Leads(Box::new(journal));
+    let sequencer =
+        Sequencer::start_replicated(store.clone(), catalog.clone(), 99, 64, vec![], role).unwrap();
+    let usdt = catalog.asset_id("USDT").unwrap();
+    let credit = |account| Command::Credit {
+        account,
+        asset: usdt,
+        amount: amount("10"),
+    };
+
+    // Leading: a client's command goes to the journal, then the log.
+    let first = sequencer.submit(credit(1)).await.unwrap();
+    assert_eq!(first.sequence, 1);
+    assert_eq!(taken.lock().unwrap()[0].first_sequence, 1);
+    // A journal entry is not for a primary to apply.
+    let entry = JournalEntry {
+        first_sequence: 2,
+        commands: vec![to_record(&catalog, &credit(2))],
+    };
+    let refused = sequencer.apply_sequenced(entry.clone()).await;
+    assert!(
+        matches!(refused, Err(SequencerError::Leading)),
+        "{refused:?}"
+    );
+
+    // Another writer got ahead: the command is applied nowhere, and the
+    // engine follows from then on, saying so.
+    let fenced = sequencer.submit(credit(3)).await;
+    assert!(matches!(fenced, Err(SequencerError::Deposed)), "{fenced:?}");
+    tokio::time::timeout(Duration::from_secs(5), sequencer.deposed())
+        .await
+        .expect("the deposed engine says so");
+    assert!(sequencer.is_following());
+    assert_eq!(store.last_command_sequence().unwrap(), 1);
+    let refused = sequencer.submit(credit(3)).await;
+    assert!(
+        matches!(refused, Err(SequencerError::Following)),
+        "{refused:?}"
+    );
+
+    // Following, it applies the journal's entries where they fall.
+    sequencer.apply_sequenced(entry).await.unwrap();
+    assert_eq!(store.last_command_sequence().unwrap(), 2);
+    let balance = sequencer.view().accounts[&2].balances[&usdt];
+    assert_eq!(balance, (amount("10"), Amount::ZERO));
+}
