@@ -88,8 +88,12 @@ impl ChainWallet for WalletFace {
         self.wallet.withdrawals_open()
     }
 
-    fn deposit_address(&self, account: u64) -> Result<Address, WalletFailure> {
+    fn deposit_address(&self, account: u64) -> Result<Option<Address>, WalletFailure> {
         Ok(self.wallet.deposit_address(account)?)
+    }
+
+    fn derive_deposit_address(&self, account: u64) -> Result<Address, WalletFailure> {
+        Ok(self.wallet.derive_deposit_address(account)?)
     }
 
     fn deposits(&self, account: u64) -> Result<Vec<Deposit>, WalletFailure> {

@@ -181,6 +181,8 @@ pub struct ClusterStatus {
     /// The last journal entry applied here (following) or appended (leading).
     applied_entry: std::sync::atomic::AtomicU64,
     lease: weiport_journal::Lease,
+    /// Whether this process leads, for the parts that run only on the primary.
+    leading: tokio::sync::watch::Sender<bool>,
 }
 
 impl ClusterStatus {
@@ -205,6 +207,16 @@ impl ClusterStatus {
     /// Whether this process follows.
     pub fn following(&self) -> bool {
         self.following.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether this process leads, now and as it changes.
+    pub fn leading(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.leading.subscribe()
+    }
+
+    fn set_following(&self, following: bool) {
+        self.following.store(following, Ordering::Release);
+        self.leading.send_replace(!following);
     }
 }
 
@@ -244,6 +256,7 @@ pub async fn join(
         following: std::sync::atomic::AtomicBool::new(following),
         applied_entry: std::sync::atomic::AtomicU64::new(caught_up),
         lease,
+        leading: tokio::sync::watch::channel(!following).0,
     });
     Ok(Joined {
         journal,
@@ -278,7 +291,7 @@ pub async fn play_role(
                 status: status.clone(),
             };
             sequencer.lead(Box::new(replication));
-            status.following.store(false, Ordering::Release);
+            status.set_following(false);
             tracing::warn!(
                 entry = last,
                 commands = sequencer.view().sequence,
@@ -287,7 +300,7 @@ pub async fn play_role(
         } else {
             lead(&status, &sequencer).await;
             sequencer.follow();
-            status.following.store(true, Ordering::Release);
+            status.set_following(true);
         }
     }
 }

@@ -226,11 +226,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     ));
     let joined = join_replicated(config, &store, local).await?;
     let following = joined.as_ref().is_some_and(|j| j.status.following());
-    // The wallet signs and credits: only the primary runs it.
-    let wallet = match following {
-        false => open_wallet(config, &store, &catalog)?,
-        true => None,
-    };
+    let wallet = open_wallet(config, &store, &catalog, joined.as_ref()).await?;
     let role = match &joined {
         None => Role::Alone,
         Some(_) if following => Role::Follows,
@@ -265,7 +261,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     });
     let wallet_job = wallet.map(|wallet| {
         let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
-        tokio::spawn(wallet.run(ledger, stop_rx.clone()))
+        // The wallet signs, sweeps and credits only where the exchange is
+        // sequenced: always alone, and while leading in a cluster.
+        let leading = match &cluster_status {
+            Some(status) => status.leading(),
+            None => tokio::sync::watch::channel(true).1,
+        };
+        tokio::spawn(wallet.run(ledger, leading, stop_rx.clone()))
     });
     tokio::spawn(weiport_exchange_api::push_tickers(Arc::downgrade(
         &exchange,
@@ -378,10 +380,11 @@ impl Server {
 
 /// Opens the on-chain wallet over the indexed node (unless disabled, or
 /// without the indexer it reads deposits from); it starts with [`run_wallet`].
-fn open_wallet(
+async fn open_wallet(
     config: &Config,
     store: &Store,
     catalog: &weiport_exchange::Catalog,
+    cluster: Option<&crate::replication::Joined>,
 ) -> anyhow::Result<Option<Arc<weiport_wallet::Wallet>>> {
     if !config.wallet.enabled || !config.indexer.enabled || !config.exchange.enabled {
         return Ok(None);
@@ -394,6 +397,19 @@ fn open_wallet(
     let master =
         weiport_access::MasterKey::load(from_env.as_deref(), &config.data_dir.join("master.key"))
             .context("loading the master key")?;
+    if let Some(cluster) = cluster {
+        // Every process derives the same deposit addresses: the first
+        // seed offered to the journal is everyone's.
+        let offered =
+            weiport_wallet::Wallet::sealed_seed(store, &master).context("the wallet seed")?;
+        let settled = cluster
+            .journal
+            .settle("wallet-seed", offered.into())
+            .await
+            .context("settling the cluster's wallet seed")?;
+        weiport_wallet::Wallet::adopt_seed(store, &master, &settled)
+            .context("adopting the cluster's wallet seed")?;
+    }
     let hot = match config.wallet.hot_wallet_key.as_str() {
         "" => None,
         key => Some(weiport_wallet::hot_wallet(key).context("wallet.hot_wallet_key")?),

@@ -3,7 +3,8 @@
 //! acknowledged command is in the journal before the client hears of it,
 //! so a process on an empty disk rebuilds the same exchange from it; one
 //! process holds the primary's lease and the others follow its journal;
-//! a primary frozen past its lease is fenced when it wakes.
+//! a primary frozen past its lease is fenced when it wakes; the wallet
+//! moves with the lead, following a withdrawal the old primary signed.
 
 mod common;
 
@@ -30,19 +31,31 @@ impl Shared {
         }
     }
 
-    /// A replicated exchange process on `dir`.
+    /// A replicated exchange process on `dir`, without the chain.
     async fn process(&self, dir: &std::path::Path, name: &str) -> Weiport {
+        self.process_with(dir, name, &GENEROUS).await
+    }
+
+    /// A replicated exchange process on `dir` with the settings in `extra`.
+    async fn process_with(
+        &self,
+        dir: &std::path::Path,
+        name: &str,
+        extra: &[(&str, &str)],
+    ) -> Weiport {
         let (redis, nats) = (self.redis.url(), format!("[\"{}\"]", self.nats.url()));
-        let mut env: Vec<(&str, &str)> = GENEROUS.to_vec();
+        let mut env: Vec<(&str, &str)> = extra.to_vec();
         env.extend([
             ("WEIPORT_CLUSTER__REDIS_URL", redis.as_str()),
             ("WEIPORT_CLUSTER__NATS_URLS", nats.as_str()),
             ("WEIPORT_CLUSTER__NODE_NAME", name),
             ("WEIPORT_EXCHANGE__DURABILITY", "replicated"),
             ("WEIPORT_MASTER_KEY", MASTER_KEY),
-            ("WEIPORT_WALLET__ENABLED", "false"),
             ("WEIPORT_CLUSTER__LEASE_MS", "1000"),
         ]);
+        if !extra.iter().any(|(name, _)| *name == "WEIPORT_NODE__URL") {
+            env.push(("WEIPORT_WALLET__ENABLED", "false"));
+        }
         let mut weiport = Weiport::serve(dir, &env);
         weiport.wait_for_log("shared key table loaded").await;
         weiport
@@ -373,4 +386,158 @@ async fn ccxt_and_the_official_sdk_trade_through_a_follower() {
         state(&primary, &a, &b).await,
         state(&follower, &a, &b).await
     );
+}
+
+/// A process of a replicated exchange on `anvil`, its wallet looking every
+/// 100 ms, never replacing a withdrawal's transaction within the test.
+async fn chain_process(shared: &Shared, dir: &std::path::Path, name: &str, anvil: &str) -> Weiport {
+    let mut env: Vec<(&str, &str)> = GENEROUS[1..].to_vec();
+    env.extend([
+        ("WEIPORT_NODE__URL", anvil),
+        ("WEIPORT_INDEXER__POLL_INTERVAL_MS", "50"),
+        ("WEIPORT_EXCHANGE__DEPOSIT_CONFIRMATIONS", "4"),
+        ("WEIPORT_WALLET__POLL_MS", "100"),
+        ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
+        ("WEIPORT_WALLET__REPLACE_AFTER_SECS", "600"),
+    ]);
+    shared.process_with(dir, name, &env).await
+}
+
+/// `key`'s withdrawals as `/sapi/v1/capital/withdraw/history` lists them.
+async fn withdrawals(weiport: &Weiport, key: &Key) -> Value {
+    get(
+        weiport,
+        key,
+        "/sapi/v1/capital/withdraw/history",
+        "coin=ETH",
+    )
+    .await
+}
+
+/// `key`'s free ETH.
+async fn eth_free(weiport: &Weiport, key: &Key) -> Value {
+    let account = get(weiport, key, "/api/v3/account", "omitZeroBalances=true").await;
+    let balances = account["balances"].as_array().cloned().unwrap_or_default();
+    let eth = balances.iter().find(|b| b["asset"] == "ETH");
+    eth.map_or(Value::Null, |b| b["free"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wallet_moves_with_the_lead_and_follows_what_the_old_primary_signed() {
+    use alloy_primitives::{Address, U256};
+    use common::chain::{Chain, ether};
+    let shared = Shared::start();
+    let anvil = common::Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let disks: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut a = chain_process(&shared, disks[0].path(), "a", &anvil.url).await;
+    let b = chain_process(&shared, disks[1].path(), "b", &anvil.url).await;
+    assert_eq!(cluster(&b).await["role"], "follower");
+    let alice = a
+        .key(json!({"permissions": ["read", "withdraw"], "allowed_ips": ["127.0.0.1"]}))
+        .await;
+
+    // The address a follower hands out is the cluster's: the primary
+    // credits what reaches it, and both processes show the deposit.
+    let path = "/sapi/v1/capital/deposit/address";
+    let eventually_known = async || {
+        let mut found = Value::Null;
+        eventually("the key reaches the follower", async || {
+            let client = reqwest::Client::new();
+            let (status, body) = signed_request(
+                &client,
+                &b.url,
+                reqwest::Method::GET,
+                path,
+                &alice,
+                "coin=ETH",
+                0,
+            )
+            .await;
+            found = body;
+            status == 200
+        })
+        .await;
+        found
+    };
+    let at_follower = eventually_known().await;
+    let at_primary = get(&a, &alice, path, "coin=ETH").await;
+    assert_eq!(
+        at_follower["address"], at_primary["address"],
+        "{at_primary}"
+    );
+    let address: Address = at_follower["address"].as_str().unwrap().parse().unwrap();
+    chain.transfer(dev[0], address, ether(2)).await;
+    chain.mine_many(4).await;
+    for process in [&a, &b] {
+        eventually("the deposit credited", async || {
+            eth_free(process, &alice).await == json!("2.00000000")
+        })
+        .await;
+    }
+    let history = get(&b, &alice, "/sapi/v1/capital/deposit/hisrec", "coin=ETH").await;
+    assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+
+    // A withdrawal asked of the follower is signed by the primary's wallet
+    // and waits in the pool; the follower shows its transaction.
+    chain.set_automine(false).await;
+    let destination = Address::repeat_byte(0x6c);
+    let params = format!("coin=ETH&address={destination}&amount=0.7");
+    let client = reqwest::Client::new();
+    let (status, taken) = signed_request(
+        &client,
+        &b.url,
+        reqwest::Method::POST,
+        "/sapi/v1/capital/withdraw/apply",
+        &alice,
+        &params,
+        0,
+    )
+    .await;
+    assert_eq!(status, 200, "{taken}");
+    let mut signed = String::new();
+    eventually("the follower shows the primary's transaction", async || {
+        let listed = withdrawals(&b, &alice).await;
+        signed = listed[0]["txId"].as_str().unwrap_or_default().to_owned();
+        signed.starts_with("0x")
+    })
+    .await;
+    let hot = Address::from_slice(
+        &alloy_primitives::hex::decode("a0Ee7A142d267C1f36714E4a8F75612F20a79720").unwrap(),
+    );
+    let nonce = |v: Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16);
+    let before = nonce(
+        chain
+            .rpc("eth_getTransactionCount", json!([hot, "latest"]))
+            .await,
+    );
+
+    // The primary dies before the transaction is mined: the follower
+    // leads, and its wallet follows that transaction, never signing anew.
+    a.stop("KILL", std::time::Duration::from_secs(10));
+    eventually("the follower leads", async || {
+        cluster(&b).await["role"] == "primary"
+    })
+    .await;
+    chain.set_automine(true).await;
+    chain.mine_many(5).await;
+    eventually("the withdrawal completed", async || {
+        withdrawals(&b, &alice).await[0]["status"] == json!(6)
+    })
+    .await;
+    assert_eq!(withdrawals(&b, &alice).await[0]["txId"], json!(signed));
+    let after = nonce(
+        chain
+            .rpc("eth_getTransactionCount", json!([hot, "latest"]))
+            .await,
+    );
+    assert_eq!(after.unwrap(), before.unwrap() + 1, "one nonce: paid once");
+    let paid = chain
+        .node
+        .balance(destination, weiport_indexer::StateAt::Latest)
+        .await
+        .unwrap();
+    assert_eq!(paid, ether(7) / U256::from(10));
+    assert_eq!(eth_free(&b, &alice).await, json!("1.29950000"));
 }

@@ -17,7 +17,7 @@ use crate::calendar::civil_from_days;
 use crate::error::{Answer, BinanceError, Refusal};
 use crate::extract::Signed;
 use crate::params::{Params, boolean, integer, limit};
-use crate::{ChainWallet, CoinSettings, Exchange};
+use crate::{ChainWallet, CoinSettings, Exchange, WalletFailure};
 
 /// The wallet, or the refusal of a server that runs none.
 fn wallet(exchange: &Exchange) -> Result<&dyn ChainWallet, BinanceError> {
@@ -134,10 +134,29 @@ pub(crate) async fn deposit_address(
     if !wallet.coin().deposit_enable {
         return Err(unsupported());
     }
-    let address = wallet.deposit_address(account).map_err(|error| {
-        tracing::error!(%error, "deriving a deposit address failed");
+    let failed = |error: WalletFailure| {
+        tracing::error!(%error, "a deposit address could not be had");
         BinanceError::unavailable()
-    })?;
+    };
+    let address = match wallet.deposit_address(account).map_err(failed)? {
+        Some(address) => address,
+        None => {
+            // Assigned through the exchange's log, so every process (and
+            // the one that leads next) scans it for deposits.
+            let derived = wallet.derive_deposit_address(account).map_err(failed)?;
+            let assign = Command::AssignDepositAddress {
+                account,
+                address: derived.into_array(),
+            };
+            // Refused only when a request before this one assigned it:
+            // either way it is recorded now, or the answer is an error.
+            let _ = exchange.submit(assign).await;
+            wallet
+                .deposit_address(account)
+                .map_err(failed)?
+                .ok_or_else(BinanceError::unavailable)?
+        }
+    };
     Ok(Json(json!({
         "coin": wallet.coin().coin,
         "address": address.to_checksum(None),

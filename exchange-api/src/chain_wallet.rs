@@ -49,8 +49,10 @@ pub trait ChainWallet: Send + Sync + 'static {
     fn coin(&self) -> &CoinSettings;
     /// Whether withdrawals are taken now (enabled, and the hot wallet usable).
     fn withdrawals_open(&self) -> bool;
-    /// `account`'s deposit address, derived and recorded on first use.
-    fn deposit_address(&self, account: u64) -> Result<Address, WalletFailure>;
+    /// `account`'s deposit address, once recorded.
+    fn deposit_address(&self, account: u64) -> Result<Option<Address>, WalletFailure>;
+    /// `account`'s deposit address as the wallet's seed derives it.
+    fn derive_deposit_address(&self, account: u64) -> Result<Address, WalletFailure>;
     /// `account`'s deposits, credited and pending, newest first.
     fn deposits(&self, account: u64) -> Result<Vec<Deposit>, WalletFailure>;
     /// What withdrawal `id` has done on chain.

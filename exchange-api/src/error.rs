@@ -288,7 +288,9 @@ impl From<Reject> for BinanceError {
             ),
             // Chain commands come from the wallet, never from a request's
             // parameters; a refusal of one is the server's own state.
-            Reject::DepositCredited | Reject::UnknownWithdrawal => (
+            Reject::DepositCredited
+            | Reject::UnknownWithdrawal
+            | Reject::DepositAddressAssigned => (
                 -1000,
                 "An unknown error occurred while processing the request.",
             ),

@@ -56,6 +56,58 @@ pub struct Lease {
     ttl: Duration,
 }
 
+/// The small stream holding the journal's registers (leases, settled
+/// values): the last message of each subject is the register's value.
+async fn registers(
+    context: &jetstream::Context,
+    journal: &str,
+    replicas: usize,
+) -> Result<stream::Stream, JournalError> {
+    context
+        .get_or_create_stream(stream::Config {
+            name: format!("{journal}_LEASES"),
+            subjects: vec![format!("{}.leases.>", journal.to_lowercase())],
+            storage: stream::StorageType::File,
+            num_replicas: replicas,
+            max_messages_per_subject: 1,
+            allow_direct: true,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| JournalError::Unreachable(e.to_string()))
+}
+
+/// The value first written under `name`: `proposed` when nothing was yet
+/// (written now, only if still nothing is), or the value written first.
+pub(crate) async fn settle(
+    context: &jetstream::Context,
+    journal: &str,
+    replicas: usize,
+    name: &str,
+    proposed: Bytes,
+) -> Result<Bytes, JournalError> {
+    use async_nats::jetstream::context::PublishErrorKind;
+    use async_nats::jetstream::stream::LastRawMessageErrorKind;
+    let stream = registers(context, journal, replicas).await?;
+    let subject = format!("{}.leases.settled.{name}", journal.to_lowercase());
+    let publish = jetstream::message::PublishMessage::build()
+        .payload(proposed.clone())
+        .expected_last_subject_sequence(0);
+    let written = async { context.send_publish(subject.clone(), publish).await?.await }.await;
+    match written {
+        Ok(_) => return Ok(proposed),
+        Err(error) if error.kind() == PublishErrorKind::WrongLastSequence => {}
+        Err(error) => return Err(JournalError::Unreachable(error.to_string())),
+    }
+    match stream.get_last_raw_message_by_subject(&subject).await {
+        Ok(message) => Ok(message.payload),
+        Err(error) if error.kind() == LastRawMessageErrorKind::NoMessageFound => Err(
+            JournalError::Refused(format!("the value of {name} was written and is gone")),
+        ),
+        Err(error) => Err(JournalError::Unreachable(error.to_string())),
+    }
+}
+
 impl Lease {
     pub(crate) async fn open(
         context: &jetstream::Context,
@@ -66,18 +118,7 @@ impl Lease {
         address: &str,
         ttl: Duration,
     ) -> Result<Self, JournalError> {
-        let stream = context
-            .get_or_create_stream(stream::Config {
-                name: format!("{journal}_LEASES"),
-                subjects: vec![format!("{}.leases.>", journal.to_lowercase())],
-                storage: stream::StorageType::File,
-                num_replicas: replicas,
-                max_messages_per_subject: 1,
-                allow_direct: true,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| JournalError::Unreachable(e.to_string()))?;
+        let stream = registers(context, journal, replicas).await?;
         Ok(Self {
             context: context.clone(),
             stream,

@@ -228,6 +228,13 @@ impl Journal {
         .await
     }
 
+    /// The value first written under `name`, for every process alike:
+    /// `proposed` if this call is the first, else what the first wrote.
+    /// Never changed afterwards (a shared secret, settled once).
+    pub async fn settle(&self, name: &str, proposed: Bytes) -> Result<Bytes, JournalError> {
+        lease::settle(&self.context, &self.stream, self.replicas, name, proposed).await
+    }
+
     /// The longest a call waits.
     pub fn timeout(&self) -> Duration {
         self.timeout

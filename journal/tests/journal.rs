@@ -1,6 +1,6 @@
 //! The journal against real `nats-server`s on loopback: entries read back
 //! in order, a writer behind the stream fenced, the lease moving only when
-//! it lapses, and a three-server cluster that keeps taking entries when one
+//! it lapses, a value settled once for all, and a three-server cluster that keeps taking entries when one
 //! server is killed.
 
 use std::time::{Duration, Instant};
@@ -157,6 +157,27 @@ async fn the_lease_moves_only_when_it_lapses() {
         Some("node-2".to_owned())
     );
     assert!(second.renew(taken).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_settled_value_is_the_first_one_written_for_everyone() {
+    let server = NatsServer::start();
+    let first = Journal::open(&config(vec![server.url()], 1)).await.unwrap();
+    let second = Journal::open(&config(vec![server.url()], 1)).await.unwrap();
+    let mine = first
+        .settle("seed", Bytes::from_static(b"one"))
+        .await
+        .unwrap();
+    let theirs = second
+        .settle("seed", Bytes::from_static(b"two"))
+        .await
+        .unwrap();
+    assert_eq!((&mine[..], &theirs[..]), (&b"one"[..], &b"one"[..]));
+    let other = second
+        .settle("other", Bytes::from_static(b"two"))
+        .await
+        .unwrap();
+    assert_eq!(&other[..], b"two");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

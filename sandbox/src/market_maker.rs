@@ -25,7 +25,7 @@ use weiport_exchange::catalog::{AssetId, Catalog, MarketId};
 use weiport_exchange::engine::{AccountId, Command};
 use weiport_exchange::market::Market;
 use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
-use weiport_exchange::sequencer::Sequencer;
+use weiport_exchange::sequencer::{Sequencer, SequencerError};
 use weiport_exchange::view::View;
 
 /// How the market maker and its taker flow behave (the same for every market).
@@ -417,7 +417,8 @@ pub async fn run<V>(
 
 /// Sends `commands` in order; false once the engine has stopped. Refusals
 /// (a level the book moved into, a balance too small) are expected now and
-/// then and only logged.
+/// then and only logged. While another process leads a replicated exchange
+/// its maker quotes and this one sends nothing: the maker moves with the lead.
 async fn send(sequencer: &Sequencer, commands: Vec<Command>) -> bool {
     for command in commands {
         match sequencer.submit(command).await {
@@ -426,6 +427,7 @@ async fn send(sequencer: &Sequencer, commands: Vec<Command>) -> bool {
                     tracing::debug!(events = ?outcome.events, "sandbox order refused");
                 }
             }
+            Err(SequencerError::Following | SequencerError::Deposed) => return true,
             Err(_) => return false,
         }
     }

@@ -91,6 +91,22 @@ pub enum CommandRecord {
         /// Whether it completed.
         completed: bool,
     },
+    /// A signed transaction paying a pending withdrawal, recorded before it is sent.
+    WithdrawalSigned {
+        /// The withdrawal's id.
+        withdrawal_id: u64,
+        /// The hot wallet nonce it uses.
+        nonce: u64,
+        /// The transaction.
+        tx: crate::SentTx,
+    },
+    /// An account's deposit address, assigned once.
+    DepositAddress {
+        /// Account.
+        account: u64,
+        /// The address (20 bytes).
+        address: [u8; 20],
+    },
     /// An order placed.
     Place {
         /// Account.
@@ -273,11 +289,15 @@ pub enum CommandTag {
     Withdraw = 10,
     /// [`CommandRecord::SettleWithdrawal`].
     SettleWithdrawal = 11,
+    /// [`CommandRecord::WithdrawalSigned`].
+    WithdrawalSigned = 12,
+    /// [`CommandRecord::DepositAddress`].
+    DepositAddress = 13,
 }
 
 impl CommandTag {
     /// Every tag, each at the index of its number.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 14] = [
         Self::Credit,
         Self::Debit,
         Self::Place,
@@ -290,6 +310,8 @@ impl CommandTag {
         Self::Deposit,
         Self::Withdraw,
         Self::SettleWithdrawal,
+        Self::WithdrawalSigned,
+        Self::DepositAddress,
     ];
 }
 
@@ -335,6 +357,8 @@ impl CommandRecord {
             Self::Deposit { .. } => CommandTag::Deposit,
             Self::Withdraw { .. } => CommandTag::Withdraw,
             Self::SettleWithdrawal { .. } => CommandTag::SettleWithdrawal,
+            Self::WithdrawalSigned { .. } => CommandTag::WithdrawalSigned,
+            Self::DepositAddress { .. } => CommandTag::DepositAddress,
         }
     }
 
@@ -486,6 +510,19 @@ impl CommandRecord {
                 w.u64(*withdrawal_id);
                 w.u8(u8::from(*completed));
             }
+            Self::WithdrawalSigned {
+                withdrawal_id,
+                nonce,
+                tx,
+            } => {
+                w.u64(*withdrawal_id);
+                w.u64(*nonce);
+                tx.write(&mut w);
+            }
+            Self::DepositAddress { account, address } => {
+                w.u64(*account);
+                w.bytes(address);
+            }
         }
         w.0
     }
@@ -609,6 +646,15 @@ impl CommandRecord {
                     1 => true,
                     _ => return Err(r.corrupt()),
                 },
+            },
+            CommandTag::WithdrawalSigned => Self::WithdrawalSigned {
+                withdrawal_id: r.u64()?,
+                nonce: r.u64()?,
+                tx: crate::SentTx::read(&mut r)?,
+            },
+            CommandTag::DepositAddress => Self::DepositAddress {
+                account: r.u64()?,
+                address: r.bytes()?.try_into().map_err(|_| r.corrupt())?,
             },
         };
         r.finish()?;

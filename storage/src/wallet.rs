@@ -125,16 +125,31 @@ fn read_u128(r: &mut Reader<'_>) -> Result<u128, StorageError> {
     Ok(u128::from_be_bytes(fixed::<16>(r)?))
 }
 
+impl SentTx {
+    pub(crate) fn write(&self, w: &mut Writer) {
+        w.bytes(self.hash.as_slice());
+        u128_bytes(w, self.max_fee);
+        u128_bytes(w, self.tip);
+        w.bytes(&self.raw);
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, StorageError> {
+        Ok(Self {
+            hash: fixed::<32>(r)?.into(),
+            max_fee: read_u128(r)?,
+            tip: read_u128(r)?,
+            raw: r.bytes()?,
+        })
+    }
+}
+
 impl WithdrawalTxRow {
     fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(self.nonce);
         w.u64(self.sent.len() as u64);
         for tx in &self.sent {
-            w.bytes(tx.hash.as_slice());
-            u128_bytes(&mut w, tx.max_fee);
-            u128_bytes(&mut w, tx.tip);
-            w.bytes(&tx.raw);
+            tx.write(&mut w);
         }
         match &self.mined {
             Some((hash, block, success)) => {
@@ -161,12 +176,7 @@ impl WithdrawalTxRow {
         let count = r.u64()?;
         let mut sent = Vec::new();
         for _ in 0..count {
-            sent.push(SentTx {
-                hash: fixed::<32>(&mut r)?.into(),
-                max_fee: read_u128(&mut r)?,
-                tip: read_u128(&mut r)?,
-                raw: r.bytes()?,
-            });
+            sent.push(SentTx::read(&mut r)?);
         }
         let mined = match r.u8()? {
             0 => None,
@@ -184,6 +194,16 @@ impl WithdrawalTxRow {
             refused,
         })
     }
+}
+
+/// The key of `account`'s deposit address row.
+pub(crate) fn deposit_address_key(account: u64) -> Vec<u8> {
+    key(ADDRESS, &[&account.to_be_bytes()])
+}
+
+/// The key and value of withdrawal `id`'s chain record.
+pub(crate) fn withdrawal_tx_row(id: u64, row: &WithdrawalTxRow) -> (Vec<u8>, Vec<u8>) {
+    (key(WITHDRAWAL, &[&id.to_be_bytes()]), row.encode())
 }
 
 fn key(kind: u8, parts: &[&[u8]]) -> Vec<u8> {
@@ -250,7 +270,7 @@ impl Store {
 
     /// Records `account`'s deposit address, durably.
     pub fn put_deposit_address(&self, account: u64, address: &Address) -> Result<(), StorageError> {
-        self.wallet_put(&key(ADDRESS, &[&account.to_be_bytes()]), address.as_slice())
+        self.wallet_put(&deposit_address_key(account), address.as_slice())
     }
 
     /// Every deposit address, by account.
@@ -297,7 +317,8 @@ impl Store {
     /// signed transaction is sent, so a restart tracks it instead of
     /// signing another).
     pub fn put_withdrawal_tx(&self, id: u64, row: &WithdrawalTxRow) -> Result<(), StorageError> {
-        self.wallet_put(&key(WITHDRAWAL, &[&id.to_be_bytes()]), &row.encode())
+        let (key, value) = withdrawal_tx_row(id, row);
+        self.wallet_put(&key, &value)
     }
 
     /// Every withdrawal's chain record, by id.

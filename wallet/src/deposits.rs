@@ -32,12 +32,14 @@ pub(crate) struct Scanner {
 const INDEX_BITS: u32 = 16;
 
 impl Scanner {
-    /// One scan: credits every final deposit not credited yet, and keeps
-    /// the ones not final yet for the history.
+    /// One scan: credits every final deposit not credited yet (when
+    /// `crediting`; else the primary does, through the exchange's log), and
+    /// keeps the ones not final yet for the history.
     pub(crate) async fn pass(
         &mut self,
         wallet: &Wallet,
         ledger: &dyn Ledger,
+        crediting: bool,
     ) -> Result<(), WalletError> {
         let store = &wallet.store;
         let Some(head) = store.indexed_head() else {
@@ -101,6 +103,12 @@ impl Scanner {
                     continue;
                 }
                 if row.deposit_id > last {
+                    if !crediting {
+                        // Final, not credited yet: shown pending until the
+                        // primary's credit reaches this process.
+                        pending.push(row);
+                        continue;
+                    }
                     self.credit(wallet, ledger, &row, rest).await?;
                 }
                 if self.stored.insert(row.deposit_id) {

@@ -42,6 +42,44 @@ impl DepositKeys {
         Ok(Self { seed })
     }
 
+    /// The store's seed, sealed with `master` as it is stored (made and
+    /// stored first if there is none): what this process offers when the
+    /// processes of a cluster settle on one seed.
+    pub(crate) fn sealed(store: &Store, master: &MasterKey) -> Result<Vec<u8>, WalletError> {
+        Self::load_or_create(store, master)?;
+        store
+            .wallet_seed()?
+            .ok_or(WalletError::Seed("the seed was stored and is gone"))
+    }
+
+    /// Makes the seed sealed in `settled` (the one every process of a
+    /// cluster uses) this store's. A store that derived addresses from
+    /// another seed is refused: deposits sent to them would be missed.
+    pub(crate) fn adopt(
+        store: &Store,
+        master: &MasterKey,
+        settled: &[u8],
+    ) -> Result<(), WalletError> {
+        let seed = master.open(settled, SEED_CONTEXT).map_err(|_| {
+            WalletError::Seed("the cluster's seed does not open with this master key")
+        })?;
+        let own = Self::load_or_create(store, master)?;
+        if own.seed == seed {
+            return Ok(());
+        }
+        let issued = store.deposit_addresses()?;
+        let theirs = Self { seed };
+        for (account, address) in issued {
+            if theirs.address(account)? != address {
+                return Err(WalletError::Seed(
+                    "this data dir handed out deposit addresses from a seed other than the cluster's",
+                ));
+            }
+        }
+        store.put_wallet_seed(settled)?;
+        Ok(())
+    }
+
     /// The signer of `account`'s deposit address.
     pub(crate) fn signer(&self, account: u64) -> Result<PrivateKeySigner, WalletError> {
         let index =
@@ -109,6 +147,34 @@ mod tests {
         let wrong = MasterKey::from_bytes(&[8; 32]);
         assert!(DepositKeys::load_or_create(&store, &wrong).is_err());
         assert!(keys.address(1 << 31).is_err());
+    }
+
+    #[test]
+    fn a_cluster_settles_on_one_seed_and_a_store_with_other_addresses_is_refused() {
+        let master = MasterKey::from_bytes(&[7; 32]);
+        let stores: Vec<_> = (0..3)
+            .map(|_| {
+                let dir = tempfile::tempdir().unwrap();
+                (Store::open(dir.path(), &Default::default()).unwrap(), dir)
+            })
+            .collect();
+        let settled = DepositKeys::sealed(&stores[0].0, &master).unwrap();
+        DepositKeys::adopt(&stores[1].0, &master, &settled).unwrap();
+        let (a, b) = (&stores[0].0, &stores[1].0);
+        let derive = |store| {
+            DepositKeys::load_or_create(store, &master)
+                .unwrap()
+                .address(5)
+        };
+        assert_eq!(derive(a).unwrap(), derive(b).unwrap());
+
+        let other = &stores[2].0;
+        let own = DepositKeys::load_or_create(other, &master).unwrap();
+        other
+            .put_deposit_address(5, &own.address(5).unwrap())
+            .unwrap();
+        assert!(DepositKeys::adopt(other, &master, &settled).is_err());
+        assert_ne!(derive(other).unwrap(), derive(a).unwrap());
     }
 
     #[test]

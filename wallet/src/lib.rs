@@ -176,6 +176,23 @@ impl Wallet {
         })
     }
 
+    /// The store's wallet seed as stored, sealed with `master` (made first
+    /// if there is none): this process's offer when a cluster settles on one.
+    pub fn sealed_seed(store: &Store, master: &MasterKey) -> Result<Vec<u8>, WalletError> {
+        keys::DepositKeys::sealed(store, master)
+    }
+
+    /// Makes `settled` (a sealed seed every process of the cluster uses)
+    /// the store's seed; refused if this store handed out addresses from
+    /// another.
+    pub fn adopt_seed(
+        store: &Store,
+        master: &MasterKey,
+        settled: &[u8],
+    ) -> Result<(), WalletError> {
+        keys::DepositKeys::adopt(store, master, settled)
+    }
+
     /// Whether withdrawals are taken now: enabled, and the hot wallet usable
     /// on this chain.
     pub fn withdrawals_open(&self) -> bool {
@@ -212,14 +229,15 @@ impl Wallet {
         self.hot.address()
     }
 
-    /// `account`'s deposit address, derived and recorded on first use.
-    pub fn deposit_address(&self, account: u64) -> Result<Address, WalletError> {
-        if let Some(address) = self.store.deposit_address(account)? {
-            return Ok(address);
-        }
-        let address = self.keys.address(account)?;
-        self.store.put_deposit_address(account, &address)?;
-        Ok(address)
+    /// `account`'s deposit address, once recorded (by the exchange's
+    /// command that assigns it, so every process of a cluster has it).
+    pub fn deposit_address(&self, account: u64) -> Result<Option<Address>, WalletError> {
+        Ok(self.store.deposit_address(account)?)
+    }
+
+    /// `account`'s deposit address as the seed derives it, to be assigned.
+    pub fn derive_deposit_address(&self, account: u64) -> Result<Address, WalletError> {
+        self.keys.address(account)
     }
 
     /// `account`'s deposits, credited and pending, newest first.
@@ -272,7 +290,18 @@ impl Wallet {
     /// Runs deposits, sweeps and withdrawals until `stop`: one pass each per
     /// poll (or wake-up). A failed pass is logged and retried next time; every
     /// step it takes is durable before the next, so none is lost or doubled.
-    pub async fn run(self: Arc<Self>, ledger: Arc<dyn Ledger>, mut stop: watch::Receiver<bool>) {
+    ///
+    /// Only while `leading` (this process sequences the exchange) does it
+    /// credit, sweep and send; otherwise it only keeps the deposit history
+    /// of this process's index, the primary's credits coming through the
+    /// exchange's log. It takes up the rest when the lead moves here, from
+    /// what that log recorded: a withdrawal signed elsewhere is followed.
+    pub async fn run(
+        self: Arc<Self>,
+        ledger: Arc<dyn Ledger>,
+        mut leading: watch::Receiver<bool>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let chain_id = loop {
             match self.node.chain_id().await {
                 Ok(id) => break id,
@@ -304,19 +333,29 @@ impl Wallet {
         let mut deposits = deposits::Scanner::default();
         let mut sweeps = sweeps::Sweeper::default();
         let mut withdrawals = withdrawals::Sender::new(chain_id);
+        let mut led = false;
         loop {
             if *stop.borrow() {
                 return;
             }
+            let leads = *leading.borrow_and_update();
+            if leads && !led {
+                // What another process did while it led is in the log and
+                // on chain, not in this one's memory.
+                sweeps = sweeps::Sweeper::default();
+                withdrawals = withdrawals::Sender::new(chain_id);
+            }
+            led = leads;
             if self.config.deposit_enable
-                && let Err(error) = deposits.pass(&self, ledger.as_ref()).await
+                && let Err(error) = deposits.pass(&self, ledger.as_ref(), leads).await
             {
                 tracing::warn!(%error, "wallet: deposit scan failed; retrying");
             }
-            if let Err(error) = sweeps.pass(&self, chain_id).await {
+            if leads && let Err(error) = sweeps.pass(&self, chain_id).await {
                 tracing::warn!(%error, "wallet: sweep failed; retrying");
             }
-            if self.hot_usable.load(Ordering::Acquire)
+            if leads
+                && self.hot_usable.load(Ordering::Acquire)
                 && let Err(error) = withdrawals.pass(&self, ledger.as_ref()).await
             {
                 tracing::warn!(%error, "wallet: withdrawal step failed; retrying");
@@ -324,6 +363,7 @@ impl Wallet {
             tokio::select! {
                 _ = tokio::time::sleep(self.config.poll) => {}
                 _ = self.wake.notified() => {}
+                _ = leading.changed() => {}
                 _ = stop.changed() => return,
             }
         }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use alloy_primitives::{Address, U256};
-use weiport_exchange::engine::{Command, Event, Reject};
+use weiport_exchange::engine::{Command, Event, Reject, SignedTx};
 use weiport_exchange::view::WithdrawalView;
 use weiport_storage::{SentTx, WithdrawalTxRow};
 
@@ -113,19 +113,23 @@ impl Sender {
             .await?;
         let (to, value) = (transfer.to, transfer.value);
         let (hash, raw) = sign(&wallet.hot, &transfer)?;
+        let sent = SentTx {
+            hash,
+            max_fee,
+            tip,
+            raw: raw.clone(),
+        };
+        // Recorded before it is sent: after a crash or a failover it is
+        // followed, never signed anew.
+        if !record(ledger, id, nonce, &sent).await? {
+            return Ok(());
+        }
         let mut row = WithdrawalTxRow {
             nonce,
-            sent: vec![SentTx {
-                hash,
-                max_fee,
-                tip,
-                raw: raw.clone(),
-            }],
+            sent: vec![sent],
             mined: None,
             refused: None,
         };
-        // Stored before it is sent: after a crash it is followed, never signed anew.
-        wallet.store.put_withdrawal_tx(id, &row)?;
         tracing::info!(id, %to, %hash, nonce, wei = %value, "sending a withdrawal");
         match wallet.node.send_raw(&raw).await {
             Ok(()) => {
@@ -177,8 +181,18 @@ impl Sender {
             return Ok(());
         };
         if !wallet.node.knows(latest.hash).await? {
-            // A node restarted without its pool: the same bytes again.
-            wallet.node.send_raw(&latest.raw).await?;
+            // A node restarted without its pool, or another process
+            // signed it and stopped before sending: the same bytes again.
+            match wallet.node.send_raw(&latest.raw).await {
+                Ok(()) => {}
+                Err(WalletError::Node(error)) if !error.is_transient() => {
+                    tracing::warn!(id, %error, "the node refused a withdrawal; refunding it");
+                    row.refused = Some(error.to_string());
+                    wallet.store.put_withdrawal_tx(id, &row)?;
+                    return settle(ledger, id, false).await;
+                }
+                Err(error) => return Err(error),
+            }
             self.sent_at.insert(id, Instant::now());
             return Ok(());
         }
@@ -191,19 +205,51 @@ impl Sender {
         let transfer = self.transfer(wallet, withdrawal, row.nonce, fees).await?;
         let (max_fee, tip) = fees;
         let (hash, raw) = sign(&wallet.hot, &transfer)?;
-        row.sent.push(SentTx {
+        let replacement = SentTx {
             hash,
             max_fee,
             tip,
             raw: raw.clone(),
-        });
-        wallet.store.put_withdrawal_tx(id, &row)?;
+        };
+        if !record(ledger, id, row.nonce, &replacement).await? {
+            return Ok(());
+        }
         tracing::info!(id, %hash, max_fee, tip, "replacing a stuck withdrawal with higher fees");
         if let Err(error) = wallet.node.send_raw(&raw).await {
             tracing::warn!(id, %error, "replacement not taken; the earlier transaction stands");
         }
         self.sent_at.insert(id, Instant::now());
         Ok(())
+    }
+}
+
+/// Records `sent` as a transaction of withdrawal `id` in the exchange's
+/// log (every process's store has it once this returns); `false` when the
+/// withdrawal has ended meanwhile (nothing to send).
+async fn record(
+    ledger: &dyn Ledger,
+    id: u64,
+    nonce: u64,
+    sent: &SentTx,
+) -> Result<bool, WalletError> {
+    let outcome = ledger
+        .submit(Command::WithdrawalSigned {
+            withdrawal_id: id,
+            nonce,
+            tx: SignedTx {
+                hash: sent.hash.0,
+                max_fee: sent.max_fee,
+                tip: sent.tip,
+                raw: sent.raw.clone().into_boxed_slice(),
+            },
+        })
+        .await?;
+    match outcome.events.first() {
+        Some(Event::WithdrawalSigned { .. }) => Ok(true),
+        Some(Event::Rejected(Reject::UnknownWithdrawal)) => Ok(false),
+        _ => Err(WalletError::Malformed(
+            "recording a withdrawal's transaction",
+        )),
     }
 }
 

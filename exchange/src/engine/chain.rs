@@ -23,6 +23,20 @@ pub enum WithdrawalStage {
     Failed,
 }
 
+/// A signed transaction paying a withdrawal: the chain's bytes and what the
+/// wallet needs to follow or replace it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedTx {
+    /// Its hash.
+    pub hash: [u8; 32],
+    /// Max fee per gas, Wei.
+    pub max_fee: u128,
+    /// Priority fee per gas, Wei.
+    pub tip: u128,
+    /// The signed transaction as sent.
+    pub raw: Box<[u8]>,
+}
+
 /// One withdrawal as the engine keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Withdrawal {
@@ -60,6 +74,10 @@ pub(crate) struct Withdrawals {
     pub(crate) by_client_id: FxHashMap<(AccountId, Box<str>), u64>,
     /// Per asset: what pending withdrawals hold (amount + fee).
     pub(crate) held: FxHashMap<AssetId, Amount>,
+    /// The nonce of each pending withdrawal signed so far.
+    pub(crate) nonces: FxHashMap<u64, u64>,
+    /// Each account's deposit address, once assigned.
+    pub(crate) deposit_addresses: FxHashMap<AccountId, [u8; 20]>,
 }
 
 impl Engine {
@@ -185,6 +203,47 @@ impl Engine {
         if let Some(w) = self.chain.all.get_mut(&withdrawal_id) {
             w.pending = false;
         }
+        self.chain.nonces.remove(&withdrawal_id);
+        Ok(())
+    }
+
+    pub(super) fn withdrawal_signed(
+        &mut self,
+        withdrawal_id: u64,
+        nonce: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        if !self
+            .chain
+            .all
+            .get(&withdrawal_id)
+            .is_some_and(|w| w.pending)
+        {
+            return Err(Reject::UnknownWithdrawal);
+        }
+        // Two nonces for one withdrawal could both be mined: paid twice.
+        let signed = *self.chain.nonces.entry(withdrawal_id).or_insert(nonce);
+        if signed != nonce {
+            return Err(Reject::UnknownWithdrawal);
+        }
+        events.push(Event::WithdrawalSigned {
+            withdrawal_id,
+            nonce,
+        });
+        Ok(())
+    }
+
+    pub(super) fn assign_deposit_address(
+        &mut self,
+        account: AccountId,
+        address: [u8; 20],
+        events: &mut Vec<Event>,
+    ) -> Result<(), Reject> {
+        if self.chain.deposit_addresses.contains_key(&account) {
+            return Err(Reject::DepositAddressAssigned);
+        }
+        self.chain.deposit_addresses.insert(account, address);
+        events.push(Event::DepositAddress { account, address });
         Ok(())
     }
 }
@@ -297,5 +356,70 @@ mod tests {
                 .snapshot()
                 .contains(&"supply ETH 0.00000600".to_owned())
         );
+    }
+
+    #[test]
+    fn a_withdrawal_is_signed_with_one_nonce_and_an_address_assigned_once() {
+        let (mut engine, eth) = engine();
+        engine.apply(Command::Credit {
+            account: 1,
+            asset: eth,
+            amount: units(1000),
+        });
+        engine.apply(Command::Withdraw {
+            account: 1,
+            asset: eth,
+            amount: units(100),
+            fee: units(10),
+            client_id: None,
+            destination: [7; 20],
+            requested_ms: 1,
+        });
+        let signed = |withdrawal_id, nonce| Command::WithdrawalSigned {
+            withdrawal_id,
+            nonce,
+            tx: SignedTx {
+                hash: [nonce as u8; 32],
+                max_fee: 2,
+                tip: 1,
+                raw: vec![1, 2, 3].into(),
+            },
+        };
+        let first = engine.apply(signed(1, 5));
+        assert_eq!(
+            first,
+            vec![Event::WithdrawalSigned {
+                withdrawal_id: 1,
+                nonce: 5
+            }]
+        );
+        // A replacement shares the nonce; another nonce could pay twice.
+        assert_eq!(engine.apply(signed(1, 5)).len(), 1);
+        let refused = vec![Event::Rejected(Reject::UnknownWithdrawal)];
+        assert_eq!(engine.apply(signed(1, 6)), refused);
+        assert_eq!(engine.apply(signed(2, 6)), refused);
+        engine.apply(Command::SettleWithdrawal {
+            withdrawal_id: 1,
+            completed: true,
+        });
+        assert_eq!(engine.apply(signed(1, 5)), refused);
+
+        let assign = |address| Command::AssignDepositAddress {
+            account: 1,
+            address,
+        };
+        assert_eq!(
+            engine.apply(assign([9; 20])),
+            vec![Event::DepositAddress {
+                account: 1,
+                address: [9; 20]
+            }]
+        );
+        for again in [[9; 20], [8; 20]] {
+            assert_eq!(
+                engine.apply(assign(again)),
+                vec![Event::Rejected(Reject::DepositAddressAssigned)]
+            );
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The engine's vocabulary: the commands it takes, the events it answers
 //! with, and why it refuses. Plain data: no state, no rules.
 
-use super::WithdrawalStage;
+use super::{SignedTx, WithdrawalStage};
 use crate::amount::Amount;
 use crate::catalog::{AssetId, MarketId};
 use crate::market::StpMode;
@@ -80,8 +80,10 @@ pub enum Reject {
     /// A deposit whose id is not above the last credited one: it was
     /// credited already.
     DepositCredited,
-    /// No pending withdrawal has this id.
+    /// No pending withdrawal has this id (or it is paid with another nonce).
     UnknownWithdrawal,
+    /// The account has its deposit address already.
+    DepositAddressAssigned,
 }
 
 /// What the engine is asked to do.
@@ -217,6 +219,25 @@ pub enum Command {
         /// Whether it reached the chain.
         completed: bool,
     },
+    /// Record a signed transaction paying a pending withdrawal, before it
+    /// is sent: whoever sends for the withdrawal next, this process or
+    /// another after a failover, follows it and never signs with another
+    /// nonce. Every transaction of one withdrawal has the same nonce.
+    WithdrawalSigned {
+        /// The withdrawal's id.
+        withdrawal_id: u64,
+        /// The hot wallet nonce.
+        nonce: u64,
+        /// The transaction.
+        tx: SignedTx,
+    },
+    /// Record `account`'s deposit address (the wallet derives it), once.
+    AssignDepositAddress {
+        /// Account.
+        account: AccountId,
+        /// The address.
+        address: [u8; 20],
+    },
     /// Cancel every open order of the account on one market (order lists
     /// whole), oldest first.
     CancelAll {
@@ -244,7 +265,9 @@ impl Command {
             | Self::Debit { .. }
             | Self::Deposit { .. }
             | Self::Withdraw { .. }
-            | Self::SettleWithdrawal { .. } => None,
+            | Self::SettleWithdrawal { .. }
+            | Self::WithdrawalSigned { .. }
+            | Self::AssignDepositAddress { .. } => None,
         }
     }
 
@@ -262,7 +285,9 @@ impl Command {
             | Self::Debit { .. }
             | Self::Deposit { .. }
             | Self::Withdraw { .. }
-            | Self::SettleWithdrawal { .. } => {}
+            | Self::SettleWithdrawal { .. }
+            | Self::WithdrawalSigned { .. }
+            | Self::AssignDepositAddress { .. } => {}
         }
     }
 }
@@ -518,6 +543,20 @@ pub enum Event {
         destination: [u8; 20],
         /// When it was asked for, ms.
         requested_ms: u64,
+    },
+    /// A signed transaction of a pending withdrawal was recorded.
+    WithdrawalSigned {
+        /// The withdrawal's id.
+        withdrawal_id: u64,
+        /// Its nonce.
+        nonce: u64,
+    },
+    /// An account's deposit address was recorded.
+    DepositAddress {
+        /// Account.
+        account: AccountId,
+        /// The address.
+        address: [u8; 20],
     },
     /// A balance changed.
     Balance {

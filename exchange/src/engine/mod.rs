@@ -33,8 +33,8 @@ mod matching;
 mod messages;
 
 use book::{Book, Level, List, Order, Pending};
-pub use chain::WithdrawalStage;
 use chain::Withdrawals;
+pub use chain::{SignedTx, WithdrawalStage};
 use executions::{End, Start, TakerLog, unfilled};
 use ledger::Ledger;
 pub use messages::{
@@ -263,6 +263,14 @@ impl Engine {
                 withdrawal_id,
                 completed,
             } => self.settle_withdrawal(withdrawal_id, completed, events),
+            Command::WithdrawalSigned {
+                withdrawal_id,
+                nonce,
+                tx: _,
+            } => self.withdrawal_signed(withdrawal_id, nonce, events),
+            Command::AssignDepositAddress { account, address } => {
+                self.assign_deposit_address(account, address, events)
+            }
         };
         if let Err(reject) = result {
             events.truncate(start);

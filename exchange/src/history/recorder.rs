@@ -72,6 +72,10 @@ pub struct Changes {
     pub prevented: Vec<Prevention>,
     /// The withdrawal this command asked for, with its client's id.
     pub withdrawal_client_id: Option<(u64, Box<str>)>,
+    /// A withdrawal's signed transactions, one more recorded by this command.
+    pub withdrawal_tx: Option<(u64, weiport_storage::WithdrawalTxRow)>,
+    /// The deposit address this command assigned.
+    pub deposit_address: Option<(AccountId, [u8; 20])>,
 }
 
 impl Changes {
@@ -108,6 +112,12 @@ impl Changes {
         }
         for (market, span, candle) in &self.coarse {
             batch.put_candle(catalog.symbol(*market), *span, candle);
+        }
+        if let Some((id, row)) = &self.withdrawal_tx {
+            batch.put_withdrawal_tx(*id, row);
+        }
+        if let Some((account, address)) = &self.deposit_address {
+            batch.put_deposit_address(*account, address);
         }
     }
 }
@@ -148,6 +158,8 @@ pub(super) fn grow(
 pub struct Recorder {
     open: HashMap<(MarketId, u64), OrderView>,
     tapes: Vec<Tape>,
+    /// The signed transactions of each pending withdrawal, as recorded.
+    signed: HashMap<u64, weiport_storage::WithdrawalTxRow>,
 }
 
 impl Recorder {
@@ -156,6 +168,7 @@ impl Recorder {
         Self {
             open: HashMap::new(),
             tapes: vec![Tape::default(); catalog.markets().count()],
+            signed: HashMap::new(),
         }
     }
 
@@ -312,7 +325,34 @@ impl Recorder {
                         changes.withdrawal_client_id = Some((*withdrawal_id, name.clone()));
                     }
                 }
+                Event::Withdrawal {
+                    withdrawal_id,
+                    stage: WithdrawalStage::Completed | WithdrawalStage::Failed,
+                    ..
+                } => {
+                    // Ended: its transactions are stored, none is added.
+                    self.signed.remove(withdrawal_id);
+                }
                 Event::Withdrawal { .. } => {}
+                Event::WithdrawalSigned {
+                    withdrawal_id,
+                    nonce,
+                } => {
+                    if let Command::WithdrawalSigned { tx, .. } = command {
+                        let row = self.signed.entry(*withdrawal_id).or_default();
+                        row.nonce = *nonce;
+                        row.sent.push(weiport_storage::SentTx {
+                            hash: tx.hash.into(),
+                            max_fee: tx.max_fee,
+                            tip: tx.tip,
+                            raw: tx.raw.to_vec(),
+                        });
+                        changes.withdrawal_tx = Some((*withdrawal_id, row.clone()));
+                    }
+                }
+                Event::DepositAddress { account, address } => {
+                    changes.deposit_address = Some((*account, *address));
+                }
             }
         }
         for (order, _) in &changes.orders {

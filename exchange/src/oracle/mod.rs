@@ -69,6 +69,8 @@ impl Outcome {
                 Event::Balance { .. }
                 | Event::Deposited { .. }
                 | Event::Withdrawal { .. }
+                | Event::WithdrawalSigned { .. }
+                | Event::DepositAddress { .. }
                 | Event::Placed { .. }
                 | Event::Level { .. }
                 | Event::ListPlaced { .. }
@@ -587,7 +589,9 @@ impl Model {
             // tests cover them (engine/chain.rs), and no sequence here makes them.
             Command::Deposit { .. }
             | Command::Withdraw { .. }
-            | Command::SettleWithdrawal { .. } => {
+            | Command::SettleWithdrawal { .. }
+            | Command::WithdrawalSigned { .. }
+            | Command::AssignDepositAddress { .. } => {
                 unreachable!("model: chain deposits and withdrawals are not generated")
             }
         }

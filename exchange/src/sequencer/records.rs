@@ -6,7 +6,7 @@ use weiport_storage::{CommandRecord, OrderRecord};
 use super::SequencerError;
 use crate::amount::Amount;
 use crate::catalog::Catalog;
-use crate::engine::Command;
+use crate::engine::{Command, SignedTx};
 use crate::history::{CONTINGENCIES, RESPONSES, SIDES, STPS, TIFS, TYPES, tag, untag};
 use crate::order::{NewOrder, NewOrderList, Trigger};
 
@@ -215,6 +215,24 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             withdrawal_id: *withdrawal_id,
             completed: *completed,
         },
+        Command::WithdrawalSigned {
+            withdrawal_id,
+            nonce,
+            tx,
+        } => CommandRecord::WithdrawalSigned {
+            withdrawal_id: *withdrawal_id,
+            nonce: *nonce,
+            tx: weiport_storage::SentTx {
+                hash: tx.hash.into(),
+                max_fee: tx.max_fee,
+                tip: tx.tip,
+                raw: tx.raw.to_vec(),
+            },
+        },
+        Command::AssignDepositAddress { account, address } => CommandRecord::DepositAddress {
+            account: *account,
+            address: *address,
+        },
     }
 }
 
@@ -392,5 +410,22 @@ pub(super) fn from_record(
             withdrawal_id,
             completed,
         },
+        CommandRecord::WithdrawalSigned {
+            withdrawal_id,
+            nonce,
+            tx,
+        } => Command::WithdrawalSigned {
+            withdrawal_id,
+            nonce,
+            tx: SignedTx {
+                hash: tx.hash.0,
+                max_fee: tx.max_fee,
+                tip: tx.tip,
+                raw: tx.raw.into_boxed_slice(),
+            },
+        },
+        CommandRecord::DepositAddress { account, address } => {
+            Command::AssignDepositAddress { account, address }
+        }
     })
 }

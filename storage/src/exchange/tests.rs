@@ -63,6 +63,20 @@ fn every_command_round_trips() {
             withdrawal_id: 4,
             completed: true,
         },
+        CommandRecord::WithdrawalSigned {
+            withdrawal_id: 4,
+            nonce: 17,
+            tx: crate::SentTx {
+                hash: [7; 32].into(),
+                max_fee: 30_000_000_000,
+                tip: 1_000_000_000,
+                raw: vec![2, 0xf8, 0x6c],
+            },
+        },
+        CommandRecord::DepositAddress {
+            account: 5,
+            address: [0xab; 20],
+        },
         CommandRecord::Place {
             account: 3,
             time_ms: 7,
@@ -173,13 +187,15 @@ fn every_command_tag_keeps_its_stored_number() {
         (Deposit, 9),
         (Withdraw, 10),
         (SettleWithdrawal, 11),
+        (WithdrawalSigned, 12),
+        (DepositAddress, 13),
     ];
     assert_eq!(pinned.len(), CommandTag::ALL.len());
     for (tag, number) in pinned {
         assert_eq!(tag as u8, number);
         assert_eq!(CommandTag::try_from(number), Ok(tag));
     }
-    for number in 12..=u8::MAX {
+    for number in 14..=u8::MAX {
         assert_eq!(CommandTag::try_from(number), Err(UnknownCommandTag(number)));
     }
 }

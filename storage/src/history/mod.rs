@@ -400,6 +400,22 @@ impl ExchangeBatch {
         );
     }
 
+    /// Records `account`'s deposit address with the command that assigned it.
+    pub fn put_deposit_address(&mut self, account: u64, address: &[u8; 20]) {
+        self.batch.put_cf(
+            self.store.cf(cf::WALLET),
+            crate::wallet::deposit_address_key(account),
+            address,
+        );
+    }
+
+    /// Records withdrawal `id`'s signed transactions with the command that
+    /// recorded the latest.
+    pub fn put_withdrawal_tx(&mut self, id: u64, row: &crate::WithdrawalTxRow) {
+        let (key, value) = crate::wallet::withdrawal_tx_row(id, row);
+        self.batch.put_cf(self.store.cf(cf::WALLET), key, value);
+    }
+
     /// Stores an order's current state; a `placed` order also enters the
     /// account's order index and takes over its client order id.
     pub fn put_order(&mut self, symbol: &str, order: &OrderRow, placed: bool) {

@@ -335,7 +335,7 @@ fn the_random_commands_reach_every_refusal_and_every_outcome() {
         | Reject::AmendNoChange => format!("{reject:?}"),
         // Chain deposits and withdrawals are no order commands: the engine's
         // own tests reach these (engine/chain.rs), the model never sees them.
-        Reject::DepositCredited | Reject::UnknownWithdrawal => {
+        Reject::DepositCredited | Reject::UnknownWithdrawal | Reject::DepositAddressAssigned => {
             unreachable!("model: chain commands are not generated")
         }
     };
