@@ -8,59 +8,12 @@
 
 mod common;
 
-use common::redis::RedisServer;
+use common::replicated::Shared;
 use common::{GENEROUS, Key, Weiport, eventually, signed_request};
 use serde_json::{Value, json};
-use weiport_journal::testing::NatsServer;
 
 /// Longer than the processes' lease (1 s).
 const LEASE_LAPSE: std::time::Duration = std::time::Duration::from_millis(1500);
-
-const MASTER_KEY: &str = "7265706c6963617465642d6a6f75726e616c2d746573742d6d61737465722121";
-
-struct Shared {
-    redis: RedisServer,
-    nats: NatsServer,
-}
-
-impl Shared {
-    fn start() -> Self {
-        Self {
-            redis: RedisServer::start(),
-            nats: NatsServer::start(),
-        }
-    }
-
-    /// A replicated exchange process on `dir`, without the chain.
-    async fn process(&self, dir: &std::path::Path, name: &str) -> Weiport {
-        self.process_with(dir, name, &GENEROUS).await
-    }
-
-    /// A replicated exchange process on `dir` with the settings in `extra`.
-    async fn process_with(
-        &self,
-        dir: &std::path::Path,
-        name: &str,
-        extra: &[(&str, &str)],
-    ) -> Weiport {
-        let (redis, nats) = (self.redis.url(), format!("[\"{}\"]", self.nats.url()));
-        let mut env: Vec<(&str, &str)> = extra.to_vec();
-        env.extend([
-            ("WEIPORT_CLUSTER__REDIS_URL", redis.as_str()),
-            ("WEIPORT_CLUSTER__NATS_URLS", nats.as_str()),
-            ("WEIPORT_CLUSTER__NODE_NAME", name),
-            ("WEIPORT_EXCHANGE__DURABILITY", "replicated"),
-            ("WEIPORT_MASTER_KEY", MASTER_KEY),
-            ("WEIPORT_CLUSTER__LEASE_MS", "1000"),
-        ]);
-        if !extra.iter().any(|(name, _)| *name == "WEIPORT_NODE__URL") {
-            env.push(("WEIPORT_WALLET__ENABLED", "false"));
-        }
-        let mut weiport = Weiport::serve(dir, &env);
-        weiport.wait_for_log("shared key table loaded").await;
-        weiport
-    }
-}
 
 async fn get(weiport: &Weiport, key: &Key, path: &str, params: &str) -> Value {
     let client = reqwest::Client::new();

@@ -63,6 +63,10 @@ fn refused(error: impl std::fmt::Display) -> JournalError {
     JournalError::Refused(error.to_string())
 }
 
+/// Longest a reader's pull waits; the reader notices a lost server after
+/// about this long.
+const READ_EXPIRY: Duration = Duration::from_secs(2);
+
 /// An open journal.
 #[derive(Clone)]
 pub struct Journal {
@@ -191,6 +195,11 @@ impl Journal {
                 deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                     start_sequence: from.max(1),
                 },
+                // The reader's heartbeat is half a pull's expiry, and two
+                // missed ones make it recreate the consumer: with the
+                // default (15 s) a reader whose server died stalled that
+                // long; with this, about two seconds.
+                max_expires: READ_EXPIRY,
                 ..Default::default()
             })
             .await

@@ -111,12 +111,22 @@ impl NatsServer {
             .expect("a monitor port")
     }
 
-    /// Waits until the server says JetStream is healthy.
+    /// Waits until the server says JetStream is enabled.
     pub fn wait_ready(&self) {
+        self.wait_healthy("/healthz?js-enabled-only=true");
+    }
+
+    /// Waits until the server says every stream and consumer it holds is
+    /// current (a restarted server has caught up with the others).
+    pub fn wait_current(&self) {
+        self.wait_healthy("/healthz");
+    }
+
+    fn wait_healthy(&self, path: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         let monitor = self.monitor_port();
         loop {
-            if healthy(monitor) {
+            if healthy(monitor, path) {
                 return;
             }
             assert!(
@@ -142,14 +152,14 @@ impl NatsServer {
     }
 }
 
-/// `GET /healthz?js-enabled-only=true` on the monitor port answers 200.
-fn healthy(monitor: u16) -> bool {
+/// `GET path` on the monitor port answers 200.
+fn healthy(monitor: u16, path: &str) -> bool {
     use std::io::{Read, Write};
     let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", monitor)) else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = "GET /healthz?js-enabled-only=true HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
     if stream.write_all(request.as_bytes()).is_err() {
         return false;
     }

@@ -10,6 +10,7 @@ pub mod log;
 pub mod proxy;
 pub mod raw_http;
 pub mod redis;
+pub mod replicated;
 pub mod rpc_filter;
 pub mod tokens;
 pub mod ws;
