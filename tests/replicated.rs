@@ -15,6 +15,21 @@ use serde_json::{Value, json};
 /// Longer than the processes' lease (1 s).
 const LEASE_LAPSE: std::time::Duration = std::time::Duration::from_millis(1500);
 
+/// `key`'s signed GET of `path`, whatever the answer.
+async fn try_get(weiport: &Weiport, key: &Key, path: &str, params: &str) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    signed_request(
+        &client,
+        &weiport.url,
+        reqwest::Method::GET,
+        path,
+        key,
+        params,
+        0,
+    )
+    .await
+}
+
 async fn get(weiport: &Weiport, key: &Key, path: &str, params: &str) -> Value {
     let client = reqwest::Client::new();
     let (status, body) = signed_request(
@@ -316,8 +331,9 @@ async fn ccxt_and_the_official_sdk_trade_through_a_follower() {
     let b = primary.funded_key(&["read", "trade"], &funds).await;
     for key in [&a, &b] {
         eventually("the follower has the credits", async || {
-            let account = get(&follower, key, "/api/v3/account", "omitZeroBalances=true").await;
             // The key itself may reach the follower a moment after it is made.
+            let (_, account) =
+                try_get(&follower, key, "/api/v3/account", "omitZeroBalances=true").await;
             account["balances"]
                 .as_array()
                 .is_some_and(|held| held.len() == 2)
@@ -493,4 +509,41 @@ async fn the_wallet_moves_with_the_lead_and_follows_what_the_old_primary_signed(
         .unwrap();
     assert_eq!(paid, ether(7) / U256::from(10));
     assert_eq!(eth_free(&b, &alice).await, json!("1.29950000"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccxt_pro_and_python_binance_watch_their_orders_and_trades_on_a_follower() {
+    for (script, done) in [
+        ("binance_streams.py", "streams ok"),
+        ("binance_sdk_streams.py", "sdk streams ok"),
+    ] {
+        // A new exchange per client: each expects an empty book. Traders
+        // funded at the primary; the clients know only the follower's URL:
+        // their orders are forwarded, their streams come from its replay.
+        let shared = Shared::start();
+        let disks: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+        let primary = shared.process(disks[0].path(), "primary").await;
+        let follower = shared.process(disks[1].path(), "follower").await;
+        assert_eq!(cluster(&follower).await["role"], "follower");
+        let (maker, taker) = primary.two_traders().await;
+        for key in [&maker, &taker] {
+            eventually("the follower has the credits", async || {
+                let (_, account) =
+                    try_get(&follower, key, "/api/v3/account", "omitZeroBalances=true").await;
+                account["balances"]
+                    .as_array()
+                    .is_some_and(|held| held.len() == 1)
+            })
+            .await;
+        }
+        let args = [
+            &follower.url,
+            &maker.id,
+            &maker.secret,
+            &taker.id,
+            &taker.secret,
+        ];
+        let printed = common::run_client(script, args.map(String::clone).to_vec()).await;
+        assert!(printed.contains(done), "{script}: {printed}");
+    }
 }
