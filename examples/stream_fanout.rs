@@ -7,7 +7,12 @@
 //! as p50/p99 over every delivery.
 //!
 //! Usage: stream_fanout URL CONNECTIONS TRADES RATE_PER_S [MAKER_KEY MAKER_SECRET TAKER_KEY TAKER_SECRET]
-//! (without keys it only listens, for examples/fanout_baseline.rs)
+//! (without keys it only listens, for examples/fanout_baseline.rs). URL may
+//! be several, comma-separated: the connections are spread over them in
+//! turn and the orders go to the first (a replicated exchange's primary).
+//! With `FANOUT_CLOCK=trade` latency is counted from the trade time `T`
+//! instead (the primary's engine time, whole milliseconds): on a follower
+//! `E` is its own commit, `T` the primary's, so the journal's hop counts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,8 +32,8 @@ fn now_us() -> u64 {
 
 /// The event time `E` of a frame, read without parsing the whole event so
 /// that the generator's per-frame cost stays below the server's.
-fn event_time_us(text: &str) -> u64 {
-    let at = text.find("\"E\":").expect("an event time") + 4;
+fn event_time_us(text: &str, field: &str) -> u64 {
+    let at = text.find(field).expect("an event time") + field.len();
     text[at..]
         .bytes()
         .take_while(u8::is_ascii_digit)
@@ -86,10 +91,21 @@ async fn main() {
     let trades: u64 = trades.parse().unwrap();
     let rate: u64 = rate.parse().unwrap();
     // Times in microseconds: `E` is when the trade's batch became durable.
-    let ws_url = format!(
-        "{}/ws/ethusdt@trade?timeUnit=MICROSECOND",
-        url.replacen("http://", "ws://", 1)
-    );
+    let urls: Vec<&str> = url.split(',').collect();
+    let url = urls[0];
+    let ws_urls: Vec<String> = urls
+        .iter()
+        .map(|url| {
+            format!(
+                "{}/ws/ethusdt@trade?timeUnit=MICROSECOND",
+                url.replacen("http://", "ws://", 1)
+            )
+        })
+        .collect();
+    let field: &'static str = match std::env::var("FANOUT_CLOCK").as_deref() {
+        Ok("trade") => "\"T\":",
+        _ => "\"E\":",
+    };
 
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(
         connections * trades as usize,
@@ -102,7 +118,8 @@ async fn main() {
             // before every read: a small one keeps the generator's cost per
             // frame below the server's.
             let config = WebSocketConfig::default().read_buffer_size(4096);
-            match tokio_tungstenite::connect_async_with_config(&ws_url, Some(config), false).await {
+            let ws_url = &ws_urls[i % ws_urls.len()];
+            match tokio_tungstenite::connect_async_with_config(ws_url, Some(config), false).await {
                 Ok(connected) => break connected,
                 // The server admits connections at its own pace; retry briefly.
                 Err(error) if i > 0 => {
@@ -118,7 +135,7 @@ async fn main() {
             while let Some(Ok(message)) = socket.next().await {
                 if let Message::Text(text) = message {
                     let arrived = now_us();
-                    mine.push(arrived.saturating_sub(event_time_us(&text)));
+                    mine.push(arrived.saturating_sub(event_time_us(&text, field)));
                     if received.fetch_add(1, Ordering::Relaxed) + 1 == trades * connections as u64 {
                         break;
                     }

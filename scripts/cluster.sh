@@ -2,9 +2,10 @@
 # A local cluster to try "more than one process": one redis-server (keys,
 # limits, bans), three nats-servers in a JetStream cluster (the exchange's
 # replicated journal), one anvil node, and three weiport processes on three
-# ports. Any process serves every face: one leads the exchange, the others
-# follow its journal and pass it their orders; each indexes the same chain
-# for the Etherscan face. Ctrl-C stops all of it.
+# ports. Any process serves every face: one leads the exchange (and its
+# wallet signs, sweeps and credits), the others follow its journal and pass
+# it their orders; each indexes the same chain for the Etherscan face and
+# the deposit history. Ctrl-C stops all of it.
 # Environment: CLUSTER_DIR (default: a new temporary directory), CLUSTER_PORT
 # (first public port, default 8180; process n listens on CLUSTER_PORT + 10n,
 # its admin API one above).
@@ -77,7 +78,6 @@ for n in 1 2 3; do
   WEIPORT_CLUSTER__NODE_NAME="node-$n" \
   WEIPORT_CLUSTER__NATS_URLS="$nats_urls" \
   WEIPORT_EXCHANGE__DURABILITY=replicated \
-  WEIPORT_WALLET__ENABLED=false \
     "$weiport" serve >"$dir/node-$n.log" 2>&1 &
   pids+=($!)
 done
