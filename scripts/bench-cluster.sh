@@ -36,11 +36,7 @@ config() {
 url = "$node"
 [wallet]
 enabled = false
-[access]
-ip_weight_per_minute = 1000000000
-key_weight_per_minute = 1000000000
-orders_per_10s = 1000000000
-orders_per_day = 1000000000
+$UNLIMITED_ACCESS
 [access.query_tiers]
 default = 5
 bench = 100000000

@@ -31,38 +31,11 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-config() { # DURABILITY NATS_URLS
-  cat <<TOML
-[indexer]
-enabled = false
-[wallet]
-enabled = false
-[access]
-ip_weight_per_minute = 1000000000
-key_weight_per_minute = 1000000000
-orders_per_10s = 1000000000
-orders_per_day = 1000000000
-[exchange]
-durability = "$1"
-[cluster]
-nats_urls = $2
-TOML
-}
-
-# key_of ADMIN_PORT ASSET AMOUNT: "id secret" of a new funded key.
-key_of() {
-  local account created
-  account=$(ADMIN_PORT=$1 admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
-  created=$(ADMIN_PORT=$1 admin /admin/keys "{\"account\":$account,\"permissions\":[\"read\",\"trade\"]}")
-  ADMIN_PORT=$1 admin "/admin/accounts/$account/credit" "{\"asset\":\"$2\",\"amount\":\"$3\"}" >/dev/null
-  echo "$(echo "$created" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/') $(echo "$created" | sed -E 's/.*"secret":"([A-Za-z0-9]+)".*/\1/')"
-}
-
 # fanout URLS ADMIN_PORT [CLOCK]: the generator's row against the exchange at URLS.
 fanout() {
   local maker maker_secret taker taker_secret
-  read -r maker maker_secret <<<"$(key_of "$2" ETH 1000000)"
-  read -r taker taker_secret <<<"$(key_of "$2" USDT 10000000000)"
+  read -r maker maker_secret <<<"$(funded_key "$2" ETH 1000000)"
+  read -r taker taker_secret <<<"$(funded_key "$2" USDT 10000000000)"
   FANOUT_CLOCK="${3:-event}" taskset -c 0 "$bin/examples/stream_fanout" "$1" "$connections" "$trades" "$rate" \
     "$maker" "$maker_secret" "$taker" "$taker_secret" | grep '^|'
 }
@@ -78,7 +51,7 @@ floor=$(taskset -c 0 "$bin/examples/stream_fanout" http://127.0.0.1:18092 "$conn
 kill "$baseline"; wait "$baseline" 2>/dev/null || true
 echo "| bare WebSocket fan-out $floor"
 
-start_weiport /healthz 18080 < <(config local '[]')
+start_weiport /healthz 18080 < <(exchange_config local '[]')
 pin_servers
 one=$(fanout http://127.0.0.1:18080 18081)
 echo "| weiport, one process $one"
@@ -94,7 +67,7 @@ nats-server -c "$work/nats/nats.conf" >/dev/null 2>&1 & pids+=($!)
 nats_urls="[\"nats://127.0.0.1:$nats_port\"]"
 urls=""
 for port in 18082 18084 18086; do
-  WEIPORT_CLUSTER__NODE_NAME="node-$port" start_weiport /healthz "$port" < <(config replicated "$nats_urls")
+  WEIPORT_CLUSTER__NODE_NAME="node-$port" start_weiport /healthz "$port" < <(exchange_config replicated "$nats_urls")
   urls+="http://127.0.0.1:$port,"
 done
 pin_servers

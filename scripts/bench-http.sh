@@ -57,6 +57,42 @@ TOML
 # admin PATH BODY: a POST to the admin API of the server on ADMIN_PORT (18081).
 admin() { curl -fs -H 'authorization: Bearer bench' -H 'content-type: application/json' "127.0.0.1:${ADMIN_PORT:-18081}$1" --data "$2"; }
 
+# The access limits a load run lifts out of its way, for a configuration.
+UNLIMITED_ACCESS="$(cat <<'TOML'
+[access]
+ip_weight_per_minute = 1000000000
+key_weight_per_minute = 1000000000
+orders_per_10s = 1000000000
+orders_per_day = 1000000000
+TOML
+)"
+
+# exchange_config DURABILITY NATS_URLS: the exchange alone (no indexer, no
+# wallet), its durability as given, limits lifted.
+exchange_config() {
+  cat <<TOML
+[indexer]
+enabled = false
+[wallet]
+enabled = false
+$UNLIMITED_ACCESS
+[exchange]
+durability = "$1"
+[cluster]
+nats_urls = $2
+TOML
+}
+
+# funded_key ADMIN_PORT ASSET AMOUNT: "id secret" of a new trading key whose
+# account holds AMOUNT of ASSET.
+funded_key() {
+  local account created
+  account=$(ADMIN_PORT=$1 admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
+  created=$(ADMIN_PORT=$1 admin /admin/keys "{\"account\":$account,\"permissions\":[\"read\",\"trade\"]}")
+  ADMIN_PORT=$1 admin "/admin/accounts/$account/credit" "{\"asset\":\"$2\",\"amount\":\"$3\"}" >/dev/null
+  echo "$(echo "$created" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/') $(echo "$created" | sed -E 's/.*"secret":"([A-Za-z0-9]+)".*/\1/')"
+}
+
 # Every server started so far, every thread of it, onto CPU 1.
 pin_servers() { for pid in "${pids[@]}"; do taskset -acp 1 "$pid" >/dev/null; done; }
 

@@ -13,11 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 start_weiport /healthz <<TOML
 [indexer]
 enabled = false
-[access]
-ip_weight_per_minute = 1000000000
-key_weight_per_minute = 1000000000
-orders_per_10s = 1000000000
-orders_per_day = 1000000000
+$UNLIMITED_ACCESS
 TOML
 pin_servers
 

@@ -36,36 +36,16 @@ nats() {
 nats one 1
 nats three 3
 
-config() { # DURABILITY NATS_URLS
-  cat <<TOML
-[indexer]
-enabled = false
-[wallet]
-enabled = false
-[access]
-ip_weight_per_minute = 1000000000
-key_weight_per_minute = 1000000000
-orders_per_10s = 1000000000
-orders_per_day = 1000000000
-[exchange]
-durability = "$1"
-[cluster]
-nats_urls = $2
-TOML
-}
 export WEIPORT_MASTER_KEY
 WEIPORT_MASTER_KEY="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-start_weiport /healthz 18080 < <(config local '[]')
-start_weiport /healthz 18082 < <(config replicated "$nats_urls_one")
-start_weiport /healthz 18084 < <(config replicated "$nats_urls_three")
+start_weiport /healthz 18080 < <(exchange_config local '[]')
+start_weiport /healthz 18082 < <(exchange_config replicated "$nats_urls_one")
+start_weiport /healthz 18084 < <(exchange_config replicated "$nats_urls_three")
 
 declare -A keys secrets
 for port in 18080 18082 18084; do
-  account=$(ADMIN_PORT=$((port + 1)) admin /admin/accounts '{"label":"bench"}' | sed -E 's/.*"id":([0-9]+).*/\1/')
-  created=$(ADMIN_PORT=$((port + 1)) admin /admin/keys "{\"account\":$account,\"permissions\":[\"read\",\"trade\"]}")
-  ADMIN_PORT=$((port + 1)) admin "/admin/accounts/$account/credit" '{"asset":"USDT","amount":"100000000"}' >/dev/null
-  keys[$port]=$(echo "$created" | sed -E 's/.*"id":"([A-Za-z0-9]+)".*/\1/')
-  secrets[$port]=$(echo "$created" | sed -E 's/.*"secret":"([A-Za-z0-9]+)".*/\1/')
+  read -r key secret <<<"$(funded_key $((port + 1)) USDT 100000000)"
+  keys[$port]=$key secrets[$port]=$secret
 done
 pin_servers
 

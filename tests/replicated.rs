@@ -15,33 +15,29 @@ use serde_json::{Value, json};
 /// Longer than the processes' lease (1 s).
 const LEASE_LAPSE: std::time::Duration = std::time::Duration::from_millis(1500);
 
-/// `key`'s signed GET of `path`, whatever the answer.
-async fn try_get(weiport: &Weiport, key: &Key, path: &str, params: &str) -> (u16, Value) {
-    let client = reqwest::Client::new();
-    signed_request(
-        &client,
-        &weiport.url,
-        reqwest::Method::GET,
-        path,
-        key,
-        params,
-        0,
-    )
-    .await
+/// Waits until `key`'s account holds `assets` assets at `weiport` (a key and
+/// credits made at the primary reach a follower a moment later).
+async fn holds_at(weiport: &Weiport, key: &Key, assets: usize) {
+    eventually("the follower has the key and its credits", async || {
+        let (_, account) = weiport
+            .signed(
+                reqwest::Method::GET,
+                "/api/v3/account",
+                key,
+                "omitZeroBalances=true",
+            )
+            .await;
+        account["balances"]
+            .as_array()
+            .is_some_and(|held| held.len() == assets)
+    })
+    .await;
 }
 
 async fn get(weiport: &Weiport, key: &Key, path: &str, params: &str) -> Value {
-    let client = reqwest::Client::new();
-    let (status, body) = signed_request(
-        &client,
-        &weiport.url,
-        reqwest::Method::GET,
-        path,
-        key,
-        params,
-        0,
-    )
-    .await;
+    let (status, body) = weiport
+        .signed(reqwest::Method::GET, path, key, params)
+        .await;
     assert_eq!(status, 200, "{path}: {body}");
     body
 }
@@ -330,15 +326,7 @@ async fn ccxt_and_the_official_sdk_trade_through_a_follower() {
     let a = primary.funded_key(&["read", "trade"], &funds).await;
     let b = primary.funded_key(&["read", "trade"], &funds).await;
     for key in [&a, &b] {
-        eventually("the follower has the credits", async || {
-            // The key itself may reach the follower a moment after it is made.
-            let (_, account) =
-                try_get(&follower, key, "/api/v3/account", "omitZeroBalances=true").await;
-            account["balances"]
-                .as_array()
-                .is_some_and(|held| held.len() == 2)
-        })
-        .await;
+        holds_at(&follower, key, 2).await;
     }
     // The clients know only the follower's URL.
     let args = [&follower.url, &a.id, &a.secret, &b.id, &b.secret];
@@ -527,14 +515,7 @@ async fn ccxt_pro_and_python_binance_watch_their_orders_and_trades_on_a_follower
         assert_eq!(cluster(&follower).await["role"], "follower");
         let (maker, taker) = primary.two_traders().await;
         for key in [&maker, &taker] {
-            eventually("the follower has the credits", async || {
-                let (_, account) =
-                    try_get(&follower, key, "/api/v3/account", "omitZeroBalances=true").await;
-                account["balances"]
-                    .as_array()
-                    .is_some_and(|held| held.len() == 1)
-            })
-            .await;
+            holds_at(&follower, key, 1).await;
         }
         let args = [
             &follower.url,
