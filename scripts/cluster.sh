@@ -19,13 +19,17 @@ weiport="$CARGO_TARGET_DIR/debug/weiport"
 dir="${CLUSTER_DIR:-$(mktemp -d -t weiport-cluster.XXXXXX)}"
 first_port="${CLUSTER_PORT:-8180}"
 mkdir -p "$dir"
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# free_ports N: N distinct free loopback ports (all held open while chosen,
+# so no two are the same).
+free_ports() {
+  python3 -c 'import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
 }
-redis_port="$(free_port)"
-anvil_port="$(free_port)"
-nats_ports=("$(free_port)" "$(free_port)" "$(free_port)")
-route_ports=("$(free_port)" "$(free_port)" "$(free_port)")
+read -r redis_port anvil_port n0 n1 n2 r0 r1 r2 <<<"$(free_ports 8)"
+nats_ports=("$n0" "$n1" "$n2")
+route_ports=("$r0" "$r1" "$r2")
 
 pids=()
 stop() {
