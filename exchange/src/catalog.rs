@@ -6,11 +6,15 @@ use rustc_hash::FxHashMap;
 use crate::market::Market;
 
 /// A market's number in the [`Catalog`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct MarketId(pub u16);
 
 /// An asset's number in the [`Catalog`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct AssetId(pub u16);
 
 /// Markets in configuration order and the assets they trade, in order of

@@ -6,7 +6,7 @@ use crate::catalog::MarketId;
 use crate::market::StpMode;
 
 /// BUY or SELL.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Side {
     /// Buy base with quote.
     #[default]
@@ -16,7 +16,7 @@ pub enum Side {
 }
 
 /// Supported order types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OrderType {
     /// Limit order.
     Limit,
@@ -59,7 +59,7 @@ impl OrderType {
 }
 
 /// Time in force.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TimeInForce {
     /// Good till canceled.
     Gtc,
@@ -70,7 +70,7 @@ pub enum TimeInForce {
 }
 
 /// How much of the order result is returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ResponseType {
     /// Ids only.
     Ack,
@@ -82,7 +82,7 @@ pub enum ResponseType {
 
 /// When a conditional order starts working: a fixed stop price, a trailing
 /// delta, or both (the delta then tracks from the stop price on).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Trigger {
     /// Last-trade price that triggers (or, with a delta, starts tracking).
     pub stop_price: Option<Amount>,
@@ -111,7 +111,7 @@ impl Trigger {
 }
 
 /// A validated new order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NewOrder {
     /// Market.
     pub market: MarketId,
@@ -138,7 +138,7 @@ pub struct NewOrder {
 }
 
 /// How the orders of a list depend on each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Contingency {
     /// One-cancels-the-other: two orders; once either fills or triggers,
     /// the other expires.

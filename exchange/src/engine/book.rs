@@ -11,7 +11,7 @@ use super::*;
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// A resting order (or, while it matches, the incoming one).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Order {
     pub(crate) order_id: u64,
     pub(crate) account: AccountId,
@@ -58,7 +58,7 @@ impl Order {
 /// A conditional order waiting for its trigger. Its funds are locked as the
 /// order it becomes would lock them (nothing for a market buy by quantity,
 /// whose cost is known only when it works).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Pending {
     pub(crate) order_id: u64,
     pub(crate) account: AccountId,
@@ -124,7 +124,7 @@ impl Pending {
 }
 
 /// An order list while any of its orders is open.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct List {
     pub(crate) account: AccountId,
     pub(crate) contingency: Contingency,
@@ -139,7 +139,7 @@ pub(crate) struct List {
 }
 
 /// One price level: a list of order slots in time order.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Level {
     pub(crate) head: u32,
     pub(crate) tail: u32,
@@ -149,7 +149,7 @@ pub(crate) struct Level {
 }
 
 /// One account's open orders on a market, oldest first.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Own {
     pub(crate) count: u32,
     pub(crate) head: u32,
@@ -162,7 +162,7 @@ pub(crate) struct Own {
 /// that stays open long while thousands after it close would pin the front
 /// and let the array grow with every id ever issued: once the array is
 /// mostly holes, its oldest open orders move to a small map of stragglers.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct OrderIndex {
     pub(crate) first_id: u64,
     pub(crate) slots: std::collections::VecDeque<u32>,
@@ -276,6 +276,7 @@ impl OrderIndex {
     }
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Book {
     pub(crate) market: Market,
     pub(crate) id: MarketId,

@@ -38,7 +38,7 @@ pub struct SignedTx {
 }
 
 /// One withdrawal as the engine keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Withdrawal {
     pub(crate) account: AccountId,
     pub(crate) asset: AssetId,
@@ -65,12 +65,13 @@ impl Withdrawal {
 }
 
 /// Deposits credited and withdrawals, pending and ended.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Withdrawals {
     /// The last deposit id credited (0: none).
     pub(crate) last_deposit_id: u64,
     pub(crate) next_withdrawal_id: u64,
     pub(crate) all: FxHashMap<u64, Withdrawal>,
+    #[serde(with = "super::image::pairs")]
     pub(crate) by_client_id: FxHashMap<(AccountId, Box<str>), u64>,
     /// Per asset: what pending withdrawals hold (amount + fee).
     pub(crate) held: FxHashMap<AssetId, Amount>,

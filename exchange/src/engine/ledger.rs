@@ -4,13 +4,14 @@ use rustc_hash::FxHashMap;
 
 use super::*;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Balance {
     pub(crate) free: Amount,
     pub(crate) locked: Amount,
 }
 
 /// Every account's balances: one row of `assets` entries per account slot.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Ledger {
     pub(crate) assets: usize,
     pub(crate) slots: FxHashMap<AccountId, u32>,

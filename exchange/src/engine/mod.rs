@@ -26,6 +26,7 @@ mod cancel;
 mod chain;
 mod conditional;
 mod executions;
+mod image;
 mod invariants;
 mod ledger;
 mod lists;
@@ -36,6 +37,7 @@ use book::{Book, Level, List, Order, Pending};
 use chain::Withdrawals;
 pub use chain::{SignedTx, WithdrawalStage};
 use executions::{End, Start, TakerLog, unfilled};
+pub use image::{EngineImage, ImageMismatch, StoredEngine};
 use ledger::Ledger;
 pub use messages::{
     AccountId, Command, Event, Execution, ExecutionKind, Fill, Levels, OrderState, OrderStatus,
