@@ -106,8 +106,11 @@ fn weiport_routers(dir: &std::path::Path) -> Routers {
         weiport_exchange_api::Exchange::open(
             store,
             catalog,
-            0,
-            64,
+            weiport_exchange::sequencer::EngineSettings {
+                fee_account: 0,
+                capacity: 64,
+                snapshot_every: 0,
+            },
             access,
             None,
             weiport_exchange::sequencer::Role::Alone,

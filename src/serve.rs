@@ -511,8 +511,11 @@ fn open_exchange(
     let exchange = weiport_exchange_api::Exchange::open(
         store.clone(),
         catalog,
-        config.exchange.fee_account,
-        config.exchange.queue_capacity,
+        weiport_exchange::sequencer::EngineSettings {
+            fee_account: config.exchange.fee_account,
+            capacity: config.exchange.queue_capacity,
+            snapshot_every: config.exchange.snapshot_every,
+        },
         access.clone(),
         wallet_face,
         role,
@@ -520,6 +523,7 @@ fn open_exchange(
     .context("starting the exchange engine")?;
     tracing::info!(
         commands = exchange.sequencer.view().sequence,
+        from_snapshot = exchange.sequencer.started_from(),
         elapsed = ?started.elapsed(),
         "exchange state rebuilt from the command log"
     );

@@ -146,8 +146,11 @@ async fn market_data_reads_stay_within_their_allocation_budget() {
         weiport_exchange_api::Exchange::open(
             store,
             catalog.clone(),
-            0,
-            64,
+            weiport_exchange::sequencer::EngineSettings {
+                fee_account: 0,
+                capacity: 64,
+                snapshot_every: 0,
+            },
             access,
             None,
             weiport_exchange::sequencer::Role::Alone,

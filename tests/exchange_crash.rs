@@ -1,7 +1,9 @@
 //! Durability of the exchange: a process placing orders through the
 //! sequencer is killed with SIGKILL at random points, again and again; after
 //! each restart every acknowledged command is in the log, the replayed engine
-//! keeps its invariants, and no group commit is ever half there.
+//! keeps its invariants, and no group commit is ever half there; restarts
+//! read the snapshot the killed process wrote last, and end where the whole
+//! log ends.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -51,6 +53,9 @@ fn sequencer_driver() {
         .unwrap();
     let store = Store::open(&dir, &StoreOptions::default()).unwrap();
     let sequencer = Sequencer::start(store, catalog(), 99, 64).unwrap();
+    // Snapshots often, so kills land before, during and after writing
+    // them and most restarts read one.
+    sequencer.snapshot_every(97);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -181,19 +186,26 @@ fn sigkill_never_loses_an_acknowledged_command() {
     }
     let lost: Vec<_> = acknowledged.difference(&logged).collect();
     assert!(lost.is_empty(), "acknowledged but not durable: {lost:?}");
-    // Replaying the log rebuilds an engine whose ledger balances.
-    let engine = Sequencer::start(store, catalog(), 99, 8)
+    // The last snapshot and the log after it rebuild the engine the whole
+    // log rebuilds, and its ledger balances.
+    let restarted = Sequencer::start(store.clone(), catalog(), 99, 8).unwrap();
+    let from_snapshot = restarted.started_from();
+    assert!(from_snapshot > 0, "a snapshot was written and read");
+    let engine = restarted.shutdown().unwrap();
+    engine.check_invariants().unwrap();
+    store.drop_exchange_snapshot().unwrap();
+    let replayed = Sequencer::start(store, catalog(), 99, 8)
         .unwrap()
         .shutdown()
         .unwrap();
-    engine.check_invariants().unwrap();
+    assert_eq!(engine.snapshot(), replayed.snapshot());
     assert!(
         acknowledged.len() > 100,
         "{} orders acknowledged",
         acknowledged.len()
     );
     eprintln!(
-        "drill: engine SIGKILLed {runs} times, {kills_mid_stream} while orders flowed; {} acknowledged orders, none lost; log of {previous} commands without holes",
+        "drill: engine SIGKILLed {runs} times, {kills_mid_stream} while orders flowed; {} acknowledged orders, none lost; log of {previous} commands without holes; the snapshot at {from_snapshot} and the log after it rebuild the same engine as the whole log",
         acknowledged.len()
     );
 }

@@ -1,6 +1,7 @@
 //! A restart on a long command log: the first start replays it and writes the
-//! history rows it lacks, the next only replays; both end in the same state,
-//! with every trade of the log. Prints the times: `scripts/restart-time.sh`
+//! history rows it lacks, the next only replays (and writes a snapshot), the
+//! last reads the snapshot; all end in the same state, with every trade of
+//! the log. Prints the times: `scripts/restart-time.sh`
 //! runs it on logs of 200,000 and 1,000,000 entries for RELIABILITY.md.
 //! `RESTART_PAIRS` (default 10,000) is the number of crossing order pairs
 //! (two log entries each).
@@ -73,17 +74,35 @@ async fn a_long_command_log_replays_to_the_same_state_on_every_restart() {
         .stop("TERM", Duration::from_secs(60))
         .expect("stopped");
 
+    // The second start replays the whole log and, snapshots on, writes one
+    // at once; the third reads it and replays nothing.
+    let mut snapshots = common::GENEROUS.to_vec();
+    snapshots.push(("WEIPORT_EXCHANGE__SNAPSHOT_EVERY", "1000"));
     let started = Instant::now();
-    let weiport = Weiport::serve_within(dir.path(), &common::GENEROUS, startup);
+    let mut weiport = Weiport::serve_within(dir.path(), &snapshots, startup);
     let after = state(&weiport, &keys).await;
     let next = started.elapsed();
     assert_eq!(before, after);
+    weiport.wait_for_log("exchange snapshot written").await;
+    weiport
+        .stop("TERM", Duration::from_secs(60))
+        .expect("stopped");
+
+    let started = Instant::now();
+    let mut weiport = Weiport::serve_within(dir.path(), &snapshots, startup);
+    let from_snapshot = state(&weiport, &keys).await;
+    let last = started.elapsed();
+    assert_eq!(before, from_snapshot);
+    weiport
+        .wait_for_log("exchange state read from its snapshot")
+        .await;
     let entries = 2 + 2 * pairs;
     eprintln!(
-        "restart: {entries} log entries ({pairs} trades), written in {:.2} s; first start {:.2} s (replay and history rows), next start {:.2} s (replay), each until the first answer: {:.1} s per million entries",
+        "restart: {entries} log entries ({pairs} trades), written in {:.2} s; first start {:.2} s (replay and history rows), next start {:.2} s (replay), each until the first answer: {:.1} s per million entries; from the snapshot {:.2} s",
         written.as_secs_f64(),
         first.as_secs_f64(),
         next.as_secs_f64(),
         next.as_secs_f64() * 1e6 / entries as f64,
+        last.as_secs_f64(),
     );
 }

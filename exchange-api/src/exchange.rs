@@ -10,7 +10,7 @@ use weiport_access::Access;
 use weiport_exchange::catalog::{Catalog, MarketId};
 use weiport_exchange::engine::{Command, Event};
 use weiport_exchange::history::{History, HistoryError};
-use weiport_exchange::sequencer::{Outcome, Role, Sequencer, SequencerError};
+use weiport_exchange::sequencer::{EngineSettings, Outcome, Role, Sequencer, SequencerError};
 
 use crate::chain_wallet::ChainWallet;
 use crate::primary_link::{Forwarded, PrimaryLink};
@@ -52,8 +52,7 @@ impl Exchange {
     pub fn open(
         store: weiport_storage::Store,
         catalog: Arc<Catalog>,
-        fee_account: u64,
-        capacity: usize,
+        settings: EngineSettings,
         access: Arc<Access>,
         wallet: Option<Arc<dyn ChainWallet>>,
         role: Role,
@@ -63,8 +62,7 @@ impl Exchange {
         let sequencer = Sequencer::start_replicated(
             store.clone(),
             catalog.clone(),
-            fee_account,
-            capacity,
+            settings,
             vec![Box::new(sink)],
             role,
         )?;

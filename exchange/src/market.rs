@@ -287,6 +287,9 @@ pub struct ExchangeConfig {
     pub fee_account: u64,
     /// Commands waiting for the engine before submitters have to wait.
     pub queue_capacity: usize,
+    /// Commands between snapshots of the engine's state (0: none).
+    #[serde(default)]
+    pub snapshot_every: u64,
     /// The markets.
     pub markets: Vec<Market>,
     /// Blocks an on-chain deposit or withdrawal must be under (its own
@@ -462,6 +465,7 @@ mod tests {
             durability: Durability::Local,
             fee_account: 0,
             queue_capacity: 16,
+            snapshot_every: 0,
             markets: vec![eth_usdt(), eth_usdt()],
             deposit_confirmations: 12,
         };

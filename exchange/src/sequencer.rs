@@ -21,7 +21,11 @@ use crate::now_ms;
 use crate::view::{BookSnapshot, MarketView, View};
 
 mod records;
+mod replay;
 mod replication;
+mod snapshot;
+
+use replay::{Replayed, replay};
 
 use records::{from_record, to_record};
 pub use replication::{Deposed, Replication, Role};
@@ -138,6 +142,17 @@ struct Request {
     sequenced: Option<u64>,
 }
 
+/// How the engine thread runs.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineSettings {
+    /// The account trading fees go to.
+    pub fee_account: u64,
+    /// Commands queued for the engine before submitters wait.
+    pub capacity: usize,
+    /// Commands between snapshots of its state (0: none).
+    pub snapshot_every: u64,
+}
+
 /// Handle to the engine thread.
 pub struct Sequencer {
     catalog: Arc<Catalog>,
@@ -151,72 +166,14 @@ pub struct Sequencer {
     /// Woken when the engine thread finds another process appended to the
     /// journal: it follows from then on.
     deposed: Arc<tokio::sync::Notify>,
+    /// Commands between snapshots (0: none).
+    snapshots: Arc<std::sync::atomic::AtomicU64>,
+    /// The snapshot the engine started from (0: the whole log replayed).
+    started_from: u64,
     view: Arc<RwLock<View>>,
     requests: Option<SyncSender<Request>>,
     events: broadcast::Sender<Arc<Outcome>>,
     thread: Option<JoinHandle<Engine>>,
-}
-
-struct Replayed {
-    engine: Engine,
-    recorder: Recorder,
-    view: View,
-    /// Sequence number of the next command.
-    next: u64,
-    /// The latest engine time in the log.
-    clock: u64,
-}
-
-/// Replays the command log of `store` into a new engine, recorder and read
-/// side, writing the history rows a log older than the history tables lacks.
-fn replay(
-    store: &Store,
-    catalog: &Arc<Catalog>,
-    fee_account: u64,
-) -> Result<Replayed, SequencerError> {
-    let mut engine = Engine::new(catalog.clone(), fee_account);
-    let mut view = View::new(catalog);
-    let mut recorder = Recorder::new(catalog);
-    // History rows are written with their commands; a log older than
-    // the history tables gets its missing rows written now.
-    let recorded = store.exchange_history_sequence()?;
-    let mut backfill = store.exchange_batch();
-    let mut backfilled = 0u64;
-    let mut next = 1;
-    let mut events = Vec::new();
-    let mut clock = 0;
-    for item in store.commands() {
-        let (sequence, record) = item?;
-        let command = from_record(catalog, sequence, record)?;
-        clock = clock.max(command.time_ms().unwrap_or(0));
-        events.clear();
-        engine.apply_into(command.clone(), &mut events);
-        let changes = recorder.record(&command, &events);
-        if sequence > recorded {
-            changes.write(catalog, &mut backfill);
-            backfill.set_history_sequence(sequence);
-            backfilled += 1;
-            if backfilled.is_multiple_of(10_000) {
-                std::mem::replace(&mut backfill, store.exchange_batch()).commit()?;
-            }
-        }
-        view.apply(command.time_ms(), &events, &changes);
-        next = sequence + 1;
-    }
-    if backfilled > 0 {
-        backfill.commit()?;
-        tracing::info!(
-            commands = backfilled,
-            "exchange history written for older log entries"
-        );
-    }
-    Ok(Replayed {
-        engine,
-        recorder,
-        view,
-        next,
-        clock,
-    })
 }
 
 impl Sequencer {
@@ -241,7 +198,12 @@ impl Sequencer {
         capacity: usize,
         sinks: Vec<Box<dyn Sink>>,
     ) -> Result<Self, SequencerError> {
-        Self::start_replicated(store, catalog, fee_account, capacity, sinks, Role::Alone)
+        let settings = EngineSettings {
+            fee_account,
+            capacity,
+            snapshot_every: 0,
+        };
+        Self::start_replicated(store, catalog, settings, sinks, Role::Alone)
     }
 
     /// Like [`Sequencer::start_with`], in `role`: leading, each batch made
@@ -250,11 +212,15 @@ impl Sequencer {
     pub fn start_replicated(
         store: Store,
         catalog: Arc<Catalog>,
-        fee_account: u64,
-        capacity: usize,
+        settings: EngineSettings,
         sinks: Vec<Box<dyn Sink>>,
         role: Role,
     ) -> Result<Self, SequencerError> {
+        let EngineSettings {
+            fee_account,
+            capacity,
+            snapshot_every,
+        } = settings;
         crate::history::build_coarse_candles(&store, &catalog)?;
         let Replayed {
             engine,
@@ -262,6 +228,7 @@ impl Sequencer {
             view,
             next,
             clock,
+            snapshot_at,
         } = replay(&store, &catalog, fee_account)?;
         let view = Arc::new(RwLock::new(view));
         let (requests, receiver) = sync_channel(capacity.max(1));
@@ -286,6 +253,8 @@ impl Sequencer {
             following: following.clone(),
             deposed: deposed.clone(),
         };
+        let snapshot_every = Arc::new(std::sync::atomic::AtomicU64::new(snapshot_every));
+        let (snapshot_view, snapshots) = (view.clone(), snapshot_every.clone());
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
             .spawn(move || {
@@ -295,6 +264,11 @@ impl Sequencer {
                     next,
                     clock,
                     fee_account,
+                    snapshots: Snapshots {
+                        every: snapshot_every,
+                        at: snapshot_at,
+                        view: snapshot_view,
+                    },
                 };
                 run(engine, recorder, log, all, receiver, callers, duty)
             })
@@ -304,6 +278,8 @@ impl Sequencer {
             following,
             role,
             deposed,
+            snapshots,
+            started_from: snapshot_at,
             view,
             requests: Some(requests),
             events,
@@ -352,6 +328,18 @@ impl Sequencer {
         self.following
             .store(true, std::sync::atomic::Ordering::Release);
         *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Follows;
+    }
+
+    /// The sequence of the snapshot this engine started from (0: it
+    /// replayed the whole log).
+    pub fn started_from(&self) -> u64 {
+        self.started_from
+    }
+
+    /// Writes a snapshot every `commands` commands from now on (0: never).
+    pub fn snapshot_every(&self, commands: u64) {
+        self.snapshots
+            .store(commands, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Completes once the engine has found another process appending to
@@ -480,6 +468,16 @@ struct Log {
     clock: u64,
     /// The engine's fee account, for rebuilding it.
     fee_account: u64,
+    snapshots: Snapshots,
+}
+
+/// When the engine thread writes its next snapshot, and the read side it
+/// writes with the engine.
+struct Snapshots {
+    every: Arc<std::sync::atomic::AtomicU64>,
+    /// The sequence of the last one (written or read at start).
+    at: u64,
+    view: Arc<RwLock<View>>,
 }
 
 type Reply = oneshot::Sender<Result<Arc<Outcome>, SequencerError>>;
@@ -526,6 +524,8 @@ fn run(
     callers: Option<tokio::runtime::Handle>,
     duty: Duty,
 ) -> Engine {
+    // A long replay at start is written at once: the next start is short.
+    snapshot_if_due(&mut log, &engine, &recorder);
     while let Ok(first) = receiver.recv() {
         // The workers go first: they are writing the answers of the batch
         // just committed and reading those clients' next orders, which would
@@ -680,8 +680,30 @@ fn run(
             }
         }
         answer(callers.as_ref(), Answers(replies));
+        snapshot_if_due(&mut log, &engine, &recorder);
     }
     engine
+}
+
+/// Writes a snapshot when `every` commands have come since the last one.
+/// Between batches the engine, the recorder and the read side agree: all
+/// three stand after the log's last command.
+fn snapshot_if_due(log: &mut Log, engine: &Engine, recorder: &Recorder) {
+    let every = log
+        .snapshots
+        .every
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let last = log.next - 1;
+    if every == 0 || last < log.snapshots.at.saturating_add(every) {
+        return;
+    }
+    let view = log
+        .snapshots
+        .view
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    snapshot::write(&log.store, engine, recorder, &view, last);
+    log.snapshots.at = last;
 }
 
 /// How often a store that refused the log is probed while commands wait.

@@ -18,7 +18,7 @@ use crate::order::Side;
 const RECENT_CANDLES: u64 = 7 * 1_440 + 1;
 
 /// One market's read side.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct MarketView {
     /// Resting orders by id.
     pub open: HashMap<u64, OrderView>,
@@ -35,6 +35,7 @@ pub struct MarketView {
     /// One-minute candles of the last week, oldest first.
     pub candles: VecDeque<CandleRow>,
     /// The book as last copied for readers (see [`MarketView::book`]).
+    #[serde(skip)]
     book: Mutex<Option<Arc<BookSnapshot>>>,
 }
 
@@ -123,7 +124,7 @@ impl MarketView {
 }
 
 /// One account's balances and open orders.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct AccountView {
     /// Free and locked per asset.
     pub balances: BTreeMap<AssetId, (Amount, Amount)>,
@@ -134,6 +135,7 @@ pub struct AccountView {
 }
 
 /// Everything the API reads from memory.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct View {
     /// Per market, by [`MarketId`].
     pub markets: Vec<MarketView>,
@@ -146,7 +148,7 @@ pub struct View {
 }
 
 /// Funds that crossed the chain, as the engine has them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ChainView {
     /// The last deposit id credited (0: none).
     pub last_deposit_id: u64,
@@ -167,7 +169,7 @@ impl ChainView {
 }
 
 /// One withdrawal as the engine has it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WithdrawalView {
     /// Account.
     pub account: AccountId,

@@ -710,15 +710,7 @@ impl Store {
     pub fn commands(
         &self,
     ) -> impl Iterator<Item = Result<(u64, CommandRecord), StorageError>> + '_ {
-        self.db
-            .iterator_cf(self.cf(cf::COMMAND_LOG), IteratorMode::Start)
-            .map(|item| {
-                let (key, value) = item?;
-                Ok((
-                    codec::decode_block_number(&key)?,
-                    CommandRecord::decode(&value)?,
-                ))
-            })
+        self.commands_after(0)
     }
 
     /// The sequence of the last command in the log (0: none).

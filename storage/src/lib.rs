@@ -7,6 +7,7 @@ pub mod codec;
 pub mod exchange;
 mod history;
 mod record;
+mod snapshot;
 mod store;
 mod transactions;
 mod transfers;

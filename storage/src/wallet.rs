@@ -45,7 +45,7 @@ pub struct DepositRow {
 }
 
 /// One signed transaction of a withdrawal, kept before it is sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SentTx {
     /// Its hash.
     pub hash: B256,
@@ -58,7 +58,7 @@ pub struct SentTx {
 }
 
 /// What a withdrawal has done on chain.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct WithdrawalTxRow {
     /// The hot wallet nonce it uses (every attempt shares it).
     pub nonce: u64,

@@ -30,8 +30,11 @@ fn exchange(dir: &tempfile::TempDir) -> (Arc<Exchange>, String, String) {
         Exchange::open(
             store,
             catalog,
-            0,
-            64,
+            weiport_exchange::sequencer::EngineSettings {
+                fee_account: 0,
+                capacity: 64,
+                snapshot_every: 0,
+            },
             access,
             None,
             weiport_exchange::sequencer::Role::Alone,

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::*;
 
 /// What became of a withdrawal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WithdrawalStage {
     /// Taken from the account and held until the chain has it.
     Requested,

@@ -34,6 +34,11 @@ pub struct StoredEngine {
 pub struct ImageMismatch(&'static str);
 
 impl Engine {
+    /// The engine time of the last command it applied, ms.
+    pub fn time_ms(&self) -> u64 {
+        self.now_ms
+    }
+
     /// Its whole state, for writing.
     pub fn image(&self) -> EngineImage<'_> {
         EngineImage {
@@ -48,7 +53,11 @@ impl Engine {
     /// The engine `stored` was the image of, over `catalog`'s markets (whose
     /// rules, as configured now, replace the stored ones: a replay would
     /// apply today's too).
-    pub fn from_image(catalog: Arc<Catalog>, stored: StoredEngine) -> Result<Self, ImageMismatch> {
+    pub fn from_image(
+        catalog: Arc<Catalog>,
+        fee_account: AccountId,
+        stored: StoredEngine,
+    ) -> Result<Self, ImageMismatch> {
         let StoredEngine {
             mut books,
             ledger,
@@ -61,6 +70,9 @@ impl Engine {
         }
         if ledger.assets != catalog.assets().count() {
             return Err(ImageMismatch("another number of assets"));
+        }
+        if ledger.accounts.get(ledger.fee_slot) != Some(&fee_account) {
+            return Err(ImageMismatch("another fee account"));
         }
         for (book, (id, market)) in books.iter_mut().zip(catalog.markets()) {
             let pair = catalog
@@ -132,7 +144,12 @@ mod tests {
 
     fn read_back(engine: &Engine) -> Engine {
         let written = serde_json::to_vec(&engine.image()).unwrap();
-        Engine::from_image(two_markets(), serde_json::from_slice(&written).unwrap()).unwrap()
+        Engine::from_image(
+            two_markets(),
+            FEES,
+            serde_json::from_slice(&written).unwrap(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -197,7 +214,8 @@ mod tests {
         let engine = Engine::new(two_markets(), FEES);
         let written = serde_json::to_vec(&engine.image()).unwrap();
         let one_market = Arc::new(Catalog::new(vec![crate::market::tests_support::eth_usdt()]));
-        let refused = Engine::from_image(one_market, serde_json::from_slice(&written).unwrap());
+        let refused =
+            Engine::from_image(one_market, FEES, serde_json::from_slice(&written).unwrap());
         assert!(refused.is_err());
     }
 }

@@ -14,7 +14,7 @@ pub type AccountId = u64;
 pub type Levels = Vec<(Amount, Amount)>;
 
 /// Order life-cycle states, as Binance names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OrderStatus {
     /// Resting, nothing filled.
     New,
@@ -293,7 +293,7 @@ impl Command {
 }
 
 /// A fill between a resting (maker) and an incoming (taker) order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Trade {
     /// Market.
     pub market: MarketId,

@@ -37,6 +37,7 @@ use book::{Book, Level, List, Order, Pending};
 use chain::Withdrawals;
 pub use chain::{SignedTx, WithdrawalStage};
 use executions::{End, Start, TakerLog, unfilled};
+pub(crate) use image::pairs;
 pub use image::{EngineImage, ImageMismatch, StoredEngine};
 use ledger::Ledger;
 pub use messages::{

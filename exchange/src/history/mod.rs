@@ -22,7 +22,7 @@ use recorder::{COARSE, grow};
 pub use recorder::{Changes, Recorder, candle_of, merge_earlier, merge_later};
 
 /// An order as the API reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OrderView {
     /// Market.
     pub market: MarketId,

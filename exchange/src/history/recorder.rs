@@ -122,7 +122,7 @@ impl Changes {
     }
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, serde::Serialize, serde::Deserialize)]
 struct Tape {
     last_agg: Option<AggTradeRow>,
     candle: Option<CandleRow>,
@@ -155,7 +155,9 @@ pub(super) fn grow(
 /// Turns each applied command and its events into history rows. Owned by
 /// the engine thread; keeps the details of resting orders, which fills and
 /// cancels update, and each market's open aggregate trade and candle.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Recorder {
+    #[serde(with = "crate::engine::pairs")]
     open: HashMap<(MarketId, u64), OrderView>,
     tapes: Vec<Tape>,
     /// The signed transactions of each pending withdrawal, as recorded.
@@ -163,6 +165,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// How many markets it records.
+    pub(crate) fn markets(&self) -> usize {
+        self.tapes.len()
+    }
+
     /// A recorder for the catalog's markets, with nothing recorded.
     pub fn new(catalog: &Catalog) -> Self {
         Self {

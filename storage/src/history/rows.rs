@@ -141,7 +141,7 @@ pub struct TradeRow {
 }
 
 /// Consecutive trades of one taker order at one price.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AggTradeRow {
     /// Per-market aggregate id.
     pub id: u64,
@@ -162,7 +162,7 @@ pub struct AggTradeRow {
 }
 
 /// Trading in one minute of one market.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CandleRow {
     /// Start of the minute, ms.
     pub open_time: u64,

@@ -25,6 +25,7 @@ pub use balances::IndexBatch;
 
 pub(crate) mod meta_key {
     pub const SCHEMA_VERSION: &[u8] = b"schema_version";
+    pub const EXCHANGE_SNAPSHOT: &[u8] = b"exchange_snapshot";
     pub const CHAIN_ID: &[u8] = b"chain_id";
     pub const GENESIS_HASH: &[u8] = b"genesis_hash";
     pub const CURSOR: &[u8] = b"index_cursor";

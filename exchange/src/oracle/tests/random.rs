@@ -560,7 +560,7 @@ proptest! {
         }
         let written = serde_json::to_vec(&engine.image()).unwrap();
         let stored = serde_json::from_slice(&written).unwrap();
-        let mut restored = Engine::from_image(catalog.clone(), stored).unwrap();
+        let mut restored = Engine::from_image(catalog.clone(), FEES, stored).unwrap();
         prop_assert_eq!(restored.snapshot(), engine.snapshot());
         for (step, command) in commands[at..].iter().enumerate() {
             let (ours, theirs) = (restored.apply(command.clone()), engine.apply(command.clone()));
