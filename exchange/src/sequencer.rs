@@ -29,6 +29,7 @@ use replay::{Replayed, replay};
 
 use records::{from_record, to_record};
 pub use replication::{Deposed, Replication, Role};
+pub use snapshot::FORMAT as SNAPSHOT_FORMAT;
 
 /// Most commands written in one group commit.
 const MAX_BATCH: usize = 1024;

@@ -15,7 +15,7 @@ use crate::view::View;
 
 /// The snapshot's shape. Raised whenever a type written in it changes
 /// meaning: a snapshot of another format is not read, the log is replayed.
-pub(super) const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 1;
 
 #[derive(Serialize)]
 struct Image<'a> {
