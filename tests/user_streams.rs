@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::Key;
 use common::Weiport;
-use common::ws::{Socket, connect, next, public, send};
+use common::ws::{Socket, connect, ed25519_key, next, public, send};
 use common::{order, two_traders};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -244,33 +244,6 @@ async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_accou
     assert_eq!((status, closed), (200, json!({})));
 }
 
-/// An Ed25519 key on `account`, registered by its public key; returns the
-/// key id and a signer of Binance's WebSocket API payloads.
-async fn ed25519_key(weiport: &Weiport, account: u64) -> (String, impl Fn(&str) -> String) {
-    use base64::Engine;
-    use ed25519_dalek::Signer;
-    use ed25519_dalek::pkcs8::EncodePublicKey;
-
-    let signing = ed25519_dalek::SigningKey::from_bytes(&[account as u8 + 11; 32]);
-    let pem = signing
-        .verifying_key()
-        .to_public_key_pem(Default::default())
-        .unwrap();
-    let (status, created) = weiport
-        .admin(
-            reqwest::Method::POST,
-            "/admin/keys",
-            json!({ "account": account, "kind": "ed25519", "public_key": pem, "permissions": ["read"] }),
-        )
-        .await;
-    assert_eq!(status, 201, "{created}");
-    let sign = move |payload: &str| {
-        base64::engine::general_purpose::STANDARD
-            .encode(signing.sign(payload.as_bytes()).to_bytes())
-    };
-    (created["id"].as_str().unwrap().to_owned(), sign)
-}
-
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -281,7 +254,7 @@ fn now_ms() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_websocket_api_logs_on_with_ed25519_and_ends_streams_with_event_stream_terminated() {
     let (weiport, _dir, maker, taker) = two_traders().await;
-    let (ed_key, sign) = ed25519_key(&weiport, maker.account).await;
+    let (ed_key, sign) = ed25519_key(&weiport, maker.account, &["read"]).await;
     let mut api = connect(&weiport, "/ws-api/v3?timeUnit=MICROSECOND").await;
 
     let answer = send(

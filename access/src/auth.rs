@@ -138,10 +138,120 @@ pub fn authenticate(
     ip: IpAddr,
     now_us: u64,
 ) -> Result<Option<Arc<ApiKey>>, AccessError> {
-    let Some(permission) = security.permission() else {
+    let Some(key) = named_key(keys, security, credentials.api_key)? else {
         return Ok(None);
     };
-    let Some(key_id) = credentials.api_key.filter(|k| !k.is_empty()) else {
+    if let Security::Signed(_) = security {
+        let signed = SignedPayload::from_request(
+            credentials.query,
+            credentials.body,
+            credentials.body_kind == BodyKind::Form,
+        )
+        .map_err(signature_refusal)?;
+        check_freshness(credentials, now_us)?;
+        key.verify(&signed, now_us / 1000)
+            .map_err(|_| AccessError::InvalidSignature)?;
+    }
+    usable(key, security, ip)
+}
+
+/// How a WebSocket API request shows whose it is.
+#[derive(Debug, Clone)]
+pub enum Proof {
+    /// Its own parameters: `apiKey`, and `signature` over the others sorted
+    /// by name as `name=value&…` (`payload`), as Binance signs them there.
+    Params {
+        /// `apiKey`, if sent.
+        api_key: Option<String>,
+        /// Every parameter but `signature`, sorted by name, joined, values
+        /// as written.
+        payload: Vec<u8>,
+        /// The same with values percent-encoded (as some clients sign),
+        /// where that differs.
+        encoded_payload: Option<Vec<u8>>,
+        /// `signature`, if sent.
+        signature: Option<String>,
+    },
+    /// The key the connection logged on with (`session.logon`): no key or
+    /// signature in the request, which is still timed (`timestamp`).
+    Session {
+        /// The logged-on key's id, looked up again on every request so
+        /// that a revocation applies at once.
+        key_id: String,
+    },
+}
+
+/// Authenticates a WebSocket API request for an endpoint of `security`:
+/// like [`authenticate`], with the key and signature as `proof` gives
+/// them; `query` holds the request's other parameters (`timestamp`,
+/// `recvWindow`) percent-encoded.
+pub fn authenticate_socket(
+    keys: &KeyStore,
+    security: Security,
+    proof: &Proof,
+    query: &str,
+    ip: IpAddr,
+    now_us: u64,
+) -> Result<Option<Arc<ApiKey>>, AccessError> {
+    let timing = Credentials {
+        api_key: None,
+        query,
+        body: b"",
+        body_kind: BodyKind::Form,
+    };
+    let key = match proof {
+        Proof::Params {
+            api_key,
+            payload,
+            encoded_payload,
+            signature,
+        } => {
+            let Some(key) = named_key(keys, security, api_key.as_deref())? else {
+                return Ok(None);
+            };
+            if let Security::Signed(_) = security {
+                let signature = signature
+                    .as_deref()
+                    .filter(|s| !s.is_empty())
+                    .ok_or(AccessError::MissingParameter("signature"))?;
+                check_freshness(&timing, now_us)?;
+                let verifies = |payload: &[u8]| {
+                    let signed = SignedPayload {
+                        payload: payload.into(),
+                        signature,
+                    };
+                    key.verify(&signed, now_us / 1000).is_ok()
+                };
+                if !verifies(payload) && !encoded_payload.as_deref().is_some_and(verifies) {
+                    return Err(AccessError::InvalidSignature);
+                }
+            }
+            key
+        }
+        Proof::Session { key_id } => {
+            let Some(key) = named_key(keys, security, Some(key_id))? else {
+                return Ok(None);
+            };
+            if let Security::Signed(_) = security {
+                check_freshness(&timing, now_us)?;
+            }
+            key
+        }
+    };
+    usable(key, security, ip)
+}
+
+/// The live key `api_key` names, for an endpoint of `security`; `None`
+/// where no key is needed (public, or an optional key not sent).
+fn named_key(
+    keys: &KeyStore,
+    security: Security,
+    api_key: Option<&str>,
+) -> Result<Option<Arc<ApiKey>>, AccessError> {
+    if security.permission().is_none() {
+        return Ok(None);
+    }
+    let Some(key_id) = api_key.filter(|k| !k.is_empty()) else {
         return match security {
             Security::OptionalKey(_) => Ok(None),
             _ => Err(AccessError::MissingApiKey),
@@ -150,29 +260,32 @@ pub fn authenticate(
     if !is_key_id_shaped(key_id) {
         return Err(AccessError::MalformedApiKey);
     }
-    let key = keys
-        .get(key_id)
+    keys.get(key_id)
         .filter(|k| k.revoked_ms.is_none())
-        .ok_or(AccessError::InvalidApiKey)?;
-    if let Security::Signed(_) = security {
-        let signed = SignedPayload::from_request(
-            credentials.query,
-            credentials.body,
-            credentials.body_kind == BodyKind::Form,
-        )
-        .map_err(|e| match e {
-            SignatureError::Missing => AccessError::MissingParameter("signature"),
-            SignatureError::Duplicate => AccessError::DuplicateParameter,
-            SignatureError::Invalid => AccessError::InvalidSignature,
-        })?;
-        check_freshness(credentials, now_us)?;
-        key.verify(&signed, now_us / 1000)
-            .map_err(|_| AccessError::InvalidSignature)?;
+        .ok_or(AccessError::InvalidApiKey)
+        .map(Some)
+}
+
+fn signature_refusal(error: SignatureError) -> AccessError {
+    match error {
+        SignatureError::Missing => AccessError::MissingParameter("signature"),
+        SignatureError::Duplicate => AccessError::DuplicateParameter,
+        SignatureError::Invalid => AccessError::InvalidSignature,
     }
+}
+
+/// `key`, if it may be used from `ip` for an endpoint of `security`.
+fn usable(
+    key: Arc<ApiKey>,
+    security: Security,
+    ip: IpAddr,
+) -> Result<Option<Arc<ApiKey>>, AccessError> {
     if !key.allows_ip(ip) {
         return Err(AccessError::IpNotAllowed);
     }
-    if !key.permissions.allows(permission) {
+    if let Some(permission) = security.permission()
+        && !key.permissions.allows(permission)
+    {
         return Err(AccessError::PermissionDenied(permission));
     }
     Ok(Some(key))

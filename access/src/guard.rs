@@ -17,7 +17,7 @@ use axum::response::Response;
 use axum::routing::{MethodFilter, MethodRouter};
 use tower::Service;
 
-use crate::auth::{Credentials, Security, authenticate};
+use crate::auth::{Credentials, Proof, Security, authenticate, authenticate_socket};
 use crate::keystore::{ApiKey, now_ms};
 use crate::limits::Charges;
 use crate::limits::Usage;
@@ -118,6 +118,21 @@ pub struct Caller {
     pub reads: &'static [&'static [&'static str]],
 }
 
+/// A request that came over a WebSocket API connection, not HTTP: the
+/// connection's client address and how the request shows whose it is.
+/// The face that turned a socket message into a request puts it in the
+/// request's extensions (which never come from the wire); the guard then
+/// reads the key and signature from here instead of the headers and raw
+/// text, checks everything else the same way, and puts the request's
+/// [`Usage`] in the answer's extensions.
+#[derive(Debug, Clone)]
+pub struct SocketCall {
+    /// The client's address, as the connection's handshake found it.
+    pub ip: IpAddr,
+    /// The key and signature.
+    pub proof: Proof,
+}
+
 /// `endpoint`'s checks, for a route of the API `face` describes; see [`Guarded::on`].
 pub fn guard<F: Face>(access: &Arc<Access>, face: &F, endpoint: Endpoint) -> Guarded<F> {
     Guarded {
@@ -201,6 +216,15 @@ where
         let started = Instant::now();
         let method = request.method().clone();
         let matched = request.extensions().get::<MatchedPath>().cloned();
+        let socket = request.extensions().get::<SocketCall>().is_some();
+        // The face's usage headers, and for a socket call the usage itself,
+        // which the face renders in its own frame.
+        let report = move |shared: &Shared<F>, usage: &Usage, response: &mut Response| {
+            shared.face.usage_headers(usage, response.headers_mut());
+            if socket {
+                response.extensions_mut().insert(*usage);
+            }
+        };
         let record = move |shared: &Shared<F>, response: Response| {
             let status = response.status().as_u16();
             shared
@@ -230,7 +254,7 @@ where
                                     let usage = authorized.usage;
                                     request.extensions_mut().insert(authorized.caller);
                                     let Ok(mut response) = inner.call(request).await;
-                                    shared.face.usage_headers(&usage, response.headers_mut());
+                                    report(&shared, &usage, &mut response);
                                     response
                                 }
                                 Err(error) => shared.refuse(error),
@@ -246,7 +270,7 @@ where
                 let response = match answer {
                     Ok((endpoint, usage)) => {
                         let Ok(mut response) = endpoint.await;
-                        shared.face.usage_headers(&usage, response.headers_mut());
+                        report(&shared, &usage, &mut response);
                         response
                     }
                     Err(refusal) => refusal,
@@ -262,7 +286,7 @@ where
             let response = match shared.read_and_check(request).await {
                 Ok((request, usage)) => {
                     let Ok(mut response) = inner.call(request).await;
-                    shared.face.usage_headers(&usage, response.headers_mut());
+                    report(&shared, &usage, &mut response);
                     response
                 }
                 Err(error) => shared.refuse(error),
@@ -331,11 +355,16 @@ impl<F: Face> Shared<F> {
         let access = &self.access;
         let started_us = now_ms() * 1000;
         let now_ms = started_us / 1000;
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip());
-        let ip = access.client_ip(peer, request.headers());
+        let ip = match request.extensions().get::<SocketCall>() {
+            Some(call) => call.ip,
+            None => {
+                let peer = request
+                    .extensions()
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|c| c.0.ip());
+                access.client_ip(peer, request.headers())
+            }
+        };
         access.limiter.check_ip(ip, now_ms)?;
         let weight = match self.endpoint.weight {
             Weight::Fixed(w) => w,
@@ -373,20 +402,32 @@ impl<F: Face> Shared<F> {
             mut charges,
         } = admitted;
         let query = request.uri().query().unwrap_or("");
-        let api_key = self.face.api_key(request.headers(), query, body);
-        let credentials = Credentials {
-            api_key: api_key.as_deref(),
-            query,
-            body,
-            body_kind: BodyKind::of(request.headers()),
-        };
-        let key = authenticate(
-            &access.keys,
-            endpoint.security,
-            &credentials,
-            ip,
-            started_us,
-        )
+        let key = match request.extensions().get::<SocketCall>() {
+            Some(call) => authenticate_socket(
+                &access.keys,
+                endpoint.security,
+                &call.proof,
+                query,
+                ip,
+                started_us,
+            ),
+            None => {
+                let api_key = self.face.api_key(request.headers(), query, body);
+                let credentials = Credentials {
+                    api_key: api_key.as_deref(),
+                    query,
+                    body,
+                    body_kind: BodyKind::of(request.headers()),
+                };
+                authenticate(
+                    &access.keys,
+                    endpoint.security,
+                    &credentials,
+                    ip,
+                    started_us,
+                )
+            }
+        }
         .inspect_err(|error| {
             if error.is_bad_credential() {
                 access.limiter.record_invalid_key(ip, now);

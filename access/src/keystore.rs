@@ -587,7 +587,7 @@ mod tests {
         let key = keys.get(&created.info.id).unwrap();
         assert_eq!(key.info(), created.info);
         let payload = crate::SignedPayload {
-            payload: b"a=1".to_vec(),
+            payload: b"a=1".to_vec().into(),
             signature: &crate::sign_hmac_sha256(secret.as_bytes(), b"a=1"),
         };
         key.verify(&payload, now_ms()).unwrap();
@@ -616,7 +616,7 @@ mod tests {
         let check = |sig: &str, at: u64| {
             key.verify(
                 &crate::SignedPayload {
-                    payload: b"x=1".to_vec(),
+                    payload: b"x=1".to_vec().into(),
                     signature: sig,
                 },
                 at,
@@ -634,7 +634,7 @@ mod tests {
         assert!(
             key.verify(
                 &crate::SignedPayload {
-                    payload: b"x=1".to_vec(),
+                    payload: b"x=1".to_vec().into(),
                     signature: &new_sig
                 },
                 now_ms()
@@ -710,12 +710,12 @@ mod tests {
             .replace('=', "%3D");
         let key = keys.get(&created.info.id).unwrap();
         let signed = crate::SignedPayload {
-            payload: b"a=1".to_vec(),
+            payload: b"a=1".to_vec().into(),
             signature: &encoded,
         };
         key.verify(&signed, now_ms()).unwrap();
         let forged = crate::SignedPayload {
-            payload: b"a=2".to_vec(),
+            payload: b"a=2".to_vec().into(),
             signature: &encoded,
         };
         assert!(key.verify(&forged, now_ms()).is_err());

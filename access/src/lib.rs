@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 
-pub use auth::Security;
+pub use auth::{Proof, Security};
 pub use error::AccessError;
-pub use guard::{Caller, Endpoint, Face, Guarded, Weight, guard};
+pub use guard::{Caller, Endpoint, Face, Guarded, SocketCall, Weight, guard};
 pub use keys::{IpRule, KeyKind, Permission, Permissions};
 pub use keystore::{ApiKey, CreatedKey, KeyInfo, KeyStore, KeyStoreError, NewKey};
 pub use limits::{Limiter, LimitsConfig, Usage};

@@ -23,7 +23,7 @@ pub enum SignatureError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedPayload<'a> {
     /// Query string and body concatenated, minus the `signature` parameter.
-    pub payload: Vec<u8>,
+    pub payload: std::borrow::Cow<'a, [u8]>,
     /// The signature's value as sent (still percent-encoded).
     pub signature: &'a str,
 }
@@ -79,7 +79,10 @@ impl<'a> SignedPayload<'a> {
         };
         match (in_query, in_body) {
             (Some(_), Some(_)) => Err(SignatureError::Duplicate),
-            (Some(signature), None) | (None, Some(signature)) => Ok(Self { payload, signature }),
+            (Some(signature), None) | (None, Some(signature)) => Ok(Self {
+                payload: payload.into(),
+                signature,
+            }),
             (None, None) => Err(SignatureError::Missing),
         }
     }

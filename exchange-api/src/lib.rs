@@ -32,6 +32,7 @@ mod ticker;
 mod ticker_push;
 mod trading;
 mod wire;
+mod ws_api;
 
 pub use admin::admin_router;
 pub use chain_wallet::{ChainWallet, CoinSettings, Deposit, WalletFailure};

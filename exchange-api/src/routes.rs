@@ -7,17 +7,21 @@ use std::sync::Arc;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter, get};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use weiport_access::{Endpoint, Guarded, Permission, Security, guard};
 
 use crate::error::BinanceFace;
 use crate::exchange::Exchange;
+use crate::ws_api::Operations;
 use crate::{account, capital, lists, market_data, modify, sapi, ticker, trading};
 
-/// One route: what it answers, who may call it and what it costs, and its
-/// handler. The router and the OpenAPI document are both built from the
-/// table of these, so they cannot disagree.
+/// One operation: what it answers, who may call it and what it costs, and
+/// its handler; its HTTP method and path, its WebSocket API method name, or
+/// both. The router, the OpenAPI document and the WebSocket API are all
+/// built from the table of these, so they cannot disagree.
 struct Route {
+    /// The HTTP method, or [`SOCKET`] for an operation only the WebSocket
+    /// API has.
     method: &'static str,
     path: &'static str,
     summary: &'static str,
@@ -25,6 +29,23 @@ struct Route {
     /// The parameter names it reads; anything else is refused (-1104).
     params: &'static [&'static [&'static str]],
     handler: fn(Guarding) -> MethodRouter,
+    /// Its method name on the WebSocket API.
+    ws: Option<&'static str>,
+}
+
+/// The "method" of an operation only the WebSocket API has (the connection's
+/// own: `session.logon`…); its path is internal.
+const SOCKET: &str = "WS";
+
+/// Where the WebSocket API is.
+const WS_API: &str = "/ws-api/v3";
+
+impl Route {
+    /// Served on the WebSocket API too, as `name`.
+    fn ws(mut self, name: &'static str) -> Self {
+        self.ws = Some(name);
+        self
+    }
 }
 
 /// A route's checks, its method, and the exchange its handler answers from.
@@ -41,7 +62,10 @@ impl Guarding {
     }
 }
 
+mod openapi;
 mod reads;
+
+pub use openapi::openapi;
 
 const fn public(weight: u32) -> Endpoint {
     Endpoint::new(Security::Public).weight(weight)
@@ -61,6 +85,13 @@ fn routes() -> Vec<Route> {
         endpoint,
         params,
         handler,
+        ws: None,
+    };
+    let socket = |name: &'static str, summary, endpoint: Endpoint, params| {
+        route(SOCKET, name, summary, endpoint.weight(2), params, |g| {
+            g.on(crate::ws_api::who_calls)
+        })
+        .ws(&name[1..])
     };
     let by_query = |weight| Endpoint::new(Security::Public).weight_by(weight);
     let read_by_query =
@@ -94,11 +125,47 @@ fn routes() -> Vec<Route> {
         ),
         route(
             "GET",
-            "/ws-api/v3",
-            "WebSocket API: user data stream subscriptions (userDataStream.subscribe.signature)",
+            WS_API,
+            "WebSocket API: every operation with a method name here, over one connection",
             public(2),
             reads::NONE,
-            |g| g.on(crate::stream_routes::ws_api),
+            |g| g.on(crate::ws_api::ws_api),
+        ),
+        socket(
+            "/session.logon",
+            "Authenticate the connection with an Ed25519 key",
+            Endpoint::new(Security::Signed(Permission::Read)),
+            reads::NONE,
+        ),
+        socket(
+            "/session.status",
+            "The connection's key and subscriptions",
+            Endpoint::new(Security::Public),
+            reads::NONE,
+        ),
+        socket(
+            "/session.logout",
+            "Forget the connection's key",
+            Endpoint::new(Security::Public),
+            reads::NONE,
+        ),
+        socket(
+            "/userDataStream.subscribe",
+            "The logged-on account's user data events on this connection",
+            Endpoint::new(Security::Key(Permission::Read)),
+            reads::NONE,
+        ),
+        socket(
+            "/userDataStream.subscribe.signature",
+            "A signing key's account's user data events on this connection",
+            Endpoint::new(Security::Signed(Permission::Read)),
+            reads::NONE,
+        ),
+        socket(
+            "/userDataStream.unsubscribe",
+            "End one or every user data subscription",
+            Endpoint::new(Security::Public),
+            &[&["subscriptionId"]],
         ),
         route(
             "POST",
@@ -107,7 +174,8 @@ fn routes() -> Vec<Route> {
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::NONE,
             |g| g.on(crate::stream_routes::create_listen_key),
-        ),
+        )
+        .ws("userDataStream.start"),
         route(
             "PUT",
             "/api/v3/userDataStream",
@@ -115,7 +183,8 @@ fn routes() -> Vec<Route> {
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::LISTEN_KEY,
             |g| g.on(crate::stream_routes::keep_listen_key),
-        ),
+        )
+        .ws("userDataStream.ping"),
         route(
             "DELETE",
             "/api/v3/userDataStream",
@@ -123,7 +192,8 @@ fn routes() -> Vec<Route> {
             Endpoint::new(Security::Key(Permission::Read)).weight(2),
             reads::LISTEN_KEY,
             |g| g.on(crate::stream_routes::close_listen_key),
-        ),
+        )
+        .ws("userDataStream.stop"),
         route(
             "GET",
             "/api/v3/ping",
@@ -131,7 +201,8 @@ fn routes() -> Vec<Route> {
             public(1),
             reads::NONE,
             |g| g.on(market_data::ping),
-        ),
+        )
+        .ws("ping"),
         route(
             "GET",
             "/api/v3/time",
@@ -139,7 +210,8 @@ fn routes() -> Vec<Route> {
             public(1),
             reads::NONE,
             |g| g.on(market_data::time),
-        ),
+        )
+        .ws("time"),
         route(
             "GET",
             "/api/v3/exchangeInfo",
@@ -147,7 +219,8 @@ fn routes() -> Vec<Route> {
             public(20),
             &[reads::SYMBOLS, &["symbolStatus"]],
             |g| g.on(market_data::exchange_info),
-        ),
+        )
+        .ws("exchangeInfo"),
         route(
             "GET",
             "/api/v3/depth",
@@ -155,7 +228,8 @@ fn routes() -> Vec<Route> {
             by_query(market_data::depth_weight),
             &[reads::SYMBOL, reads::LIMIT],
             |g| g.on(market_data::depth),
-        ),
+        )
+        .ws("depth"),
         route(
             "GET",
             "/api/v3/trades",
@@ -163,7 +237,8 @@ fn routes() -> Vec<Route> {
             public(25),
             &[reads::SYMBOL, reads::LIMIT],
             |g| g.on(market_data::trades),
-        ),
+        )
+        .ws("trades.recent"),
         route(
             "GET",
             "/api/v3/historicalTrades",
@@ -171,7 +246,8 @@ fn routes() -> Vec<Route> {
             public(25),
             &[reads::SYMBOL, reads::LIMIT, &["fromId"]],
             |g| g.on(market_data::trades),
-        ),
+        )
+        .ws("trades.historical"),
         route(
             "GET",
             "/api/v3/aggTrades",
@@ -179,7 +255,8 @@ fn routes() -> Vec<Route> {
             public(4),
             &[reads::SYMBOL, reads::WINDOW, &["fromId"]],
             |g| g.on(market_data::agg_trades),
-        ),
+        )
+        .ws("trades.aggregate"),
         route(
             "GET",
             "/api/v3/klines",
@@ -187,7 +264,8 @@ fn routes() -> Vec<Route> {
             public(2),
             &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
             |g| g.on(market_data::klines),
-        ),
+        )
+        .ws("klines"),
         route(
             "GET",
             "/api/v3/uiKlines",
@@ -195,7 +273,8 @@ fn routes() -> Vec<Route> {
             public(2),
             &[reads::SYMBOL, reads::WINDOW, &["interval", "timeZone"]],
             |g| g.on(market_data::klines),
-        ),
+        )
+        .ws("uiKlines"),
         route(
             "GET",
             "/api/v3/avgPrice",
@@ -203,7 +282,8 @@ fn routes() -> Vec<Route> {
             public(2),
             &[reads::SYMBOL],
             |g| g.on(ticker::avg_price),
-        ),
+        )
+        .ws("avgPrice"),
         route(
             "GET",
             "/api/v3/ticker/24hr",
@@ -211,7 +291,8 @@ fn routes() -> Vec<Route> {
             by_query(ticker::ticker_24hr_weight),
             &[reads::SYMBOLS, &["type"]],
             |g| g.on(ticker::ticker_24hr),
-        ),
+        )
+        .ws("ticker.24hr"),
         route(
             "GET",
             "/api/v3/ticker/price",
@@ -219,7 +300,8 @@ fn routes() -> Vec<Route> {
             by_query(ticker::ticker_price_weight),
             &[reads::SYMBOLS],
             |g| g.on(ticker::ticker_price),
-        ),
+        )
+        .ws("ticker.price"),
         route(
             "GET",
             "/api/v3/ticker/bookTicker",
@@ -227,7 +309,8 @@ fn routes() -> Vec<Route> {
             by_query(ticker::ticker_price_weight),
             &[reads::SYMBOLS],
             |g| g.on(ticker::book_ticker),
-        ),
+        )
+        .ws("ticker.book"),
         route(
             "GET",
             "/api/v3/ticker",
@@ -235,7 +318,8 @@ fn routes() -> Vec<Route> {
             by_query(ticker::ticker_window_weight),
             &[reads::SYMBOLS, &["type", "windowSize"]],
             |g| g.on(ticker::ticker_window),
-        ),
+        )
+        .ws("ticker"),
         route(
             "GET",
             "/api/v3/ticker/tradingDay",
@@ -243,7 +327,8 @@ fn routes() -> Vec<Route> {
             by_query(ticker::ticker_window_weight),
             &[reads::SYMBOLS, &["type", "timeZone"]],
             |g| g.on(ticker::ticker_trading_day),
-        ),
+        )
+        .ws("ticker.tradingDay"),
         route(
             "POST",
             "/api/v3/order",
@@ -251,7 +336,8 @@ fn routes() -> Vec<Route> {
             TRADE.order(),
             &[reads::ORDER],
             |g| g.on(trading::new_order),
-        ),
+        )
+        .ws("order.place"),
         route(
             "GET",
             "/api/v3/order",
@@ -259,7 +345,8 @@ fn routes() -> Vec<Route> {
             read(4),
             &[reads::ORDER_REF],
             |g| g.on(trading::query_order),
-        ),
+        )
+        .ws("order.status"),
         route(
             "DELETE",
             "/api/v3/order",
@@ -267,7 +354,8 @@ fn routes() -> Vec<Route> {
             TRADE,
             &[reads::ORDER_REF, &["newClientOrderId"]],
             |g| g.on(trading::cancel_order),
-        ),
+        )
+        .ws("order.cancel"),
         route(
             "POST",
             "/api/v3/order/test",
@@ -275,7 +363,8 @@ fn routes() -> Vec<Route> {
             TRADE.weight_by(trading::test_order_weight),
             &[reads::ORDER, &["computeCommissionRates"]],
             |g| g.on(trading::test_order),
-        ),
+        )
+        .ws("order.test"),
         route(
             "POST",
             "/api/v3/order/cancelReplace",
@@ -293,7 +382,8 @@ fn routes() -> Vec<Route> {
                 ],
             ],
             |g| g.on(modify::cancel_replace),
-        ),
+        )
+        .ws("order.cancelReplace"),
         route(
             "PUT",
             "/api/v3/order/amend/keepPriority",
@@ -301,7 +391,8 @@ fn routes() -> Vec<Route> {
             TRADE.weight(4),
             &[reads::ORDER_REF, &["newClientOrderId", "newQty"]],
             |g| g.on(modify::amend_order),
-        ),
+        )
+        .ws("order.amend.keepPriority"),
         route(
             "GET",
             "/api/v3/myPreventedMatches",
@@ -317,7 +408,8 @@ fn routes() -> Vec<Route> {
                 ],
             ],
             |g| g.on(account::my_prevented_matches),
-        ),
+        )
+        .ws("myPreventedMatches"),
         route(
             "POST",
             "/api/v3/orderList/oco",
@@ -325,7 +417,8 @@ fn routes() -> Vec<Route> {
             TRADE.order(),
             reads::OCO,
             |g| g.on(lists::place_oco),
-        ),
+        )
+        .ws("orderList.place.oco"),
         route(
             "POST",
             "/api/v3/orderList/oto",
@@ -333,7 +426,8 @@ fn routes() -> Vec<Route> {
             TRADE.order(),
             reads::OTO,
             |g| g.on(lists::place_oto),
-        ),
+        )
+        .ws("orderList.place.oto"),
         route(
             "POST",
             "/api/v3/orderList/otoco",
@@ -341,7 +435,8 @@ fn routes() -> Vec<Route> {
             TRADE.order(),
             reads::OTOCO,
             |g| g.on(lists::place_otoco),
-        ),
+        )
+        .ws("orderList.place.otoco"),
         route(
             "POST",
             "/api/v3/order/oco",
@@ -349,7 +444,8 @@ fn routes() -> Vec<Route> {
             TRADE.order(),
             reads::LEGACY_OCO,
             |g| g.on(lists::place_legacy_oco),
-        ),
+        )
+        .ws("orderList.place"),
         route(
             "GET",
             "/api/v3/orderList",
@@ -357,7 +453,8 @@ fn routes() -> Vec<Route> {
             read(4),
             &[reads::LIST_REF],
             |g| g.on(lists::query_list),
-        ),
+        )
+        .ws("orderList.status"),
         route(
             "DELETE",
             "/api/v3/orderList",
@@ -370,7 +467,8 @@ fn routes() -> Vec<Route> {
                 "newClientOrderId",
             ]],
             |g| g.on(lists::cancel_list),
-        ),
+        )
+        .ws("orderList.cancel"),
         route(
             "GET",
             "/api/v3/allOrderList",
@@ -378,7 +476,8 @@ fn routes() -> Vec<Route> {
             read(20),
             &[reads::WINDOW, &["fromId"]],
             |g| g.on(lists::all_lists),
-        ),
+        )
+        .ws("allOrderLists"),
         route(
             "GET",
             "/api/v3/openOrderList",
@@ -386,7 +485,8 @@ fn routes() -> Vec<Route> {
             read(6),
             reads::NONE,
             |g| g.on(lists::open_lists),
-        ),
+        )
+        .ws("openOrderLists.status"),
         route(
             "GET",
             "/api/v3/openOrders",
@@ -394,7 +494,8 @@ fn routes() -> Vec<Route> {
             read_by_query(trading::open_orders_weight),
             &[reads::SYMBOL],
             |g| g.on(trading::open_orders),
-        ),
+        )
+        .ws("openOrders.status"),
         route(
             "DELETE",
             "/api/v3/openOrders",
@@ -402,7 +503,8 @@ fn routes() -> Vec<Route> {
             TRADE,
             &[reads::SYMBOL],
             |g| g.on(trading::cancel_open_orders),
-        ),
+        )
+        .ws("openOrders.cancelAll"),
         route(
             "GET",
             "/api/v3/allOrders",
@@ -410,7 +512,8 @@ fn routes() -> Vec<Route> {
             read(20),
             &[reads::SYMBOL, reads::WINDOW, &["orderId"]],
             |g| g.on(account::all_orders),
-        ),
+        )
+        .ws("allOrders"),
         route(
             "GET",
             "/api/v3/account",
@@ -418,7 +521,8 @@ fn routes() -> Vec<Route> {
             read(20),
             &[&["omitZeroBalances"]],
             |g| g.on(account::account),
-        ),
+        )
+        .ws("account.status"),
         route(
             "GET",
             "/api/v3/myTrades",
@@ -426,7 +530,8 @@ fn routes() -> Vec<Route> {
             read_by_query(account::my_trades_weight),
             &[reads::SYMBOL, reads::WINDOW, &["orderId", "fromId"]],
             |g| g.on(account::my_trades),
-        ),
+        )
+        .ws("myTrades"),
         route(
             "GET",
             "/api/v3/rateLimit/order",
@@ -434,7 +539,8 @@ fn routes() -> Vec<Route> {
             read(40),
             reads::NONE,
             |g| g.on(account::order_rate_limit),
-        ),
+        )
+        .ws("account.rateLimits.orders"),
         route(
             "GET",
             "/api/v3/account/commission",
@@ -442,7 +548,8 @@ fn routes() -> Vec<Route> {
             read(20),
             &[reads::SYMBOL],
             |g| g.on(account::account_commission),
-        ),
+        )
+        .ws("account.commission"),
         route(
             "GET",
             "/sapi/v1/system/status",
@@ -585,119 +692,59 @@ fn routes() -> Vec<Route> {
 pub fn router(exchange: Arc<Exchange>) -> Router {
     let access = exchange.access.clone();
     let mut paths: BTreeMap<&str, MethodRouter> = BTreeMap::new();
+    // The WebSocket API's operations: the same guarded routes, reached by
+    // method name rather than from the network.
+    let mut socket_paths: BTreeMap<&str, MethodRouter> = BTreeMap::new();
+    let mut methods = Vec::new();
     for route in routes() {
         let endpoint = route.endpoint.reads(route.params);
-        let method = Method::from_bytes(route.method.as_bytes()).expect("a route's method");
+        let method = match route.method {
+            SOCKET => Method::GET,
+            method => Method::from_bytes(method.as_bytes()).expect("a route's method"),
+        };
         let guarded = (route.handler)(Guarding {
             guard: guard(&access, &BinanceFace, endpoint),
-            methods: MethodFilter::try_from(method).expect("a route's method"),
+            methods: MethodFilter::try_from(method.clone()).expect("a route's method"),
             exchange: exchange.clone(),
         });
-        let merged = match paths.remove(route.path) {
-            Some(existing) => existing.merge(guarded),
-            None => guarded,
-        };
-        paths.insert(route.path, merged);
+        if let Some(name) = route.ws {
+            methods.push((name, method, route.path));
+            add(&mut socket_paths, route.path, guarded.clone());
+        }
+        if route.method != SOCKET {
+            add(&mut paths, route.path, guarded);
+        }
+    }
+    let operations = Arc::new(Operations::new(methods, routed(socket_paths)));
+    if let Some(ws_api) = paths.remove(WS_API) {
+        paths.insert(WS_API, ws_api.layer(Extension(operations)));
     }
     let document = Arc::new(openapi());
+    routed(paths).route(
+        "/openapi.json",
+        get(move || {
+            let document = document.clone();
+            async move { Json((*document).clone()) }
+        }),
+    )
+}
+
+/// `methods` added to what `paths` answers at `path`.
+fn add<'a>(paths: &mut BTreeMap<&'a str, MethodRouter>, path: &'a str, methods: MethodRouter) {
+    let merged = match paths.remove(path) {
+        Some(existing) => existing.merge(methods),
+        None => methods,
+    };
+    paths.insert(path, merged);
+}
+
+/// A router answering each path with its methods.
+fn routed(paths: BTreeMap<&str, MethodRouter>) -> Router {
     paths
         .into_iter()
         .fold(Router::new(), |router, (path, methods)| {
             router.route(path, methods)
         })
-        .route(
-            "/openapi.json",
-            get(move || {
-                let document = document.clone();
-                async move { Json((*document).clone()) }
-            }),
-        )
-}
-
-/// OpenAPI 3.1 description of every exchange route.
-pub fn openapi() -> serde_json::Value {
-    let mut paths = serde_json::Map::new();
-    for route in routes() {
-        let (security, tag) = match route.endpoint.security {
-            Security::Public => (serde_json::json!([]), "market"),
-            Security::OptionalKey(_) => (serde_json::json!([{}, { "apiKey": [] }]), "market"),
-            Security::Key(_) => (serde_json::json!([{ "apiKey": [] }]), "account"),
-            Security::Signed(Permission::Trade) => (
-                serde_json::json!([{ "apiKey": [], "signature": [] }]),
-                "trade",
-            ),
-            Security::Signed(_) => (
-                serde_json::json!([{ "apiKey": [], "signature": [] }]),
-                "account",
-            ),
-        };
-        let weight = match route.endpoint.weight {
-            weiport_access::Weight::Fixed(weight) => serde_json::json!(weight),
-            weiport_access::Weight::ByQuery(_) => serde_json::json!("by parameters"),
-        };
-        let signed = matches!(route.endpoint.security, Security::Signed(_));
-        let names = route.params.iter().copied().flatten().copied();
-        let names = names.chain(
-            ["timestamp", "recvWindow", "signature"]
-                .into_iter()
-                .filter(|_| signed),
-        );
-        let parameters: Vec<serde_json::Value> = names
-            .map(|name| {
-                let required = ["timestamp", "signature"].contains(&name);
-                serde_json::json!({
-                    "name": name,
-                    "in": "query",
-                    "required": required,
-                    "schema": { "type": "string" },
-                })
-            })
-            .collect();
-        let operation = serde_json::json!({
-            "summary": route.summary,
-            "parameters": parameters,
-            "operationId": format!("{} {}", route.method, route.path),
-            "tags": [tag],
-            "security": security,
-            "x-weight": weight,
-            "x-counts-order": route.endpoint.counts_order,
-            "responses": {
-                "200": { "description": "Binance-compatible JSON answer" },
-                "400": { "$ref": "#/components/responses/Error" },
-                "401": { "$ref": "#/components/responses/Error" },
-                "418": { "$ref": "#/components/responses/Error" },
-                "429": { "$ref": "#/components/responses/Error" },
-            },
-        });
-        paths
-            .entry(route.path)
-            .or_insert_with(|| serde_json::json!({}))[route.method.to_lowercase()] = operation;
-    }
-    serde_json::json!({
-        "openapi": "3.1.0",
-        "info": {
-            "title": "weiport exchange API",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "Binance Spot-compatible REST API. Signed endpoints take `timestamp`, optional `recvWindow` and `signature` (HMAC-SHA256 hex or Ed25519 base64 over the raw query string followed by the raw body).",
-        },
-        "paths": paths,
-        "components": {
-            "securitySchemes": {
-                "apiKey": { "type": "apiKey", "in": "header", "name": "X-MBX-APIKEY" },
-                "signature": { "type": "apiKey", "in": "query", "name": "signature" },
-            },
-            "responses": {
-                "Error": {
-                    "description": "Binance error",
-                    "content": { "application/json": { "schema": {
-                        "type": "object",
-                        "required": ["code", "msg"],
-                        "properties": { "code": { "type": "integer" }, "msg": { "type": "string" } },
-                    } } },
-                },
-            },
-        },
-    })
 }
 
 #[cfg(test)]

@@ -5,8 +5,6 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -15,7 +13,9 @@ use weiport_exchange::now_ms;
 use crate::error::{Answer, BinanceError, Refusal};
 use crate::exchange::Exchange;
 use crate::extract::Signed;
-use crate::streams::{serve_market_streams, serve_ws_api};
+use crate::streams::{
+    Upgrade, in_microseconds, query_values, serve_market_streams, upgrade_or_refuse,
+};
 
 /// `/ws` with no stream.
 pub(crate) async fn ws_bare(
@@ -49,28 +49,6 @@ pub(crate) async fn combined(
     open(&exchange, upgrade, query, streams, true)
 }
 
-/// A WebSocket handshake, or why the request is not one.
-type Upgrade = Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
-
-fn query_values<'q>(
-    query: Option<&'q str>,
-    wanted: &'q str,
-) -> impl Iterator<Item = std::borrow::Cow<'q, str>> {
-    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .filter(move |(name, _)| name == wanted)
-        .map(|(_, value)| value)
-}
-
-/// Whether the connection asked for times in microseconds (`timeUnit`).
-fn in_microseconds(query: Option<&str>) -> Result<bool, BinanceError> {
-    match query_values(query, "timeUnit").last() {
-        None => Ok(false),
-        Some(unit) if unit.eq_ignore_ascii_case("MICROSECOND") => Ok(true),
-        Some(unit) if unit.eq_ignore_ascii_case("MILLISECOND") => Ok(false),
-        Some(_) => Err(BinanceError::from(Refusal::InvalidTimeUnit)),
-    }
-}
-
 fn open(
     exchange: &Exchange,
     upgrade: Upgrade,
@@ -86,36 +64,6 @@ fn open(
     upgrade_or_refuse(upgrade, move |socket| {
         serve_market_streams(hub, socket, streams, combined, microseconds)
     })
-}
-
-/// Bytes a connection reads at once.
-const READ_BUFFER: usize = 4 * 1024;
-/// The largest message a client may send (1,024 stream names fit).
-const MAX_MESSAGE: usize = 64 * 1024;
-
-/// Completes the handshake into `serve`; a plain HTTP request here gets an
-/// answer in Binance's shape.
-fn upgrade_or_refuse<F, Fut>(upgrade: Upgrade, serve: F) -> Response
-where
-    F: FnOnce(axum::extract::ws::WebSocket) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    match upgrade {
-        // The read buffer is zeroed up to its size on every read attempt,
-        // and every wake of a connection attempts a read: 4 KiB instead of
-        // the default 128 KiB is what makes fan-out cheap (larger messages
-        // still arrive; the buffer grows for them). Clients send only
-        // control messages and requests, so a message is at most 64 KiB.
-        Ok(upgrade) => upgrade
-            .read_buffer_size(READ_BUFFER)
-            .max_message_size(MAX_MESSAGE)
-            .max_frame_size(MAX_MESSAGE)
-            .on_upgrade(serve),
-        Err(rejection) => {
-            let msg = format!("A WebSocket upgrade is required here: {rejection}.");
-            BinanceError::from(Refusal::Unknown(&msg)).into_response()
-        }
-    }
 }
 
 /// How long a listen key lives without a keep-alive (Binance: 60 minutes).
@@ -165,21 +113,4 @@ pub(crate) async fn close_listen_key(
         return Err(no_listen_key());
     }
     Ok(Json(json!({})).into_response())
-}
-
-/// `/ws-api/v3`: the WebSocket API's user data methods.
-pub(crate) async fn ws_api(
-    State(exchange): State<Arc<Exchange>>,
-    axum::Extension(caller): axum::Extension<weiport_access::Caller>,
-    RawQuery(query): RawQuery,
-    upgrade: Upgrade,
-) -> Response {
-    let microseconds = match in_microseconds(query.as_deref()) {
-        Ok(microseconds) => microseconds,
-        Err(error) => return error.into_response(),
-    };
-    let (hub, access) = (exchange.streams.clone(), exchange.access.clone());
-    upgrade_or_refuse(upgrade, move |socket| {
-        serve_ws_api(hub, access, caller.ip, microseconds, socket)
-    })
 }

@@ -50,3 +50,34 @@ pub async fn public(weiport: &Weiport, path: &str) -> Value {
         .await
         .unwrap()
 }
+
+/// An Ed25519 key on `account`, registered by its public key; returns the
+/// key id and a signer of Binance's WebSocket API payloads.
+pub async fn ed25519_key(
+    weiport: &Weiport,
+    account: u64,
+    permissions: &[&str],
+) -> (String, impl Fn(&str) -> String) {
+    use base64::Engine;
+    use ed25519_dalek::Signer;
+    use ed25519_dalek::pkcs8::EncodePublicKey;
+
+    let signing = ed25519_dalek::SigningKey::from_bytes(&[account as u8 + 11; 32]);
+    let pem = signing
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .unwrap();
+    let (status, created) = weiport
+        .admin(
+            reqwest::Method::POST,
+            "/admin/keys",
+            serde_json::json!({ "account": account, "kind": "ed25519", "public_key": pem, "permissions": permissions }),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let sign = move |payload: &str| {
+        base64::engine::general_purpose::STANDARD
+            .encode(signing.sign(payload.as_bytes()).to_bytes())
+    };
+    (created["id"].as_str().unwrap().to_owned(), sign)
+}

@@ -397,6 +397,19 @@ impl Limiter {
         }
     }
 
+    /// The weight the client's IP used in the current minute, charging
+    /// nothing (for answers that report usage after a refusal).
+    pub fn ip_weight_used(&self, ip: IpAddr, now_ms: u64) -> u32 {
+        let ip = self.client_group(ip);
+        self.ip_windows.get(&ip).map_or(0, |window| {
+            if window.start_ms == now_ms - now_ms % 60_000 {
+                window.used
+            } else {
+                0
+            }
+        })
+    }
+
     /// Charges `weight` to the client's IP (network, for IPv6); returns the
     /// usage figures. Runs before any costly check, so failed requests pay too.
     pub fn charge_ip_weight(

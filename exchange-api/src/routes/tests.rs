@@ -128,3 +128,79 @@ async fn handlers_answer_in_process_without_a_server() {
     let (status, _) = call(&router, "GET", "/api/v3/account", None).await;
     assert_eq!(status, 401, "signed routes need a key");
 }
+
+/// Binance's WebSocket API methods, each of which the table must name once.
+const BINANCE_WS_METHODS: &[&str] = &[
+    "ping",
+    "time",
+    "exchangeInfo",
+    "depth",
+    "trades.recent",
+    "trades.historical",
+    "trades.aggregate",
+    "klines",
+    "uiKlines",
+    "avgPrice",
+    "ticker.24hr",
+    "ticker.tradingDay",
+    "ticker",
+    "ticker.price",
+    "ticker.book",
+    "order.place",
+    "order.test",
+    "order.status",
+    "order.cancel",
+    "order.cancelReplace",
+    "order.amend.keepPriority",
+    "openOrders.status",
+    "openOrders.cancelAll",
+    "orderList.place.oco",
+    "orderList.place.oto",
+    "orderList.place.otoco",
+    "orderList.status",
+    "orderList.cancel",
+    "openOrderLists.status",
+    "allOrderLists",
+    "allOrders",
+    "myTrades",
+    "myPreventedMatches",
+    "account.status",
+    "account.rateLimits.orders",
+    "account.commission",
+    "session.logon",
+    "session.status",
+    "session.logout",
+    "userDataStream.subscribe",
+    "userDataStream.subscribe.signature",
+    "userDataStream.unsubscribe",
+];
+
+#[test]
+fn the_websocket_api_names_each_binance_method_once() {
+    let table = routes();
+    let names: Vec<&str> = table.iter().filter_map(|r| r.ws).collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a method named twice");
+    for wanted in BINANCE_WS_METHODS {
+        assert!(names.contains(wanted), "{wanted} is not served");
+    }
+    assert!(
+        table
+            .iter()
+            .filter(|r| r.method == SOCKET)
+            .all(|r| r.ws.is_some() && r.path.starts_with('/'))
+    );
+    // The document shows each method once, and no socket-only route as a path.
+    let document = openapi();
+    let methods = document["x-ws-api"]["methods"].as_object().unwrap();
+    assert_eq!(methods.len(), names.len());
+    assert_eq!(methods["order.place"]["sameAs"], "POST /api/v3/order");
+    assert_eq!(methods["session.logon"]["sameAs"], serde_json::Value::Null);
+    assert_eq!(
+        document["paths"]["/api/v3/order"]["post"]["x-ws-api-method"],
+        "order.place"
+    );
+    assert!(document["paths"].get("/session.logon").is_none());
+}

@@ -13,13 +13,13 @@ use tokio::sync::mpsc;
 use super::hub::{Connection, Frame, StreamHub};
 
 /// Frames a connection may have waiting before it counts as too slow.
-pub(super) const BUFFER: usize = 1024;
+pub(crate) const BUFFER: usize = 1024;
 /// Binance: at most this many streams per connection.
 const MAX_STREAMS: usize = 1024;
 /// Binance: incoming messages per second per connection (pings and pongs count).
 const MAX_MESSAGES_PER_SECOND: u32 = 5;
-pub(super) const PING_EVERY: Duration = Duration::from_secs(20);
-pub(super) const PONG_WITHIN: Duration = Duration::from_secs(60);
+pub(crate) const PING_EVERY: Duration = Duration::from_secs(20);
+pub(crate) const PONG_WITHIN: Duration = Duration::from_secs(60);
 const LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// How long a close frame to a client that stopped reading may take.
 const CLOSE_WITHIN: Duration = Duration::from_secs(1);

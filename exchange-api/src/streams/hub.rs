@@ -30,7 +30,7 @@ pub(crate) fn kline_stream(text: &str) -> Option<(u64, i64)> {
 }
 
 /// The internal stream of one account's user events (WebSocket API subscriptions).
-pub(super) fn user_stream(account: AccountId) -> String {
+pub(crate) fn user_stream(account: AccountId) -> String {
     user_stream_name(account).to_string()
 }
 
@@ -55,9 +55,9 @@ pub(crate) const ALL_MARKET_ARRAYS: [&str; 5] = [
 const FAST_TICK: Duration = Duration::from_millis(100);
 
 /// One event rendered for one stream, in both connection formats.
-pub(super) struct Frame {
-    pub(super) stream: Arc<str>,
-    pub(super) raw: Utf8Bytes,
+pub(crate) struct Frame {
+    pub(crate) stream: Arc<str>,
+    pub(crate) raw: Utf8Bytes,
     pub(super) combined: Utf8Bytes,
 }
 
@@ -74,18 +74,18 @@ impl Frame {
 }
 
 /// A connection as the hub sees it.
-pub(super) struct Connection {
+pub(crate) struct Connection {
     pub(super) frames: mpsc::Sender<Arc<Frame>>,
     pub(super) combined: AtomicBool,
     /// Times in microseconds (`timeUnit=MICROSECOND`), fixed at connection.
-    pub(super) microseconds: bool,
+    pub(crate) microseconds: bool,
     /// Set when its buffer overflowed: the connection closes itself.
-    pub(super) too_slow: Notify,
+    pub(crate) too_slow: Notify,
 }
 
 impl Connection {
     /// A connection whose buffer holds `buffer` frames, and that buffer's reading end.
-    pub(super) fn new(
+    pub(crate) fn new(
         buffer: usize,
         combined: bool,
         microseconds: bool,
@@ -122,7 +122,7 @@ pub(crate) fn now_us() -> u64 {
 
 /// `data` with every time in microseconds instead of milliseconds; the
 /// event time `E` (which is `event_us` in milliseconds) keeps its precision.
-pub(super) fn in_microseconds(data: &Value, event_us: u64) -> Value {
+pub(crate) fn in_microseconds(data: &Value, event_us: u64) -> Value {
     let scale = |event: &mut Value| {
         let Some(fields) = event.as_object_mut() else {
             return;
@@ -205,7 +205,7 @@ pub struct StreamHub {
     history: Option<History>,
     /// Stream name → subscribed connections by id.
     subscribers: Mutex<HashMap<String, HashMap<u64, Arc<Connection>>>>,
-    pub(super) next_connection: AtomicU64,
+    pub(crate) next_connection: AtomicU64,
     /// Batches from the engine thread, taken by [`StreamHub::run`].
     batches: Mutex<Option<mpsc::UnboundedReceiver<Committed>>>,
     /// Books and balances as of the start, handed over by the engine thread.
@@ -698,7 +698,7 @@ impl StreamHub {
         )
     }
 
-    pub(super) fn subscribe(&self, id: u64, connection: &Arc<Connection>, stream: &str) {
+    pub(crate) fn subscribe(&self, id: u64, connection: &Arc<Connection>, stream: &str) {
         self.subscribers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -707,7 +707,7 @@ impl StreamHub {
             .insert(id, connection.clone());
     }
 
-    pub(super) fn unsubscribe(&self, id: u64, stream: &str) {
+    pub(crate) fn unsubscribe(&self, id: u64, stream: &str) {
         let mut subscribers = self
             .subscribers
             .lock()

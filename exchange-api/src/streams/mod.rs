@@ -16,10 +16,12 @@
 
 mod connection;
 mod hub;
+mod upgrade;
 mod user;
-mod ws_api;
 
 pub(crate) use connection::connection as serve_market_streams;
+pub(crate) use connection::{BUFFER, PING_EVERY, PONG_WITHIN};
 pub(crate) use hub::{ALL_MARKET_ARRAYS, kline_stream, now_us};
+pub(crate) use hub::{Connection, Frame, in_microseconds as event_in_microseconds, user_stream};
 pub use hub::{StreamHub, StreamSink};
-pub(crate) use ws_api::connection as serve_ws_api;
+pub(crate) use upgrade::{Upgrade, in_microseconds, query_values, upgrade_or_refuse};
