@@ -705,3 +705,45 @@ async fn the_socket_spends_the_same_budget_as_rest() {
         "the socket's spending counts for REST"
     );
 }
+
+/// An Ed25519 trading key on `account`: its id and its private key (PEM),
+/// for a client that signs by itself.
+async fn ed25519_pem(weiport: &Weiport, account: u64) -> (String, String) {
+    use ed25519_dalek::pkcs8::{EncodePrivateKey, EncodePublicKey};
+
+    let signing = ed25519_dalek::SigningKey::from_bytes(&[account as u8 + 41; 32]);
+    let public = signing
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .unwrap();
+    let private = signing.to_pkcs8_pem(Default::default()).unwrap();
+    let (status, created) = weiport
+        .admin(
+            Method::POST,
+            "/admin/keys",
+            json!({ "account": account, "kind": "ed25519", "public_key": public, "permissions": ["read", "trade"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    (
+        created["id"].as_str().unwrap().to_owned(),
+        private.to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccxt_pro_python_binance_and_the_sdk_trade_over_the_socket() {
+    let (weiport, _dir, maker, taker) = two_traders().await;
+    let (ed_key, ed_pem) = ed25519_pem(&weiport, maker.account).await;
+    let args = [
+        &weiport.url,
+        &maker.id,
+        &maker.secret,
+        &taker.id,
+        &taker.secret,
+        &ed_key,
+        &ed_pem,
+    ];
+    let printed = common::run_client("binance_ws_api.py", args.map(String::clone).to_vec()).await;
+    assert!(printed.contains("ws api ok"), "{printed}");
+}

@@ -8,41 +8,13 @@ account B (holds USDT). Exits non-zero with a message on the first mismatch."""
 import asyncio
 import sys
 
-import ccxt.pro
+from clientkit import ccxt_pro_binance, check
 
 base, key_a, secret_a, key_b, secret_b = sys.argv[1:6]
-ws_base = base.replace("http://", "ws://", 1)
-PRODUCTION_HOSTS = {
-    "https://api.binance.com": base,
-    "https://fapi.binance.com": base,
-    "https://dapi.binance.com": base,
-    "https://eapi.binance.com": base,
-    "https://papi.binance.com": base,
-    "wss://stream.binance.com:9443": ws_base,
-    "wss://ws-api.binance.com:443": ws_base,
-}
-
-
-def check(label, actual, expected):
-    if actual != expected:
-        sys.exit(f"{label}: expected {expected!r}, got {actual!r}")
-    print(f"ok {label}", file=sys.stderr)
-
-
-def local_urls(urls):
-    """The client's own URL table with every production host replaced."""
-    if isinstance(urls, dict):
-        return {k: local_urls(v) for k, v in urls.items()}
-    if isinstance(urls, str):
-        for host, local in PRODUCTION_HOSTS.items():
-            if urls.startswith(host):
-                return local + urls[len(host):]
-    return urls
 
 
 def client(key, secret):
-    api = local_urls(ccxt.pro.binance().urls["api"])
-    return ccxt.pro.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
+    return ccxt_pro_binance(base, key, secret)
 
 
 async def main():

@@ -3,6 +3,7 @@ mismatch, and unchanged Binance clients with only their URLs pointed at a
 local weiport."""
 
 import sys
+import time
 
 import ccxt
 
@@ -15,20 +16,30 @@ PRODUCTION_HOSTS = [
 ]
 
 
+START = time.monotonic()
+
+
 def check(label, actual, expected):
     if actual != expected:
         sys.exit(f"{label}: expected {expected!r}, got {actual!r}")
-    print(f"ok {label}", file=sys.stderr)
+    print(f"ok {label} ({time.monotonic() - START:.1f} s)", file=sys.stderr)
+
+
+PRODUCTION_SOCKETS = ["wss://stream.binance.com:9443", "wss://ws-api.binance.com:443"]
 
 
 def local_urls(urls, base):
-    """The client's own URL table with every production host replaced by `base`."""
+    """The client's own URL table with every production host replaced by
+    `base` (its WebSocket hosts by `base` over ws://)."""
     if isinstance(urls, dict):
         return {k: local_urls(v, base) for k, v in urls.items()}
     if isinstance(urls, str):
         for host in PRODUCTION_HOSTS:
             if urls.startswith(host):
                 return base + urls[len(host):]
+        for host in PRODUCTION_SOCKETS:
+            if urls.startswith(host):
+                return base.replace("http://", "ws://", 1) + urls[len(host):]
     return urls
 
 
@@ -36,6 +47,14 @@ def ccxt_binance(base, key, secret):
     """ccxt's binance with default options, only its URLs changed."""
     api = local_urls(ccxt.binance().urls["api"], base)
     return ccxt.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
+
+
+def ccxt_pro_binance(base, key, secret):
+    """ccxt.pro's binance with default options, only its URLs changed."""
+    import ccxt.pro
+
+    api = local_urls(ccxt.pro.binance().urls["api"], base)
+    return ccxt.pro.binance({"apiKey": key, "secret": secret, "urls": {"api": api}})
 
 
 def local_etherscan(base, api_key):
