@@ -2,8 +2,10 @@
 //! from `/openapi.json` (every Binance route with valid, hostile, missing,
 //! repeated and unread parameters, signed right and wrong, in the query or a
 //! form body, oversize), from Etherscan's and CoinGecko's parameter spaces,
-//! raw junk (methods, paths, headers), and WebSocket sessions sending junk
-//! control frames. Nothing may panic or answer 5xx, every refusal comes in
+//! raw junk (methods, paths, headers), WebSocket sessions sending junk
+//! control frames, and WebSocket API requests of every method (from the
+//! document's `x-ws-api`) with the same hostile parameters, signed right and
+//! wrong, and junk frames between them on one connection. Nothing may panic or answer 5xx, every refusal comes in
 //! its API's own shape, the command log grows by exactly the requests that
 //! were accepted, and the state rebuilt from that log after a restart is the
 //! state the server held: a refused request changed nothing.
@@ -35,6 +37,15 @@ struct Route {
     names: Vec<String>,
 }
 
+/// One WebSocket API method as `/openapi.json` describes it.
+struct WsMethod {
+    name: String,
+    signed: bool,
+    names: Vec<String>,
+    /// Whether an accepted call is one engine command.
+    changes: bool,
+}
+
 /// What the run saw.
 #[derive(Default, Debug)]
 struct Tally {
@@ -49,6 +60,9 @@ struct Tally {
     deposit_addresses: std::collections::BTreeSet<String>,
     ws_sessions: u64,
     ws_frames: u64,
+    /// WebSocket API requests, and their answers by status.
+    ws_api_requests: u64,
+    ws_api_by_status: BTreeMap<u16, u64>,
     failures: Vec<String>,
 }
 
@@ -126,6 +140,7 @@ struct Keys {
 struct Fuzzer {
     rng: StdRng,
     routes: Vec<Route>,
+    ws_methods: Vec<WsMethod>,
     hostile: Vec<String>,
     keys: Keys,
     tally: Tally,
@@ -228,6 +243,101 @@ impl Fuzzer {
         };
         let changes = changes_the_engine(&method, &path);
         (method, target, headers, body, changes)
+    }
+
+    /// One WebSocket API frame: its text, the id its answer must carry,
+    /// and whether the method changes the engine when accepted.
+    fn ws_api(&mut self) -> (String, Value, bool) {
+        let junk = [
+            ("{", Value::Null),
+            ("[]", Value::Null),
+            ("null", Value::Null),
+            (r#"{"id":{"a":1},"method":"ping"}"#, Value::Null),
+            (r#"{"id":"j1"}"#, json!("j1")),
+            (r#"{"id":"j2","method":7}"#, json!("j2")),
+            (r#"{"id":"j3","method":"ping","params":[1]}"#, json!("j3")),
+            (r#"{"id":"j4","method":"order.teleport"}"#, json!("j4")),
+            (
+                r#"{"id":-5,"method":"session.logout","params":null}"#,
+                json!(-5),
+            ),
+        ];
+        if self.rng.random_range(0..10) == 0 {
+            let (text, id) = junk.choose(&mut self.rng).unwrap().clone();
+            return (text.to_owned(), id, false);
+        }
+        let method = &self.ws_methods[self.rng.random_range(0..self.ws_methods.len())];
+        let (name, signed, changes) = (method.name.clone(), method.signed, method.changes);
+        let mut params = serde_json::Map::new();
+        for param in &method.names {
+            if ["timestamp", "recvWindow", "signature"].contains(&param.as_str()) {
+                continue;
+            }
+            if let Some(value) = valid_value(param, &mut self.rng)
+                && self.rng.random_bool(0.85)
+            {
+                // The HTTP form's encoding is the query's, not the socket's.
+                let value = value.replace("%5B%22ETHUSDT%22%5D", r#"["ETHUSDT"]"#);
+                let value = match value.parse::<u64>() {
+                    Ok(number) if self.rng.random_bool(0.5) => json!(number),
+                    _ => json!(value),
+                };
+                params.insert(param.clone(), value);
+            }
+        }
+        for _ in 0..self.rng.random_range(0..=3) {
+            let value = match self.rng.random_range(0..8) {
+                0 => Value::Null,
+                1 => json!([1, "a", null]),
+                2 => json!({ "nested": true }),
+                3 => json!(-1.5e300),
+                _ => json!(hostile_value(&mut self.rng, &self.hostile)),
+            };
+            let param = if !method.names.is_empty() && self.rng.random_bool(0.7) {
+                method.names.choose(&mut self.rng).unwrap().clone()
+            } else {
+                ["junk", "é", "", "symbol\u{0}", "returnRateLimits"]
+                    .choose(&mut self.rng)
+                    .unwrap()
+                    .to_string()
+            };
+            params.insert(param, value);
+        }
+        if signed {
+            let key = match self.rng.random_range(0..10) {
+                0..=5 => &self.keys.trader,
+                6 | 7 => &self.keys.reader,
+                _ => &self.keys.withdrawer,
+            };
+            match self.rng.random_range(0..20) {
+                0 => {}
+                1 => drop(params.insert("apiKey".into(), json!("unknown-key"))),
+                _ => drop(params.insert("apiKey".into(), json!(key.id))),
+            }
+            let timestamp = match self.rng.random_range(0..20) {
+                0 => now_ms() - 600_000,
+                1 => now_ms() + 10_000,
+                _ => now_ms(),
+            };
+            if self.rng.random_range(0..20) != 0 {
+                params.insert("timestamp".into(), json!(timestamp));
+            }
+            let payload = common::ws::ws_api_payload(&params);
+            let mut signature = sign_hmac_sha256(key.secret.as_bytes(), payload.as_bytes());
+            match self.rng.random_range(0..20) {
+                0 => signature
+                    .replace_range(0..1, if signature.starts_with('a') { "b" } else { "a" }),
+                1 => signature.clear(),
+                2 => drop(params.insert("late".into(), json!(1))),
+                _ => {}
+            }
+            if !signature.is_empty() {
+                params.insert("signature".into(), json!(signature));
+            }
+        }
+        let id = json!(format!("f{}", self.tally.ws_api_requests));
+        let frame = json!({ "id": id, "method": name, "params": params });
+        (frame.to_string(), id, changes)
     }
 
     /// One Etherscan request.
@@ -549,6 +659,26 @@ fn check(face: &str, target: &str, answer: &Answer, tally: &mut Tally) {
     }
 }
 
+/// A WebSocket API answer must be Binance's frame: the request's id, an
+/// HTTP-like status under 500, and a result or a `{code, msg}` error.
+fn check_ws(frame: &str, answer: &Value, id: &Value, tally: &mut Tally) -> u16 {
+    let status = answer["status"].as_u64().unwrap_or(0) as u16;
+    let shaped = answer["id"] == *id
+        && (200..500).contains(&status)
+        && if status == 200 {
+            answer.get("result").is_some() && answer.get("error").is_none()
+        } else {
+            answer["error"]["code"].is_i64() && answer["error"]["msg"].is_string()
+        };
+    if !shaped {
+        tally.fail(format!(
+            "ws api {}: {answer}",
+            &frame[..frame.len().min(160)]
+        ));
+    }
+    status
+}
+
 /// Every account's balances and open orders as the server shows them.
 async fn state(weiport: &Weiport, keys: &[&Key]) -> Vec<Value> {
     let mut out = Vec::new();
@@ -577,12 +707,22 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn log_length(dir: &std::path::Path) -> usize {
+/// The commands in the log: all of them, and those the wallet logged when
+/// it signed an accepted withdrawal (not a request's own).
+fn log_length(dir: &std::path::Path) -> (usize, usize) {
     let store = Store::open(dir, &StoreOptions::default()).unwrap();
-    store
-        .commands()
-        .inspect(|c| assert!(c.is_ok(), "the log reads back"))
-        .count()
+    let (mut all, mut signed) = (0, 0);
+    for command in store.commands() {
+        let (_, command) = command.expect("the log reads back");
+        all += 1;
+        if matches!(
+            command,
+            weiport_storage::CommandRecord::WithdrawalSigned { .. }
+        ) {
+            signed += 1;
+        }
+    }
+    (all, signed)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -642,9 +782,34 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
             });
         }
     }
+    let changes = |same_as: &Value| {
+        let (method, path) = same_as.as_str().unwrap_or(" ").split_once(' ').unwrap();
+        changes_the_engine(method, path)
+    };
+    let ws_methods = document["x-ws-api"]["methods"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, method)| WsMethod {
+            name: name.clone(),
+            signed: method["security"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s.get("signature").is_some()),
+            names: method["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_str().unwrap().to_owned())
+                .collect(),
+            changes: changes(&method["sameAs"]),
+        })
+        .collect();
     let mut fuzzer = Fuzzer {
         rng: StdRng::seed_from_u64(seed),
         routes,
+        ws_methods,
         hostile: hostile_values(),
         keys: Keys {
             trader,
@@ -656,11 +821,49 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
 
     let started = Instant::now();
     let mut connection = Connection::open(&weiport.url).await;
+    let ws_api_url = format!("{}/ws-api/v3", weiport.url.replacen("http://", "ws://", 1));
+    let mut ws_api = tokio_tungstenite::connect_async(&ws_api_url)
+        .await
+        .unwrap()
+        .0;
     while fuzzer.tally.requests < requests {
         let roll = fuzzer.rng.random_range(0..100);
         if roll == 0 && fuzzer.tally.requests.is_multiple_of(4) {
             let url = weiport.url.clone();
             fuzzer.websocket(&url).await;
+        }
+        if (55..=64).contains(&roll) {
+            use tokio_tungstenite::tungstenite::Message;
+            let (frame, id, changes) = fuzzer.ws_api();
+            fuzzer.tally.requests += 1;
+            fuzzer.tally.ws_api_requests += 1;
+            ws_api
+                .send(Message::Text(frame.clone().into()))
+                .await
+                .expect("the WebSocket API connection stays open");
+            let answer = loop {
+                match tokio::time::timeout(Duration::from_secs(10), ws_api.next()).await {
+                    Ok(Some(Ok(Message::Text(text)))) => {
+                        let answer: Value = serde_json::from_str(&text).unwrap_or_default();
+                        // User data events, if a subscription was made.
+                        if answer.get("subscriptionId").is_none() {
+                            break answer;
+                        }
+                    }
+                    Ok(Some(Ok(_))) => {}
+                    other => panic!("ws api {frame}: no answer ({other:?})"),
+                }
+            };
+            let status = check_ws(&frame, &answer, &id, &mut fuzzer.tally);
+            *fuzzer.tally.ws_api_by_status.entry(status).or_default() += 1;
+            if changes && (status == 200 || status == 409) {
+                fuzzer.tally.accepted_changes += 1;
+            }
+            if status == 200 && answer["result"]["address"].is_string() {
+                let address = answer["result"]["address"].as_str().unwrap().to_owned();
+                fuzzer.tally.deposit_addresses.insert(address);
+            }
+            continue;
         }
         let (face, (method, target, headers, body), changes) = match roll {
             0..=64 => {
@@ -730,13 +933,13 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
     weiport
         .stop("TERM", Duration::from_secs(30))
         .expect("stopped");
-    let logged = log_length(dir.path());
+    let (logged, signed_withdrawals) = log_length(dir.path());
     let weiport = Weiport::serve(dir.path(), &env);
     let rebuilt = state(&weiport, &keys).await;
 
     let tally = &fuzzer.tally;
     eprintln!(
-        "fuzz: seed {seed}, {} requests in {:.1} s ({:.0}/s), statuses {:?}, {} connections closed by the server, {} accepted engine changes, {} commands logged in all, {} WebSocket sessions with {} junk frames",
+        "fuzz: seed {seed}, {} requests in {:.1} s ({:.0}/s), statuses {:?}, {} connections closed by the server, {} accepted engine changes, {} commands logged in all, {} WebSocket sessions with {} junk frames, {} WebSocket API requests answered {:?}",
         tally.requests,
         elapsed.as_secs_f64(),
         tally.requests as f64 / elapsed.as_secs_f64(),
@@ -746,15 +949,18 @@ async fn seeded_hostile_requests_never_panic_answer_5xx_or_change_state() {
         logged,
         tally.ws_sessions,
         tally.ws_frames,
+        tally.ws_api_requests,
+        tally.ws_api_by_status,
     );
     assert!(tally.failures.is_empty(), "{:#?}", tally.failures);
     assert!(panicked.is_empty(), "{panicked:#?}");
     // Three credits funded the accounts; every other command is an accepted
-    // request, or an account's first deposit address.
+    // request, an account's first deposit address, or the wallet's
+    // signature of an accepted withdrawal.
     let assigned = tally.deposit_addresses.len() as u64;
     assert_eq!(
         logged as u64,
-        3 + tally.accepted_changes + assigned,
+        3 + tally.accepted_changes + assigned + signed_withdrawals as u64,
         "commands logged"
     );
     assert_eq!(held, rebuilt, "the state rebuilt from the log");

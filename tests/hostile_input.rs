@@ -166,6 +166,146 @@ async fn every_route_refuses_hostile_parameters_in_its_own_shape() {
     assert_eq!(health.map(|a| a.status), Some(200), "server alive");
 }
 
+/// A URL's percent-encoded text as the text it stands for (invalid UTF-8
+/// replaced): the hostile values as a socket client would send them.
+fn decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every WebSocket API method, each parameter with each hostile value (as
+/// text, and as JSON numbers, arrays, objects and null), signed: every
+/// answer is Binance's frame with the request's id and a status under 500,
+/// requests go out 32 at a time on one connection, and the account is as it
+/// was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_websocket_api_method_refuses_hostile_parameters_in_binance_frames() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = Weiport::serve(dir.path(), &common::GENEROUS);
+    let key = funded_key(&weiport, &["read", "trade"]).await;
+    let mut connection = Connection::open(&weiport.url).await;
+    let before = account_state(&mut connection, &key).await;
+    let document = weiport.openapi().await;
+    let url = format!("{}/ws-api/v3", weiport.url.replacen("http://", "ws://", 1));
+    let mut socket = tokio_tungstenite::connect_async(url).await.unwrap().0;
+    let mut values: Vec<Value> = hostile_values().iter().map(|v| json!(decoded(v))).collect();
+    values.extend([
+        json!(-1),
+        json!(1.5e300),
+        json!([1, [2]]),
+        json!({"a": {}}),
+        json!(null),
+        json!(true),
+    ]);
+    let mut frames = Vec::new();
+    for (method, description) in document["x-ws-api"]["methods"].as_object().unwrap() {
+        let signed = description["security"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.get("signature").is_some());
+        let names: Vec<&str> = description["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .filter(|n| !["timestamp", "recvWindow", "signature"].contains(n))
+            .collect();
+        // Changing methods get the hostile value in their parameters only
+        // where the rest cannot make a valid order of it.
+        for name in names
+            .iter()
+            .copied()
+            .chain(["notAParameter", "returnRateLimits"])
+        {
+            for value in &values {
+                let mut params = serde_json::Map::new();
+                for base in &names {
+                    if let Some(v) = base_value(base).filter(|_| base != &name) {
+                        params.insert((*base).to_owned(), json!(v));
+                    }
+                }
+                params.insert(name.to_owned(), value.clone());
+                // Something always wrong beside it, so no order goes in.
+                params.insert("quantity".into(), json!("0"));
+                let params = Value::Object(params);
+                let params = if signed {
+                    common::ws::ws_api_signed(&key, params)
+                } else {
+                    params
+                };
+                frames.push((method.clone(), params));
+            }
+        }
+    }
+    let mut answered = 0;
+    for batch in frames.chunks(32) {
+        for (n, (method, params)) in batch.iter().enumerate() {
+            let frame =
+                json!({ "id": format!("h{answered}-{n}"), "method": method, "params": params });
+            socket
+                .send(Message::Text(frame.to_string().into()))
+                .await
+                .unwrap();
+        }
+        let mut ids = Vec::new();
+        while ids.len() < batch.len() {
+            let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+                .await
+                .expect("an answer within 10 s")
+                .expect("the connection stays open")
+                .unwrap();
+            let Message::Text(text) = message else {
+                continue;
+            };
+            let answer: Value = serde_json::from_str(&text).unwrap();
+            let status = answer["status"].as_u64().unwrap_or(0);
+            assert!((200..500).contains(&status), "{answer}");
+            if status != 200 {
+                assert!(
+                    answer["error"]["code"].is_i64() && answer["error"]["msg"].is_string(),
+                    "{answer}"
+                );
+            }
+            ids.push(answer["id"].as_str().unwrap().to_owned());
+        }
+        ids.sort();
+        let mut sent: Vec<String> = (0..batch.len())
+            .map(|n| format!("h{answered}-{n}"))
+            .collect();
+        sent.sort();
+        assert_eq!(ids, sent, "each request answered once, by its id");
+        answered += batch.len();
+    }
+    assert!(answered > 2000, "{answered} requests");
+    assert_eq!(
+        account_state(&mut connection, &key).await,
+        before,
+        "nothing changed"
+    );
+}
+
 /// Balances, open orders and all orders of `key`, to compare before and after.
 async fn account_state(connection: &mut Connection, key: &Key) -> Vec<Value> {
     let mut state = Vec::new();

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::ws::{Socket, connect, ed25519_key, public};
-use common::{Key, Weiport, two_traders};
+use common::ws::{Socket, connect, ed25519_key, public, ws_api_signed};
+use common::{Key, Weiport, now_ms, two_traders};
 use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -67,7 +67,7 @@ impl Api {
     /// Calls `method` signed with `key`'s HMAC secret, as Binance's
     /// WebSocket API is signed: parameters sorted by name.
     async fn signed(&mut self, key: &Key, method: &str, params: Value) -> Value {
-        let params = sign(key, params);
+        let params = ws_api_signed(key, params);
         self.call(method, params).await
     }
 
@@ -80,38 +80,6 @@ impl Api {
         assert_eq!(answer["status"], 200, "{method}: {answer}");
         answer["result"].clone()
     }
-}
-
-/// `params` with `apiKey`, `timestamp` and the HMAC `signature`.
-fn sign(key: &Key, params: Value) -> Value {
-    let mut params = params.as_object().cloned().unwrap_or_default();
-    params.insert("apiKey".into(), json!(key.id));
-    params.entry("timestamp").or_insert_with(|| json!(now_ms()));
-    let payload = payload(&params);
-    let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), payload.as_bytes());
-    params.insert("signature".into(), json!(signature));
-    Value::Object(params)
-}
-
-/// Parameters sorted by name as `name=value&…`.
-fn payload(params: &serde_json::Map<String, Value>) -> String {
-    let mut names: Vec<&String> = params.keys().collect();
-    names.sort();
-    names
-        .iter()
-        .map(|name| match &params[name.as_str()] {
-            Value::String(text) => format!("{name}={text}"),
-            other => format!("{name}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 /// What REST answers to `key`'s signed `method path?params`.

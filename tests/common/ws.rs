@@ -81,3 +81,38 @@ pub async fn ed25519_key(
     };
     (created["id"].as_str().unwrap().to_owned(), sign)
 }
+
+/// The WebSocket API's signed text of `params`: every parameter but
+/// `signature` and those that are null (not sent, to the server), sorted by
+/// name, as `name=value&…` (a string's content, any other value's JSON).
+pub fn ws_api_payload(params: &serde_json::Map<String, Value>) -> String {
+    let mut names: Vec<&String> = params
+        .iter()
+        .filter(|(n, v)| *n != "signature" && !v.is_null())
+        .map(|(n, _)| n)
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|name| match &params[name.as_str()] {
+            Value::String(text) => format!("{name}={text}"),
+            other => format!("{name}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// `params` signed with `key`'s HMAC secret as the WebSocket API signs:
+/// `apiKey` and a fresh `timestamp` (unless one is there) added, then
+/// `signature` over [`ws_api_payload`].
+pub fn ws_api_signed(key: &super::Key, params: Value) -> Value {
+    let mut params = params.as_object().cloned().unwrap_or_default();
+    params.insert("apiKey".into(), serde_json::json!(key.id));
+    params
+        .entry("timestamp")
+        .or_insert_with(|| serde_json::json!(super::now_ms()));
+    let payload = ws_api_payload(&params);
+    let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), payload.as_bytes());
+    params.insert("signature".into(), serde_json::json!(signature));
+    Value::Object(params)
+}

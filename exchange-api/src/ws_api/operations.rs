@@ -14,6 +14,7 @@ use tower::ServiceExt;
 use weiport_access::{ApiKey, Caller, SocketCall};
 
 use crate::error::BinanceError;
+use crate::extract::Query;
 
 /// Method names → the routes that answer them.
 pub(crate) struct Operations {
@@ -73,9 +74,10 @@ impl Operations {
 
 /// The handler of the connection's own methods (`session.logon`,
 /// `userDataStream.subscribe`…): the guard has checked the request as the
-/// table says; the answer carries the key it was made with, for the
-/// connection to act on.
-pub(crate) async fn who_calls(Extension(caller): Extension<Caller>) -> Response {
+/// table says, and a parameter the method does not read is refused here
+/// (-1104) as on any route; the answer carries the key it was made with,
+/// for the connection to act on.
+pub(crate) async fn who_calls(Extension(caller): Extension<Caller>, _read: Query) -> Response {
     let mut response = Json(serde_json::json!({})).into_response();
     if let Some(key) = caller.key {
         response.extensions_mut().insert::<Arc<ApiKey>>(key);
