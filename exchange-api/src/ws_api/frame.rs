@@ -16,57 +16,81 @@ use crate::error::{BinanceError, Refusal};
 /// Parameters the WebSocket API reads itself; the route never sees them.
 const SOCKET_ONLY: [&str; 3] = ["apiKey", "signature", "returnRateLimits"];
 
-/// A request as sent: `{"id", "method", "params"}`.
-pub(super) struct Request {
+/// A request as sent: `{"id", "method", "params"}`, read in place.
+pub(super) struct Request<'a> {
     /// The id as sent (JSON text), echoed in the answer byte for byte.
-    pub(super) id: String,
-    pub(super) method: String,
-    /// Each parameter's value as sent (JSON text): a signature covers the
-    /// text the client wrote, which a parsed number would not give back.
-    params: BTreeMap<String, Box<RawValue>>,
+    pub(super) id: &'a str,
+    pub(super) method: Cow<'a, str>,
+    /// Each parameter sent (not null) with its value as text, sorted by
+    /// name: a string's content, any other value as written, since a
+    /// signature covers the text the client wrote, which a parsed number
+    /// would not give back.
+    params: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
-impl Request {
+/// The frame's fields, still JSON text.
+#[derive(serde::Deserialize)]
+struct Frame<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// A parameter's name, borrowed from the frame unless it has escapes.
+#[derive(serde::Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl<'a> Request<'a> {
     /// Reads a text frame; a refusal carries the id when one could be read.
-    pub(super) fn parse(text: &str) -> Result<Self, (String, BinanceError)> {
-        let Ok(mut request) = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(text) else {
+    pub(super) fn parse(text: &'a str) -> Result<Self, (String, BinanceError)> {
+        // An object only (a derived struct would also read an array).
+        let object = text.trim_start().starts_with('{');
+        let Some(frame) = serde_json::from_str::<Frame<'a>>(text)
+            .ok()
+            .filter(|_| object)
+        else {
             return Err(("null".into(), BinanceError::from(Refusal::NotJson)));
         };
         // Binance's ids are strings, integers or null; anything else is not
         // echoed (it could be any size).
-        let id = match request.remove("id") {
-            None => "null".to_owned(),
-            Some(id) if id_fits(&id) => id.get().to_owned(),
+        let id = match frame.id {
+            None => "null",
+            Some(id) if id_fits(id) => id.get(),
             Some(_) => return Err(("null".into(), BinanceError::mandatory("id"))),
         };
-        let method = match request
-            .remove("method")
-            .map(|m| serde_json::from_str(m.get()))
-        {
-            Some(Ok(Value::String(method))) if !method.is_empty() => method,
-            _ => return Err((id, BinanceError::mandatory("method"))),
+        let method = match frame.method.map(|m| m.get()) {
+            Some(raw) if raw.starts_with('"') && raw.len() > 2 => text_of(raw),
+            _ => return Err((id.to_owned(), BinanceError::mandatory("method"))),
         };
-        let params = match request.remove("params") {
-            None => BTreeMap::new(),
-            Some(raw) if raw.get() == "null" => BTreeMap::new(),
-            Some(raw) => match serde_json::from_str(raw.get()) {
-                Ok(params) if raw.get().starts_with('{') => params,
-                _ => return Err((id, BinanceError::from(Refusal::NotAllReadWs))),
-            },
+        let params = match frame.params.map(|p| p.get()) {
+            None | Some("null") => Vec::new(),
+            Some(raw) if raw.starts_with('{') => {
+                match serde_json::from_str::<BTreeMap<Name<'a>, &'a RawValue>>(raw) {
+                    Ok(params) => params
+                        .into_iter()
+                        .filter(|(_, value)| value.get() != "null")
+                        .map(|(name, value)| (name.0, text_of(value.get())))
+                        .collect(),
+                    Err(_) => return Err((id.to_owned(), BinanceError::from(Refusal::NotJson))),
+                }
+            }
+            Some(_) => return Err((id.to_owned(), BinanceError::from(Refusal::NotAllReadWs))),
         };
         Ok(Self { id, method, params })
     }
 
-    /// The parameters, as text, that were sent and are not null.
-    fn sent(&self) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
+    /// The parameters sent.
+    fn sent(&self) -> impl Iterator<Item = (&str, &str)> {
         self.params
             .iter()
-            .filter(|(_, raw)| raw.get() != "null")
-            .map(|(name, raw)| (name.as_str(), text(raw)))
+            .map(|(name, value)| (name.as_ref(), value.as_ref()))
     }
 
     /// One parameter as text.
-    pub(super) fn param(&self, name: &str) -> Option<Cow<'_, str>> {
+    pub(super) fn param(&self, name: &str) -> Option<&str> {
         self.sent()
             .find(|(sent, _)| *sent == name)
             .map(|(_, value)| value)
@@ -76,7 +100,7 @@ impl Request {
     pub(super) fn return_rate_limits(&self) -> Result<Option<bool>, BinanceError> {
         match self.param("returnRateLimits") {
             None => Ok(None),
-            Some(value) => flag(&value)
+            Some(value) => flag(value)
                 .map(Some)
                 .ok_or_else(|| BinanceError::from(Refusal::InvalidValue("returnRateLimits"))),
         }
@@ -85,10 +109,10 @@ impl Request {
     /// The parameters as a route reads them: percent-encoded, without what
     /// the socket reads itself (`apiKey`, `signature`, `returnRateLimits`).
     pub(super) fn query(&self) -> String {
-        let mut query = form_urlencoded::Serializer::new(String::new());
+        let mut query = form_urlencoded::Serializer::new(String::with_capacity(256));
         for (name, value) in self.sent() {
             if !SOCKET_ONLY.contains(&name) {
-                query.append_pair(name, &value);
+                query.append_pair(name, value);
             }
         }
         query.finish()
@@ -105,10 +129,10 @@ impl Request {
             _ => {
                 let (payload, encoded) = self.signed_payloads();
                 Proof::Params {
-                    api_key: api_key.map(Cow::into_owned),
+                    api_key: api_key.map(str::to_owned),
                     payload,
                     encoded_payload: encoded,
-                    signature: signature.map(Cow::into_owned),
+                    signature: signature.map(str::to_owned),
                 }
             }
         }
@@ -120,19 +144,25 @@ impl Request {
     /// differs.
     fn signed_payloads(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         let signed = || self.sent().filter(|(name, _)| *name != "signature");
-        let mut payload = String::new();
+        let mut payload = String::with_capacity(256);
         for (name, value) in signed() {
             if !payload.is_empty() {
                 payload.push('&');
             }
             let _ = write!(payload, "{name}={value}");
         }
-        let mut encoded = form_urlencoded::Serializer::new(String::new());
-        for (name, value) in signed() {
-            encoded.append_pair(name, &value);
-        }
-        let encoded = encoded.finish();
-        let encoded = (encoded != payload).then(|| encoded.into_bytes());
+        // Form encoding leaves these bytes as they are.
+        let plain = |text: &str| {
+            text.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"*-._".contains(&b))
+        };
+        let encoded = (!signed().all(|(name, value)| plain(name) && plain(value))).then(|| {
+            let mut encoded = form_urlencoded::Serializer::new(String::new());
+            for (name, value) in signed() {
+                encoded.append_pair(name, value);
+            }
+            encoded.finish().into_bytes()
+        });
         (payload.into_bytes(), encoded)
     }
 }
@@ -149,17 +179,13 @@ fn id_fits(id: &RawValue) -> bool {
     }
 }
 
-/// A parameter's value as text: a string's content, anything else as
-/// written (numbers, `true`, a `symbols` array).
-fn text(raw: &RawValue) -> Cow<'_, str> {
-    let raw = raw.get();
-    if raw.starts_with('"') {
-        match serde_json::from_str::<Cow<'_, str>>(raw) {
-            Ok(text) => text,
-            Err(_) => Cow::Borrowed(raw),
-        }
-    } else {
-        Cow::Borrowed(raw)
+/// A value's text: a string's content (borrowed unless it has escapes),
+/// anything else as written (numbers, `true`, a `symbols` array).
+fn text_of(raw: &str) -> Cow<'_, str> {
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
+        Some(_) => serde_json::from_str::<String>(raw).map_or(Cow::Borrowed(raw), Cow::Owned),
+        None => Cow::Borrowed(raw),
     }
 }
 
@@ -214,7 +240,7 @@ pub(super) fn error_body(error: &BinanceError) -> String {
 mod tests {
     use super::*;
 
-    fn request(text: &str) -> Request {
+    fn request(text: &str) -> Request<'_> {
         Request::parse(text).unwrap_or_else(|(_, e)| panic!("{text}: {e:?}"))
     }
 

@@ -181,49 +181,45 @@ async fn request(
     let show = match request.return_rate_limits() {
         Ok(show) => show.unwrap_or(session.return_rate_limits),
         Err(error) => {
-            return Handled::Now(link.refuse(&request.id, &error, session.return_rate_limits));
+            return Handled::Now(link.refuse(request.id, &error, session.return_rate_limits));
         }
     };
     if !link.operations.knows(&request.method) {
         let error = BinanceError::from(Refusal::Unsupported);
-        return Handled::Now(link.refuse(&request.id, &error, show));
+        return Handled::Now(link.refuse(request.id, &error, show));
     }
     let call = SocketCall {
         ip: link.ip,
         proof: request.proof(session.logged_on()),
     };
     let query = request.query();
-    if session::METHODS.contains(&request.method.as_str()) {
+    if session::METHODS.contains(&&*request.method) {
         if let Err(error) = session.precheck(&request.method) {
-            return Handled::Now(link.refuse(&request.id, &error, show));
+            return Handled::Now(link.refuse(request.id, &error, show));
         }
         let Some(response) = link.operations.call(&request.method, &query, call).await else {
-            return Handled::Now(link.refuse(&request.id, &BinanceError::unavailable(), show));
+            return Handled::Now(link.refuse(request.id, &BinanceError::unavailable(), show));
         };
         if response.status() != StatusCode::OK {
-            return Handled::Now(link.render(&request.id, response, show).await);
+            return Handled::Now(link.render(request.id, response, show).await);
         }
         let usage = response.extensions().get::<Usage>().copied();
         let key = response.extensions().get::<Arc<ApiKey>>().cloned();
         let subscription = request.param("subscriptionId");
-        let acted = session.act(
-            &request.method,
-            subscription.as_deref(),
-            key.as_ref(),
-            events,
-        );
+        let acted = session.act(&request.method, subscription, key.as_ref(), events);
         let (status, body) = match acted {
             Ok(result) => (200, result.to_string()),
             Err(error) => (error.status.as_u16(), error_body(&error)),
         };
         let shown = show.then(|| link.rate_limits(usage));
-        return Handled::Now(answer(&request.id, status, &body, shown.as_deref()));
+        return Handled::Now(answer(request.id, status, &body, shown.as_deref()));
     }
     let link = link.clone();
+    let (id, method) = (request.id.to_owned(), request.method.into_owned());
     Handled::Later(Box::pin(async move {
-        match link.operations.call(&request.method, &query, call).await {
-            Some(response) => link.render(&request.id, response, show).await,
-            None => link.refuse(&request.id, &BinanceError::unavailable(), show),
+        match link.operations.call(&method, &query, call).await {
+            Some(response) => link.render(&id, response, show).await,
+            None => link.refuse(&id, &BinanceError::unavailable(), show),
         }
     }))
 }
@@ -282,13 +278,16 @@ impl Link {
 
 /// The route's body as the answer's `result` or `error`; a limit's refusal
 /// says when to come back (`data.retryAfter`, as Binance's does).
-fn answer_body(status: http::StatusCode, body: &Bytes, retry_after_s: Option<u64>) -> String {
+fn answer_body(
+    status: http::StatusCode,
+    body: &Bytes,
+    retry_after_s: Option<u64>,
+) -> std::borrow::Cow<'_, str> {
     let json = matches!(body.first(), Some(b'{' | b'['));
     if status == StatusCode::OK {
-        return if json {
-            String::from_utf8_lossy(body).into_owned()
-        } else {
-            "{}".to_owned()
+        return match std::str::from_utf8(body) {
+            Ok(text) if json => text.into(),
+            _ => "{}".into(),
         };
     }
     let mut error: Value = match serde_json::from_slice(body) {
@@ -297,7 +296,7 @@ fn answer_body(status: http::StatusCode, body: &Bytes, retry_after_s: Option<u64
             let error = BinanceError::from(Refusal::Unknown(
                 "An unknown error occurred while processing the request.",
             ));
-            return error_body(&error);
+            return error_body(&error).into();
         }
     };
     if let Some(seconds) = retry_after_s {
@@ -307,5 +306,5 @@ fn answer_body(status: http::StatusCode, body: &Bytes, retry_after_s: Option<u64
             "retryAfter": now + seconds * 1000,
         });
     }
-    error.to_string()
+    error.to_string().into()
 }
