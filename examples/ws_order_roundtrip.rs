@@ -6,9 +6,11 @@
 //! one request): the generator spends its time on sockets, not signing,
 //! alike for both transports. Every order is an IOC buy far under an empty
 //! book, so each one is a full engine command (logged, durable) that
-//! expires. Prints "orders_per_second p50_us p99_us refused".
+//! expires. Prints "orders_per_second p50_us p99_us refused". With `ping`
+//! last, the request is the unsigned `ping` instead (`GET /api/v3/ping`):
+//! the transport's own cost, with no engine behind it.
 //!
-//! Usage: ws_order_roundtrip HOST:PORT KEY SECRET SECONDS CONNECTIONS rest|ws
+//! Usage: ws_order_roundtrip HOST:PORT KEY SECRET SECONDS CONNECTIONS rest|ws [ping]
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -148,8 +150,14 @@ async fn ws_client(address: String, request: String, until: Instant) -> Tally {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, address, key, secret, seconds, connections, transport] = &args[..] else {
-        eprintln!("usage: ws_order_roundtrip HOST:PORT KEY SECRET SECONDS CONNECTIONS rest|ws");
+    let (args, ping) = match &args[..] {
+        [rest @ .., last] if last == "ping" => (rest, true),
+        all => (all, false),
+    };
+    let [_, address, key, secret, seconds, connections, transport] = args else {
+        eprintln!(
+            "usage: ws_order_roundtrip HOST:PORT KEY SECRET SECONDS CONNECTIONS rest|ws [ping]"
+        );
         std::process::exit(2);
     };
     let seconds: u64 = seconds.parse().unwrap();
@@ -159,14 +167,22 @@ async fn main() {
     let clients: Vec<_> = (0..connections)
         .map(|_| {
             let address = address.clone();
-            match transport.as_str() {
-                "rest" => tokio::spawn(rest_client(
+            match (transport.as_str(), ping) {
+                ("rest", false) => tokio::spawn(rest_client(
                     address.clone(),
                     rest_request(&address, key, secret),
                     until,
                 )),
-                "ws" => tokio::spawn(ws_client(address, ws_request(key, secret), until)),
-                other => panic!("unknown transport {other}"),
+                ("rest", true) => {
+                    let request = format!("GET /api/v3/ping HTTP/1.1\r\nHost: {address}\r\n\r\n");
+                    tokio::spawn(rest_client(address, request.into_bytes(), until))
+                }
+                ("ws", false) => tokio::spawn(ws_client(address, ws_request(key, secret), until)),
+                ("ws", true) => {
+                    let request = r#"{"id":1,"method":"ping"}"#.to_owned();
+                    tokio::spawn(ws_client(address, request, until))
+                }
+                (other, _) => panic!("unknown transport {other}"),
             }
         })
         .collect();

@@ -220,9 +220,10 @@ where
         // The face's usage headers, and for a socket call the usage itself,
         // which the face renders in its own frame.
         let report = move |shared: &Shared<F>, usage: &Usage, response: &mut Response| {
-            shared.face.usage_headers(usage, response.headers_mut());
             if socket {
                 response.extensions_mut().insert(*usage);
+            } else {
+                shared.face.usage_headers(usage, response.headers_mut());
             }
         };
         let record = move |shared: &Shared<F>, response: Response| {

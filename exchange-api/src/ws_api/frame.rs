@@ -149,7 +149,9 @@ impl<'a> Request<'a> {
             if !payload.is_empty() {
                 payload.push('&');
             }
-            let _ = write!(payload, "{name}={value}");
+            payload.push_str(name);
+            payload.push('=');
+            payload.push_str(value);
         }
         // Form encoding leaves these bytes as they are.
         let plain = |text: &str| {
@@ -171,11 +173,12 @@ impl<'a> Request<'a> {
 const MAX_ID: usize = 128;
 
 fn id_fits(id: &RawValue) -> bool {
-    match serde_json::from_str::<Value>(id.get()) {
-        Ok(Value::Null) => true,
-        Ok(Value::String(text)) => text.len() <= MAX_ID,
-        Ok(Value::Number(number)) => number.is_i64() || number.is_u64(),
-        _ => false,
+    let raw = id.get();
+    match raw.as_bytes().first() {
+        // The raw text bounds the content (escapes only lengthen it).
+        Some(b'"') => raw.len() <= MAX_ID + 2 || text_of(raw).len() <= MAX_ID,
+        Some(b'-' | b'0'..=b'9') => raw.parse::<i64>().is_ok() || raw.parse::<u64>().is_ok(),
+        _ => raw == "null",
     }
 }
 
@@ -221,11 +224,22 @@ pub(super) fn rate_limits(limits: &LimitsConfig, usage: &Usage) -> String {
 /// An answer frame: `result` (status 200) or `error`, each already JSON
 /// text, and `rateLimits` when they are to be shown.
 pub(super) fn answer(id: &str, status: u16, body: &str, rate_limits: Option<&str>) -> String {
-    let field = if status == 200 { "result" } else { "error" };
-    let mut out = String::with_capacity(id.len() + body.len() + 256);
-    let _ = write!(out, r#"{{"id":{id},"status":{status},"{field}":{body}"#);
+    let field = if status == 200 {
+        r#","status":200,"result":"#
+    } else {
+        r#","error":"#
+    };
+    let mut out = String::with_capacity(id.len() + body.len() + 320);
+    out.push_str(r#"{"id":"#);
+    out.push_str(id);
+    if status != 200 {
+        let _ = write!(out, r#","status":{status}"#);
+    }
+    out.push_str(field);
+    out.push_str(body);
     if let Some(rate_limits) = rate_limits {
-        let _ = write!(out, r#","rateLimits":{rate_limits}"#);
+        out.push_str(r#","rateLimits":"#);
+        out.push_str(rate_limits);
     }
     out.push('}');
     out

@@ -112,6 +112,11 @@ async fn serve(
     let mut last_pong = tokio::time::Instant::now();
     let mut answering: FuturesUnordered<Answering> = FuturesUnordered::new();
     let mut events = Vec::new();
+    // Waited on across the loop: a new waiter each turn would lock the
+    // notifier's list twice a turn.
+    let me = session.me.clone();
+    let too_slow = me.too_slow.notified();
+    tokio::pin!(too_slow);
     loop {
         let mut sent = true;
         tokio::select! {
@@ -122,7 +127,7 @@ async fn serve(
                     sent = sent && socket.send(Message::Text(text.into())).await.is_ok();
                 }
             }
-            () = session.me.too_slow.notified() => break,
+            () = &mut too_slow => break,
             Some(text) = answering.next(), if !answering.is_empty() => {
                 sent = socket.send(Message::Text(text.into())).await.is_ok();
             }

@@ -51,11 +51,12 @@ impl Operations {
     /// `None` for a method there is not.
     pub(crate) async fn call(&self, name: &str, query: &str, call: SocketCall) -> Option<Response> {
         let operation = self.by_name.get(name)?;
-        let uri = if query.is_empty() {
-            operation.path.to_owned()
-        } else {
-            format!("{}?{query}", operation.path)
-        };
+        let mut uri = String::with_capacity(operation.path.len() + 1 + query.len());
+        uri.push_str(operation.path);
+        if !query.is_empty() {
+            uri.push('?');
+            uri.push_str(query);
+        }
         let mut request = match axum::http::Request::builder()
             .method(operation.method.clone())
             .uri(uri)
