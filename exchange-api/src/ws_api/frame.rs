@@ -7,7 +7,6 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::Value;
 use serde_json::value::RawValue;
 use weiport_access::{LimitsConfig, Proof, Usage};
 
@@ -253,6 +252,7 @@ pub(super) fn error_body(error: &BinanceError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn request(text: &str) -> Request<'_> {
         Request::parse(text).unwrap_or_else(|(_, e)| panic!("{text}: {e:?}"))
