@@ -41,6 +41,8 @@ apt_install redis-server
 # nats-server: JetStream, the exchange's replicated journal
 # ([cluster] nats_urls); tests start their own on loopback.
 apt_install nats-server
+# systemd-analyze: the service unit in deploy/systemd is verified by it.
+command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
 
 # The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
 tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"

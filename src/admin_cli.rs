@@ -1,7 +1,7 @@
 //! `weiport keys …` and `weiport accounts …`: through the running server's
 //! admin API when one answers, else directly on the data directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -255,4 +255,48 @@ async fn online(config: &Config, call: &Call) -> anyhow::Result<Option<Value>> {
         );
     }
     Ok(Some(body))
+}
+
+/// `weiport backup DIR`: through the running server's admin API, or, when
+/// none answers, straight from the data dir.
+pub fn backup(config: &Config, dir: &Path, secrets: bool) -> anyhow::Result<()> {
+    let dir = std::path::absolute(dir).context("the backup directory")?;
+    let call = Call {
+        method: reqwest::Method::POST,
+        path: "/admin/backup".into(),
+        body: Some(json!({ "dir": dir, "secrets": secrets })),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let manifest: Value = match runtime.block_on(online(config, &call))? {
+        Some(manifest) => manifest,
+        None => {
+            let store =
+                weiport_storage::Store::open(&config.data_dir, &config.storage.options())
+                    .with_context(|| format!("opening data_dir {}", config.data_dir.display()))?;
+            let files = if secrets {
+                crate::backup::secret_files(&config.data_dir)
+            } else {
+                Vec::new()
+            };
+            serde_json::to_value(store.backup(&dir, &files)?)?
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&manifest)?);
+    Ok(())
+}
+
+/// `weiport restore DIR`: the backup in DIR into the configured data dir,
+/// which must hold no database.
+pub fn restore(config: &Config, dir: &Path) -> anyhow::Result<()> {
+    let manifest = weiport_storage::backup::restore(dir, &config.data_dir).with_context(|| {
+        format!(
+            "restoring {} into {}",
+            dir.display(),
+            config.data_dir.display()
+        )
+    })?;
+    println!("{}", serde_json::to_string_pretty(&manifest)?);
+    Ok(())
 }

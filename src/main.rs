@@ -2,6 +2,7 @@
 
 mod adapters;
 mod admin_cli;
+mod backup;
 mod config;
 mod replication;
 mod sandbox;
@@ -57,6 +58,21 @@ enum Command {
         #[command(subcommand)]
         command: admin_cli::AccountsCommand,
     },
+    /// Copy the whole database, consistent, into DIR (missing or empty),
+    /// through the running server or from the data dir; prints what it holds.
+    Backup {
+        /// Where the backup goes.
+        dir: PathBuf,
+        /// Copy the master key and the admin token too.
+        #[arg(long)]
+        secrets: bool,
+    },
+    /// Restore the backup in DIR into the configured data dir (which must
+    /// hold no database).
+    Restore {
+        /// The backup.
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -75,6 +91,8 @@ fn main() -> ExitCode {
         },
         Command::Keys { command } => admin_cli::keys(&config, command),
         Command::Accounts { command } => admin_cli::accounts(&config, command),
+        Command::Backup { dir, secrets } => admin_cli::backup(&config, &dir, secrets),
+        Command::Restore { dir } => admin_cli::restore(&config, &dir),
         Command::Serve => run_async(&config, serve::run(config.clone())),
         Command::Sandbox(args) => run_async(&config, sandbox::run(config.clone(), args)),
         Command::Index { until } => run_async(&config, serve::index(config.clone(), until)),

@@ -291,6 +291,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
     }
     let app = router(ops, query.merge(exchange_app));
+    let exchange_admin = exchange_admin.merge(crate::backup::router(store.clone()));
     let admin_app = weiport_access::admin::router(access.clone(), &admin_token, exchange_admin);
 
     let limits = weiport_listener::ConnectionLimits {

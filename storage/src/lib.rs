@@ -3,6 +3,7 @@
 //! in [`codec`]; nothing outside this crate sees raw keys.
 
 pub mod access;
+pub mod backup;
 pub mod codec;
 pub mod exchange;
 mod history;
@@ -14,6 +15,7 @@ mod transfers;
 mod wallet;
 
 pub use access::{AccountRecord, ApiKeyRecord};
+pub use backup::BackupManifest;
 pub use codec::{BlockRecord, Cursor, LatestBalance};
 pub use exchange::{CommandRecord, JournalEntry, OrderRecord};
 pub use history::{
@@ -150,6 +152,14 @@ pub enum StorageError {
         found: u32,
         /// Version this build knows.
         supported: u32,
+    },
+    /// A backup could not be written, read or restored.
+    #[error("backup {path}: {what}")]
+    Backup {
+        /// The file or directory concerned.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        what: String,
     },
     /// A stored value does not have the length its layout requires.
     #[error("corrupt {what} in the database ({len} bytes)")]
