@@ -43,6 +43,8 @@ apt_install redis-server
 apt_install nats-server
 # systemd-analyze: the service unit in deploy/systemd is verified by it.
 command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
+# promtool: the alerting rules in deploy/prometheus are tested by it.
+command -v promtool >/dev/null 2>&1 || apt_install prometheus
 
 # The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
 tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"

@@ -170,6 +170,7 @@ pub struct Server {
 pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let metrics = telemetry::install_metrics()?;
     let store = open_store(config)?;
+    telemetry::watch_disk(config.data_dir.clone(), Duration::from_secs(10));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut indexer_job = None;
     let mut indexer_status = None;

@@ -39,5 +39,100 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
         metrics::Unit::Seconds,
         "Time to answer an HTTP request, by route"
     );
+    metrics::describe_counter!(PANICS, "Panics in any thread (each is a bug)");
+    metrics::describe_counter!(
+        weiport_exchange_api::streams::SLOW_CLOSED_METRIC,
+        "Stream connections closed because their buffer filled (the client stopped reading)"
+    );
+    metrics::describe_gauge!(
+        weiport_wallet::WITHDRAWALS_PROCESSING_METRIC,
+        "Withdrawals asked for and not yet final on chain"
+    );
+    metrics::describe_gauge!(
+        weiport_wallet::OLDEST_WITHDRAWAL_SECONDS_METRIC,
+        metrics::Unit::Seconds,
+        "Age of the oldest withdrawal not yet final (0: none)"
+    );
+    metrics::describe_gauge!(
+        DATA_DIR_AVAILABLE,
+        metrics::Unit::Bytes,
+        "Space left to the server on the data dir's file system"
+    );
+    metrics::describe_gauge!(
+        DATA_DIR_TOTAL,
+        metrics::Unit::Bytes,
+        "Size of the data dir's file system"
+    );
+    // Shown at zero from the start: an alert on their increase needs a
+    // series before the first event.
+    metrics::counter!(PANICS).absolute(0);
+    metrics::counter!(weiport_exchange_api::streams::SLOW_CLOSED_METRIC).absolute(0);
+    count_panics();
     Ok(handle)
+}
+
+/// Panics in any thread (counter).
+const PANICS: &str = "weiport_panics_total";
+/// Space left on the data dir's file system (gauge, bytes).
+const DATA_DIR_AVAILABLE: &str = "weiport_data_dir_available_bytes";
+/// Size of the data dir's file system (gauge, bytes).
+const DATA_DIR_TOTAL: &str = "weiport_data_dir_total_bytes";
+
+/// Counts every panic, then lets the previous hook report it.
+fn count_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        metrics::counter!(PANICS).increment(1);
+        previous(info);
+    }));
+}
+
+/// Measures the data dir's file system every `every` until the runtime
+/// stops: a full disk stops the exchange's writes, so the operator is told
+/// before.
+pub fn watch_disk(data_dir: std::path::PathBuf, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            if let Some((available, total)) = disk_space(&data_dir) {
+                metrics::gauge!(DATA_DIR_AVAILABLE).set(available as f64);
+                metrics::gauge!(DATA_DIR_TOTAL).set(total as f64);
+            }
+        }
+    });
+}
+
+/// Bytes available to an unprivileged user and in all, on the file system of `path`.
+#[allow(
+    clippy::useless_conversion,
+    reason = "statvfs's field types are the platform's; u64 here, narrower elsewhere"
+)]
+fn disk_space(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is a NUL-terminated string that outlives the call and
+    // `stats` is writable memory of the size statvfs fills.
+    let status = unsafe { libc::statvfs(path.as_ptr(), stats.as_mut_ptr()) };
+    if status != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `stats`.
+    let stats = unsafe { stats.assume_init() };
+    let block = u64::from(stats.f_frsize);
+    Some((
+        u64::from(stats.f_bavail) * block,
+        u64::from(stats.f_blocks) * block,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_disk_of_a_directory_is_measured() {
+        let (available, total) = super::disk_space(std::path::Path::new(".")).unwrap();
+        assert!(total > 0 && available <= total);
+        assert!(super::disk_space(std::path::Path::new("/no/such/dir")).is_none());
+    }
 }

@@ -29,3 +29,83 @@ fn the_service_unit_verifies_clean() {
         .collect();
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+/// The metric names an expression of `deploy/prometheus/weiport.rules.yml` reads.
+fn rule_metrics() -> std::collections::BTreeSet<String> {
+    let rules =
+        std::fs::read_to_string(common::repo_path("deploy/prometheus/weiport.rules.yml")).unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    for line in rules.lines() {
+        let line = line.trim_start();
+        let Some(expr) = line
+            .strip_prefix("expr:")
+            .or_else(|| (!line.contains(':') || line.starts_with('/')).then_some(line))
+        else {
+            continue;
+        };
+        for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')) {
+            if (word.starts_with("weiport_") || word.starts_with("http_")) && !word.contains(':') {
+                names.insert(word.to_owned());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_prometheus_rules_pass_their_promtool_tests() {
+    let dir = common::repo_path("deploy/prometheus");
+    for args in [
+        ["check", "rules", "weiport.rules.yml"],
+        ["test", "rules", "weiport.rules.test.yml"],
+    ] {
+        let output = Command::new("promtool")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("promtool (scripts/setup.sh installs prometheus)");
+        assert!(
+            output.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// Every metric the rules read is one a live server exports: a renamed
+/// metric would leave its alert silent forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_metric_the_rules_read_is_on_a_live_servers_metrics() {
+    let anvil = common::Anvil::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = common::Weiport::serve(dir.path(), &common::history_env(&anvil.url, &[]));
+    let (maker, _) = weiport.two_traders().await;
+    common::order(
+        &weiport,
+        &maker,
+        "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.01&price=3000",
+    )
+    .await;
+    let wanted = rule_metrics();
+    assert!(wanted.len() >= 10, "{wanted:?}");
+    let mut missing = wanted.clone();
+    for _ in 0..100 {
+        let text = reqwest::get(format!("{}/metrics", weiport.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        missing.retain(|name| {
+            !text.lines().any(|line| {
+                line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))
+            })
+        });
+        if missing.is_empty() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("not on /metrics: {missing:?}");
+}

@@ -13,3 +13,16 @@ mod transfers;
 pub use node::{NodeClient, NodeError, NodeOptions, StateAt};
 pub use pipeline::{Indexer, IndexerConfig, IndexerError, Progress};
 pub use plan::{BalanceSource, NodePlan, ReceiptSource, StateReads};
+
+/// Registers the indexer's counters at zero: an alert on their increase
+/// needs a series before the first event.
+fn show_counters() {
+    for counter in [
+        "weiport_indexer_blocks_total",
+        "weiport_indexer_node_errors_total",
+        "weiport_indexer_reorgs_total",
+        "weiport_indexer_storage_errors_total",
+    ] {
+        metrics::counter!(counter).increment(0);
+    }
+}

@@ -281,6 +281,7 @@ impl Indexer {
     /// Runs until `shutdown` turns true, `until` is reached, or an error that
     /// waiting cannot fix. Node outages pause it; they never corrupt the index.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), IndexerError> {
+        crate::show_counters();
         let mut failures = 0u32;
         let mut plan = None;
         loop {

@@ -40,6 +40,10 @@ mod keys;
 mod sweeps;
 mod withdrawals;
 
+pub use withdrawals::{
+    OLDEST_SECONDS as OLDEST_WITHDRAWAL_SECONDS_METRIC, PROCESSING as WITHDRAWALS_PROCESSING_METRIC,
+};
+
 pub use keys::{DEV_CHAIN_ID, DEV_HOT_WALLET_KEY, hot_wallet};
 
 /// Wei in one 10^-8 unit of the exchange's ETH.

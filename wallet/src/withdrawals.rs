@@ -29,6 +29,11 @@ fn bumped(old: u128, now: u128) -> u128 {
     now.max(old.saturating_add(old / 8).saturating_add(1))
 }
 
+/// Withdrawals asked for and not yet final (gauge), for the operator's alerts.
+pub const PROCESSING: &str = "weiport_wallet_withdrawals_processing";
+/// Age of the oldest of them, in seconds (0: none).
+pub const OLDEST_SECONDS: &str = "weiport_wallet_oldest_withdrawal_seconds";
+
 impl Sender {
     pub(crate) fn new(chain_id: u64) -> Self {
         Self {
@@ -43,7 +48,15 @@ impl Sender {
         wallet: &Wallet,
         ledger: &dyn Ledger,
     ) -> Result<(), WalletError> {
-        for (id, withdrawal) in ledger.pending_withdrawals() {
+        let pending = ledger.pending_withdrawals();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let oldest_ms = pending.iter().map(|(_, w)| w.requested_ms).min();
+        metrics::gauge!(PROCESSING).set(pending.len() as f64);
+        metrics::gauge!(OLDEST_SECONDS)
+            .set(oldest_ms.map_or(0.0, |t| now_ms.saturating_sub(t) as f64 / 1000.0));
+        for (id, withdrawal) in pending {
             match wallet.store.withdrawal_tx(id)? {
                 None => self.first_send(wallet, ledger, id, &withdrawal).await?,
                 Some(row) if row.refused.is_some() => settle(ledger, id, false).await?,

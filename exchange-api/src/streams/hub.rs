@@ -54,6 +54,9 @@ pub(crate) const ALL_MARKET_ARRAYS: [&str; 5] = [
 /// Diff and partial depth push at 100 ms (`@100ms`) or 1000 ms.
 const FAST_TICK: Duration = Duration::from_millis(100);
 
+/// Stream connections closed because they stopped reading (counter).
+pub const SLOW_CLOSED: &str = "weiport_stream_connections_closed_slow_total";
+
 /// One event rendered for one stream, in both connection formats.
 pub(crate) struct Frame {
     pub(crate) stream: Arc<str>,
@@ -331,6 +334,7 @@ impl StreamHub {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     connection.too_slow.notify_one();
+                    metrics::counter!(SLOW_CLOSED).increment(1);
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
