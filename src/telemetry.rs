@@ -40,10 +40,6 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
         "Time to answer an HTTP request, by route"
     );
     metrics::describe_counter!(PANICS, "Panics in any thread (each is a bug)");
-    metrics::describe_counter!(
-        weiport_exchange_api::streams::SLOW_CLOSED_METRIC,
-        "Stream connections closed because their buffer filled (the client stopped reading)"
-    );
     metrics::describe_gauge!(
         weiport_wallet::WITHDRAWALS_PROCESSING_METRIC,
         "Withdrawals asked for and not yet final on chain"
@@ -66,7 +62,6 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     // Shown at zero from the start: an alert on their increase needs a
     // series before the first event.
     metrics::counter!(PANICS).absolute(0);
-    metrics::counter!(weiport_exchange_api::streams::SLOW_CLOSED_METRIC).absolute(0);
     count_panics();
     Ok(handle)
 }

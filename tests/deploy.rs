@@ -1,5 +1,7 @@
 //! The deployment files in `deploy/`, checked by the tools that read them:
-//! the systemd unit by `systemd-analyze verify`.
+//! the systemd unit by `systemd-analyze verify`, the alerting rules by
+//! `promtool`, and every metric the rules and the Grafana dashboard read
+//! against a live server's `/metrics`.
 
 mod common;
 
@@ -30,23 +32,41 @@ fn the_service_unit_verifies_clean() {
     assert!(findings.is_empty(), "{findings:#?}");
 }
 
-/// The metric names an expression of `deploy/prometheus/weiport.rules.yml` reads.
+/// The metric names `expr` reads (not the rules' own recorded series).
+fn metrics_in(expr: &str, names: &mut std::collections::BTreeSet<String>) {
+    for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')) {
+        if (word.starts_with("weiport_") || word.starts_with("http_")) && !word.contains(':') {
+            names.insert(word.to_owned());
+        }
+    }
+}
+
+/// The metric names the expressions of `deploy/prometheus/weiport.rules.yml` read.
 fn rule_metrics() -> std::collections::BTreeSet<String> {
     let rules =
         std::fs::read_to_string(common::repo_path("deploy/prometheus/weiport.rules.yml")).unwrap();
     let mut names = std::collections::BTreeSet::new();
     for line in rules.lines() {
         let line = line.trim_start();
-        let Some(expr) = line
+        // An expression's first line, or the lines it continues on.
+        let expr = line
             .strip_prefix("expr:")
-            .or_else(|| (!line.contains(':') || line.starts_with('/')).then_some(line))
-        else {
-            continue;
-        };
-        for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')) {
-            if (word.starts_with("weiport_") || word.starts_with("http_")) && !word.contains(':') {
-                names.insert(word.to_owned());
-            }
+            .or_else(|| (!line.contains(':') || line.starts_with('/')).then_some(line));
+        if let Some(expr) = expr {
+            metrics_in(expr, &mut names);
+        }
+    }
+    names
+}
+
+/// The metric names the panels of `deploy/grafana/weiport.json` query.
+fn dashboard_metrics() -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(common::repo_path("deploy/grafana/weiport.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            metrics_in(target["expr"].as_str().unwrap(), &mut names);
         }
     }
     names
@@ -73,10 +93,10 @@ fn the_prometheus_rules_pass_their_promtool_tests() {
     }
 }
 
-/// Every metric the rules read is one a live server exports: a renamed
-/// metric would leave its alert silent forever.
+/// Every metric the rules and the dashboard read is one a live server
+/// exports: a renamed metric would leave an alert silent, a panel empty.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_metric_the_rules_read_is_on_a_live_servers_metrics() {
+async fn every_metric_the_rules_and_the_dashboard_read_is_on_a_live_servers_metrics() {
     let anvil = common::Anvil::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let weiport = common::Weiport::serve(dir.path(), &common::history_env(&anvil.url, &[]));
@@ -87,8 +107,12 @@ async fn every_metric_the_rules_read_is_on_a_live_servers_metrics() {
         "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.01&price=3000",
     )
     .await;
-    let wanted = rule_metrics();
-    assert!(wanted.len() >= 10, "{wanted:?}");
+    let (rules, dashboard) = (rule_metrics(), dashboard_metrics());
+    assert!(
+        rules.len() >= 10 && dashboard.len() >= 14,
+        "{rules:?} {dashboard:?}"
+    );
+    let wanted: std::collections::BTreeSet<String> = rules.union(&dashboard).cloned().collect();
     let mut missing = wanted.clone();
     for _ in 0..100 {
         let text = reqwest::get(format!("{}/metrics", weiport.url))

@@ -17,6 +17,7 @@ use weiport_exchange::sequencer::{Outcome, Sink};
 use weiport_exchange::view::View;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
+use super::tally;
 use super::user::{UserState, user_events};
 
 /// A kline stream's `<interval>[@<zone>]`: the interval's length and the
@@ -54,9 +55,6 @@ pub(crate) const ALL_MARKET_ARRAYS: [&str; 5] = [
 /// Diff and partial depth push at 100 ms (`@100ms`) or 1000 ms.
 const FAST_TICK: Duration = Duration::from_millis(100);
 
-/// Stream connections closed because they stopped reading (counter).
-pub const SLOW_CLOSED: &str = "weiport_stream_connections_closed_slow_total";
-
 /// One event rendered for one stream, in both connection formats.
 pub(crate) struct Frame {
     pub(crate) stream: Arc<str>,
@@ -84,6 +82,8 @@ pub(crate) struct Connection {
     pub(crate) microseconds: bool,
     /// Set when its buffer overflowed: the connection closes itself.
     pub(crate) too_slow: Notify,
+    /// Counted among the open connections while it lives.
+    _open: tally::Open,
 }
 
 impl Connection {
@@ -99,6 +99,7 @@ impl Connection {
             combined: AtomicBool::new(combined),
             microseconds,
             too_slow: Notify::new(),
+            _open: tally::Open::new(),
         });
         (connection, outgoing)
     }
@@ -269,6 +270,7 @@ impl StreamHub {
     /// of order lists placed before it started.
     pub fn new(catalog: Arc<Catalog>, history: Option<History>) -> (Arc<Self>, StreamSink) {
         let (batches, receiver) = mpsc::unbounded_channel();
+        tally::register();
         let hub = Arc::new(Self {
             catalog,
             history,
@@ -334,7 +336,7 @@ impl StreamHub {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     connection.too_slow.notify_one();
-                    metrics::counter!(SLOW_CLOSED).increment(1);
+                    metrics::counter!(tally::SLOW_CLOSED).increment(1);
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -370,6 +372,7 @@ impl StreamHub {
                 batch = batches.recv() => match batch {
                     Some((committed_us, batch)) => {
                         for outcome in batch {
+                            tally::count(&outcome);
                             self.outcome(&outcome, &mut books, committed_us);
                             self.user_events(&outcome, &mut users, committed_us);
                         }

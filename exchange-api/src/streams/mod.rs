@@ -16,6 +16,7 @@
 
 mod connection;
 mod hub;
+mod tally;
 mod upgrade;
 mod user;
 
@@ -23,5 +24,5 @@ pub(crate) use connection::connection as serve_market_streams;
 pub(crate) use connection::{BUFFER, PING_EVERY, PONG_WITHIN};
 pub(crate) use hub::{ALL_MARKET_ARRAYS, kline_stream, now_us};
 pub(crate) use hub::{Connection, Frame, in_microseconds as event_in_microseconds, user_stream};
-pub use hub::{SLOW_CLOSED as SLOW_CLOSED_METRIC, StreamHub, StreamSink};
+pub use hub::{StreamHub, StreamSink};
 pub(crate) use upgrade::{Upgrade, in_microseconds, query_values, upgrade_or_refuse};
