@@ -367,8 +367,8 @@ async fn every_method_answers_over_one_socket_what_rest_answers() {
         ),
         (
             "klines",
-            "/api/v3/klines?symbol=ETHUSDT&interval=1m",
-            json!({ "symbol": "ETHUSDT", "interval": "1m" }),
+            "/api/v3/klines?symbol=ETHUSDT&interval=1d",
+            json!({ "symbol": "ETHUSDT", "interval": "1d" }),
         ),
         (
             "uiKlines",
@@ -651,9 +651,11 @@ async fn the_socket_spends_the_same_budget_as_rest() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let second = api.call("ping", json!({})).await;
-    assert_eq!(
-        second["rateLimits"][0]["count"].as_u64().unwrap(),
-        counted + 21
+    let now_counted = second["rateLimits"][0]["count"].as_u64().unwrap();
+    // Unless the minute turned between the calls (the window starts over).
+    assert!(
+        now_counted == counted + 21 || now_counted <= 21,
+        "{counted} then {now_counted}"
     );
     let refused = loop {
         let answer = api.call("exchangeInfo", json!({})).await;
@@ -664,14 +666,17 @@ async fn the_socket_spends_the_same_budget_as_rest() {
     assert_eq!(refused["status"], 429, "{refused}");
     assert_eq!(refused["error"]["code"], -1003);
     assert!(refused["error"]["data"]["retryAfter"].as_u64().unwrap() > now_ms());
+    let minute = now_ms() / 60_000;
     let over_rest = reqwest::get(format!("{}/api/v3/exchangeInfo", weiport.url))
         .await
         .unwrap();
-    assert_eq!(
-        over_rest.status(),
-        429,
-        "the socket's spending counts for REST"
-    );
+    if now_ms() / 60_000 == minute {
+        assert_eq!(
+            over_rest.status(),
+            429,
+            "the socket's spending counts for REST"
+        );
+    }
 }
 
 /// An Ed25519 trading key on `account`: its id and its private key (PEM),

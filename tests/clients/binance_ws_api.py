@@ -25,6 +25,14 @@ base, key_a, secret_a, key_b, secret_b, ed_key, ed_pem = sys.argv[1:8]
 ws_api = base.replace("http://", "ws://", 1) + "/ws-api/v3"
 
 
+def same_candles(label, ws, rest):
+    """The candles both answers hold are equal, and they hold some: a minute
+    that turns between the two calls may add an empty candle to one."""
+    both = {c[0] for c in ws} & {c[0] for c in rest}
+    check(label, [c for c in ws if c[0] in both], [c for c in rest if c[0] in both])
+    check(label + " not empty", len(both) > 0, True)
+
+
 def same_orders(label, ws, rest):
     fields = ("id", "status", "amount", "price", "filled", "side", "type")
     check(label, [tuple(o[f] for f in fields) for o in ws], [tuple(o[f] for f in fields) for o in rest])
@@ -54,7 +62,7 @@ async def run_ccxt_pro():
         check("ccxt.pro fetch_trades_ws", [(t["id"], t["price"], t["amount"]) for t in public_ws],
               [(t["id"], t["price"], t["amount"]) for t in public])
         candles_ws = await b.fetch_ohlcv_ws("ETH/USDT", "1m")
-        check("ccxt.pro fetch_ohlcv_ws", candles_ws, await b.fetch_ohlcv("ETH/USDT", "1m"))
+        same_candles("ccxt.pro fetch_ohlcv_ws", candles_ws, await b.fetch_ohlcv("ETH/USDT", "1m"))
         # ccxt.pro reads a spot account.status answer as a futures one
         # (result.assets), so its parsed balance is empty for every
         # exchange; the answer itself is in `info`.
@@ -129,10 +137,10 @@ async def run_python_binance():
               await a.get_historical_trades(symbol="ETHUSDT", fromId=0))
         check("python-binance ws_get_aggregate_trades", await a.ws_get_aggregate_trades(symbol="ETHUSDT"),
               await a.get_aggregate_trades(symbol="ETHUSDT"))
-        check("python-binance ws_get_klines", await a.ws_get_klines(symbol="ETHUSDT", interval="1m"),
-              await a.get_klines(symbol="ETHUSDT", interval="1m"))
-        check("python-binance ws_get_uiKlines", await a.ws_get_uiKlines(symbol="ETHUSDT", interval="1m"),
-              await a.get_ui_klines(symbol="ETHUSDT", interval="1m"))
+        same_candles("python-binance ws_get_klines", await a.ws_get_klines(symbol="ETHUSDT", interval="1m"),
+                     await a.get_klines(symbol="ETHUSDT", interval="1m"))
+        same_candles("python-binance ws_get_uiKlines", await a.ws_get_uiKlines(symbol="ETHUSDT", interval="1m"),
+                     await a.get_ui_klines(symbol="ETHUSDT", interval="1m"))
         check("python-binance ws_get_avg_price", (await a.ws_get_avg_price(symbol="ETHUSDT"))["price"],
               (await a.get_avg_price(symbol="ETHUSDT"))["price"])
         check("python-binance ws_get_symbol_ticker", await a.ws_get_symbol_ticker(symbol="ETHUSDT"),
