@@ -45,6 +45,8 @@ apt_install nats-server
 command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
 # promtool: the alerting rules in deploy/prometheus are tested by it.
 command -v promtool >/dev/null 2>&1 || apt_install prometheus
+# chromium: the status page is rendered and photographed headless by a test.
+command -v chromium >/dev/null 2>&1 || apt_install chromium
 
 # The pinned nodes (anvil, Hardhat, Ganache), reinstalled when the lock changes.
 tools_stamp="$REPO_ROOT/tools/node_modules/.weiport-lock"

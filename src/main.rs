@@ -7,6 +7,7 @@ mod config;
 mod replication;
 mod sandbox;
 mod serve;
+mod status;
 mod telemetry;
 
 use std::path::PathBuf;

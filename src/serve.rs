@@ -205,6 +205,8 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let local = listener.local_addr()?;
     let admin_local = admin_listener.local_addr()?;
 
+    let progress = indexer_status.as_ref().map(|s| s.progress.clone());
+    let status_metrics = metrics.clone();
     let ops = Ops {
         store: store.clone(),
         metrics,
@@ -292,7 +294,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
     }
     let app = router(ops, query.merge(exchange_app));
-    let exchange_admin = exchange_admin.merge(crate::backup::router(store.clone()));
+    let status = crate::status::Status::start(exchange.clone(), progress, status_metrics);
+    let exchange_admin = exchange_admin
+        .merge(crate::backup::router(store.clone()))
+        .merge(status.router());
     let admin_app = weiport_access::admin::router(access.clone(), &admin_token, exchange_admin);
 
     let limits = weiport_listener::ConnectionLimits {
