@@ -98,7 +98,7 @@ fn weiport_routers(dir: &std::path::Path) -> Routers {
     let market = weiport_exchange::market::tests_support::eth_usdt();
     let catalog = Arc::new(Catalog::new(vec![market]));
     let query = weiport_query_api::router(
-        store.clone(),
+        vec![weiport_query_api::ChainIndex::of(store.clone(), None)],
         access.clone(),
         weiport_query_api::QueryConfig::default(),
     );
@@ -112,7 +112,7 @@ fn weiport_routers(dir: &std::path::Path) -> Routers {
                 snapshot_every: 0,
             },
             access,
-            None,
+            Vec::new(),
             weiport_exchange::sequencer::Role::Alone,
         )
         .expect("exchange"),

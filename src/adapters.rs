@@ -41,16 +41,26 @@ impl weiport_wallet::Ledger for EngineLedger {
         Box::pin(async move { sequencer.submit(command).await })
     }
 
-    fn last_deposit_id(&self) -> u64 {
-        self.0.view().chain.last_deposit_id
+    fn last_deposit_id(&self, network: u64) -> u64 {
+        let view = self.0.view();
+        view.chain
+            .last_deposit_ids
+            .get(&network)
+            .copied()
+            .unwrap_or(0)
     }
 
-    fn pending_withdrawals(&self) -> Vec<(u64, WithdrawalView)> {
+    fn pending_withdrawals(&self, network: u64) -> Vec<(u64, WithdrawalView)> {
         let view = self.0.view();
         view.chain
             .pending()
+            .filter(|(_, withdrawal)| withdrawal.network == network)
             .map(|(id, withdrawal)| (id, withdrawal.clone()))
             .collect()
+    }
+
+    fn withdrawal_network(&self, id: u64) -> Option<u64> {
+        self.0.view().chain.withdrawals.get(&id).map(|w| w.network)
     }
 }
 
@@ -69,6 +79,8 @@ impl WalletFace {
             asset: config.asset,
             coin: config.coin.clone(),
             network: config.network.clone(),
+            ledger_network: config.ledger_network,
+            chain_name: config.chain_name.clone(),
             confirmations: config.confirmations,
             deposit_enable: config.deposit_enable,
             withdraw_fee: config.withdraw_fee,

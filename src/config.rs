@@ -1,7 +1,10 @@
 //! Configuration: the embedded defaults, an optional file, then `WEIPORT_*`
 //! environment variables, merged key by key and checked into typed values.
 
+mod chains;
 mod validate;
+
+pub use chains::{Chain, ChainSection};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,6 +16,16 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
 const ENV_PREFIX: &str = "WEIPORT_";
+
+/// Tables keyed by names the user chooses; a file replaces each whole.
+const USER_TABLES: &[&str] = &[
+    "access.query_tiers",
+    "coingecko.ids",
+    "coingecko.vs_currencies",
+    "coingecko.supply",
+    "sandbox.balances",
+    "sandbox.reference_prices",
+];
 
 /// Environment variables with the prefix that are not configuration keys.
 const ENV_NOT_CONFIG: &[&str] = &[
@@ -92,6 +105,9 @@ pub struct Config {
     pub log: LogConfig,
     /// Other processes sharing keys, limits and bans.
     pub cluster: ClusterSection,
+    /// Several chains, each with its node; empty: the one `[node]` names.
+    #[serde(default)]
+    pub chains: Vec<ChainSection>,
 }
 
 /// `[cluster]`.
@@ -387,6 +403,8 @@ impl IndexerSection {
             transactions: self.transactions,
             internal_transactions: self.internal_transactions,
             tokens: self.tokens,
+            chain_id: None,
+            label: "default".to_owned(),
         }
     }
 }
@@ -413,6 +431,7 @@ impl StorageConfig {
             background_jobs: self.background_jobs,
             write_buffer_bytes: self.write_buffer_mb << 20,
             memtable_budget_bytes: self.memtable_budget_mb << 20,
+            further_chains: Vec::new(),
         }
     }
 }
@@ -438,22 +457,25 @@ pub enum LogFormat {
 }
 
 impl WalletSection {
-    /// The wallet's settings over the exchange's `catalog`.
+    /// The wallet's settings on `chain` over the exchange's `catalog`.
     pub fn config(
         &self,
         catalog: &weiport_exchange::Catalog,
-        confirmations: u64,
+        chain: &Chain,
     ) -> Option<weiport_wallet::WalletConfig> {
         Some(weiport_wallet::WalletConfig {
-            confirmations,
-            asset: catalog.asset_id(&self.coin)?,
-            coin: self.coin.clone(),
-            network: self.network.clone(),
+            ledger_network: chain.ledger_network,
+            chain_id: chain.id,
+            chain_name: chain.name.clone(),
+            confirmations: chain.confirmations,
+            asset: catalog.asset_id(&chain.coin)?,
+            coin: chain.coin.clone(),
+            network: chain.network.clone(),
             deposit_enable: self.deposit_enable,
             withdraw_enable: self.withdraw_enable,
-            withdraw_fee: self.withdraw_fee,
-            withdraw_min: self.withdraw_min,
-            withdraw_max: self.withdraw_max,
+            withdraw_fee: chain.withdraw_fee,
+            withdraw_min: chain.withdraw_min,
+            withdraw_max: chain.withdraw_max,
             sweep_threshold: alloy_primitives::U256::from(self.sweep_threshold.units())
                 * alloy_primitives::U256::from(weiport_wallet::WEI_PER_UNIT),
             contract_gas_limit: self.contract_gas_limit,
@@ -531,6 +553,15 @@ impl Config {
         if !shown.wallet.hot_wallet_key.is_empty() {
             shown.wallet.hot_wallet_key = "(set, not shown)".into();
         }
+        for chain in &mut shown.chains {
+            if chain
+                .hot_wallet_key
+                .as_ref()
+                .is_some_and(|key| !key.is_empty())
+            {
+                chain.hot_wallet_key = Some("(set, not shown)".into());
+            }
+        }
         shown
     }
 }
@@ -548,8 +579,9 @@ fn merge(
             format!("{prefix}.{key}")
         };
         match (base.get_mut(&key), value) {
-            // Tier names are the user's own: the table is replaced, not checked key by key.
-            (Some(slot), value) if path == "access.query_tiers" => *slot = value,
+            // Tables whose keys are the user's own names (tiers, coin ids,
+            // assets, markets): replaced whole, not checked key by key.
+            (Some(slot), value) if USER_TABLES.contains(&path.as_str()) => *slot = value,
             (None, _) => {
                 return Err(ConfigError::UnknownKey {
                     key: path,

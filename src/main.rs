@@ -3,6 +3,7 @@
 mod adapters;
 mod admin_cli;
 mod backup;
+mod chains;
 mod config;
 mod replication;
 mod sandbox;

@@ -47,10 +47,9 @@ pub async fn run(mut config: Config, args: SandboxArgs) -> anyhow::Result<()> {
     // The hot wallet signs its own transactions: traffic never uses its nonces.
     let reserved = server
         .exchange
-        .wallet
-        .as_ref()
+        .wallets
+        .iter()
         .map(|wallet| wallet.hot_address())
-        .into_iter()
         .collect();
     let mut running = sandbox
         .start(weiport_sandbox::Server {

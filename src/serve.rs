@@ -1,7 +1,7 @@
 //! `weiport serve`: opens the store, serves HTTP, shuts down gracefully.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,10 +13,11 @@ use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 use weiport_exchange::sequencer::Role;
-use weiport_indexer::{Indexer, NodeClient, Progress};
+use weiport_indexer::NodeClient;
 use weiport_storage::Store;
 
 use crate::adapters::{EngineLedger, ExchangeMarkets, WalletFace};
+use crate::chains::{ChainRun, chain_runs, check_chain_ids, start_indexers};
 use crate::config::Config;
 use crate::telemetry;
 
@@ -25,19 +26,14 @@ use crate::telemetry;
 struct Ops {
     store: Store,
     metrics: PrometheusHandle,
-    indexer: Option<IndexerStatus>,
+    chains: Arc<Vec<ChainRun>>,
 }
 
-/// The indexer as `/readyz` sees it.
-#[derive(Clone)]
-struct IndexerStatus {
-    progress: Arc<Progress>,
-    failure: Arc<OnceLock<String>>,
-    ready_max_lag: u64,
-}
-
-fn open_store(config: &Config) -> anyhow::Result<Store> {
-    Store::open(&config.data_dir, &config.storage.options())
+/// The data dir's store, with families for every further chain configured.
+pub fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let mut options = config.storage.options();
+    options.further_chains = config.further_chain_ids();
+    Store::open(&config.data_dir, &options)
         .with_context(|| format!("cannot open data_dir {}", config.data_dir.display()))
 }
 
@@ -102,34 +98,32 @@ pub fn admin_token(config: &Config) -> anyhow::Result<String> {
     }
 }
 
-fn indexer(config: &Config, store: &Store, until: Option<u64>) -> anyhow::Result<Indexer> {
-    let node = NodeClient::new(&config.node.url, config.node.options()).context("node.url")?;
-    Ok(Indexer::new(
-        node,
-        store.clone(),
-        config.indexer.config(until),
-    ))
-}
-
-/// `weiport index`: indexes in the foreground until `until`, or until SIGINT/SIGTERM.
+/// `weiport index`: indexes every chain in the foreground until `until`,
+/// or until SIGINT/SIGTERM.
 pub async fn index(config: Config, until: Option<u64>) -> anyhow::Result<()> {
     let mut signals = ShutdownSignals::install()?;
     telemetry::install_metrics()?;
     let store = open_store(&config)?;
-    let indexer = indexer(&config, &store, until)?;
+    let mut runs = chain_runs(&config, &store)?;
+    check_chain_ids(&config, &runs).await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut job = tokio::spawn(indexer.run(stop_rx));
-    let result = tokio::select! {
-        finished = &mut job => finished,
+    let jobs = start_indexers(&config, &mut runs, until, &stop_rx)?;
+    let all = futures::future::join_all(jobs);
+    tokio::pin!(all);
+    let results = tokio::select! {
+        finished = &mut all => finished,
         signal = signals.recv() => {
-            tracing::info!(signal, "stopping the indexer");
+            tracing::info!(signal, "stopping the indexers");
             let _ = stop_tx.send(true);
-            job.await
+            all.await
         }
     };
-    result
-        .context("indexer task failed")?
-        .context("indexer stopped")?;
+    for result in results {
+        result
+            .context("indexer task failed")?
+            .map_err(anyhow::Error::msg)
+            .context("indexer stopped")?;
+    }
     store.flush().context("flushing the database")?;
     Ok(())
 }
@@ -160,8 +154,8 @@ pub struct Server {
     store: Store,
     stop_tx: tokio::sync::watch::Sender<bool>,
     servers: tokio::task::JoinSet<std::io::Result<()>>,
-    indexer_job: Option<tokio::task::JoinHandle<()>>,
-    wallet_job: Option<tokio::task::JoinHandle<()>>,
+    indexer_jobs: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+    wallet_jobs: Vec<tokio::task::JoinHandle<()>>,
     grace: Duration,
 }
 
@@ -172,25 +166,14 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let store = open_store(config)?;
     telemetry::watch_disk(config.data_dir.clone(), Duration::from_secs(10));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut indexer_job = None;
-    let mut indexer_status = None;
-    if config.indexer.enabled {
-        let indexer = indexer(config, &store, None)?;
-        let status = IndexerStatus {
-            progress: indexer.progress(),
-            failure: Arc::new(OnceLock::new()),
-            ready_max_lag: config.indexer.ready_max_lag,
-        };
-        let failure = status.failure.clone();
-        let stop = stop_rx.clone();
-        indexer_job = Some(tokio::spawn(async move {
-            if let Err(error) = indexer.run(stop).await {
-                tracing::error!(%error, "indexer stopped");
-                let _ = failure.set(error.to_string());
-            }
-        }));
-        indexer_status = Some(status);
-    }
+    let mut runs = chain_runs(config, &store)?;
+    check_chain_ids(config, &runs).await?;
+    let indexer_jobs = if config.indexer.enabled {
+        start_indexers(config, &mut runs, None, &stop_rx)?
+    } else {
+        Vec::new()
+    };
+    let runs = Arc::new(runs);
     let access = Arc::new(open_access(config, &store)?);
     access.spawn_housekeeping(Duration::from_secs(30));
     access.follow_cluster();
@@ -205,21 +188,29 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let local = listener.local_addr()?;
     let admin_local = admin_listener.local_addr()?;
 
-    let progress = indexer_status.as_ref().map(|s| s.progress.clone());
+    let progress = runs[0].indexer.as_ref().map(|s| s.progress.clone());
     let status_metrics = metrics.clone();
     let ops = Ops {
         store: store.clone(),
         metrics,
-        indexer: indexer_status,
+        chains: runs.clone(),
     };
+    let mut query_chains = Vec::new();
+    for run in runs.iter() {
+        let status = run.clone();
+        query_chains.push(weiport_query_api::ChainIndex {
+            chain_id: run.chain.id,
+            name: run.chain.name.clone(),
+            store: run.store.clone(),
+            node: Some(Arc::new(ProxiedNode(run.node(config.node.options())?))),
+            status: Arc::new(move || status.chainlist_status()),
+        });
+    }
     let query = weiport_query_api::router(
-        store.clone(),
+        query_chains,
         access.clone(),
         weiport_query_api::QueryConfig {
             http_200_errors: config.query.http_200_errors,
-            node: Some(Arc::new(ProxiedNode(
-                NodeClient::new(&config.node.url, config.node.options()).context("node.url")?,
-            ))),
             proxy_cache_entries: config.query.proxy_cache_entries,
             proxy_final_depth: config.query.proxy_final_depth,
         },
@@ -229,7 +220,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     ));
     let joined = join_replicated(config, &store, local).await?;
     let following = joined.as_ref().is_some_and(|j| j.status.following());
-    let wallet = open_wallet(config, &store, &catalog, joined.as_ref()).await?;
+    let wallets = open_wallets(config, &store, &runs, &catalog, joined.as_ref()).await?;
     let role = match &joined {
         None => Role::Alone,
         Some(_) if following => Role::Follows,
@@ -241,12 +232,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         }
     };
     let exchange = Arc::new(open_exchange(
-        config,
-        &store,
-        &access,
-        catalog,
-        wallet.as_ref(),
-        role,
+        config, &store, &access, catalog, &wallets, role,
     )?);
     let cluster_status = joined.map(|joined| {
         let status = joined.status.clone();
@@ -262,16 +248,19 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         ));
         status
     });
-    let wallet_job = wallet.map(|wallet| {
-        let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
-        // The wallet signs, sweeps and credits only where the exchange is
-        // sequenced: always alone, and while leading in a cluster.
-        let leading = match &cluster_status {
-            Some(status) => status.leading(),
-            None => tokio::sync::watch::channel(true).1,
-        };
-        tokio::spawn(wallet.run(ledger, leading, stop_rx.clone()))
-    });
+    let wallet_jobs = wallets
+        .into_iter()
+        .map(|wallet| {
+            let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
+            // The wallet signs, sweeps and credits only where the exchange is
+            // sequenced: always alone, and while leading in a cluster.
+            let leading = match &cluster_status {
+                Some(status) => status.leading(),
+                None => tokio::sync::watch::channel(true).1,
+            };
+            tokio::spawn(wallet.run(ledger, leading, stop_rx.clone()))
+        })
+        .collect();
     tokio::spawn(weiport_exchange_api::push_tickers(Arc::downgrade(
         &exchange,
     )));
@@ -330,8 +319,8 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         store,
         stop_tx,
         servers,
-        indexer_job,
-        wallet_job,
+        indexer_jobs,
+        wallet_jobs,
         grace: Duration::from_secs(config.server.shutdown_grace_secs),
     })
 }
@@ -368,10 +357,10 @@ impl Server {
                 self.servers.abort_all();
             }
         }
-        if let Some(job) = self.indexer_job {
+        for job in self.indexer_jobs {
             let _ = job.await;
         }
-        if let Some(job) = self.wallet_job {
+        for job in self.wallet_jobs {
             let _ = job.await;
         }
         // The engine thread finishes its queue when the last handle goes.
@@ -385,21 +374,18 @@ impl Server {
     }
 }
 
-/// Opens the on-chain wallet over the indexed node (unless disabled, or
-/// without the indexer it reads deposits from); it starts with [`run_wallet`].
-async fn open_wallet(
+/// Opens the on-chain wallet on every chain (unless disabled, or without
+/// the indexers it reads deposits from); each runs once the exchange is open.
+async fn open_wallets(
     config: &Config,
     store: &Store,
+    runs: &[ChainRun],
     catalog: &weiport_exchange::Catalog,
     cluster: Option<&crate::replication::Joined>,
-) -> anyhow::Result<Option<Arc<weiport_wallet::Wallet>>> {
+) -> anyhow::Result<Vec<Arc<weiport_wallet::Wallet>>> {
     if !config.wallet.enabled || !config.indexer.enabled || !config.exchange.enabled {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    let settings = config
-        .wallet
-        .config(catalog, config.exchange.deposit_confirmations)
-        .context("wallet.coin names no asset of the exchange")?;
     let from_env = std::env::var("WEIPORT_MASTER_KEY").ok();
     let master =
         weiport_access::MasterKey::load(from_env.as_deref(), &config.data_dir.join("master.key"))
@@ -417,14 +403,28 @@ async fn open_wallet(
         weiport_wallet::Wallet::adopt_seed(store, &master, &settled)
             .context("adopting the cluster's wallet seed")?;
     }
-    let hot = match config.wallet.hot_wallet_key.as_str() {
-        "" => None,
-        key => Some(weiport_wallet::hot_wallet(key).context("wallet.hot_wallet_key")?),
-    };
-    let node = NodeClient::new(&config.node.url, config.node.options()).context("node.url")?;
-    let wallet = weiport_wallet::Wallet::open(store.clone(), node, &master, hot, settings)
-        .context("opening the wallet")?;
-    Ok(Some(Arc::new(wallet)))
+    let mut wallets = Vec::new();
+    for run in runs {
+        let chain = &run.chain;
+        let settings = config.wallet.config(catalog, chain).with_context(|| {
+            format!(
+                "the coin {} of chain {} is no asset of the exchange",
+                chain.coin, chain.name
+            )
+        })?;
+        let hot = match chain.hot_wallet_key.as_str() {
+            "" => None,
+            key => Some(
+                weiport_wallet::hot_wallet(key)
+                    .with_context(|| format!("the hot wallet key of chain {}", chain.name))?,
+            ),
+        };
+        let node = run.node(config.node.options())?;
+        let wallet = weiport_wallet::Wallet::open(run.store.clone(), node, &master, hot, settings)
+            .context("opening the wallet")?;
+        wallets.push(Arc::new(wallet));
+    }
+    Ok(wallets)
 }
 
 /// With `exchange.durability = "replicated"`: the journal opened, this data
@@ -508,13 +508,16 @@ fn open_exchange(
     store: &Store,
     access: &Arc<weiport_access::Access>,
     catalog: Arc<weiport_exchange::Catalog>,
-    wallet: Option<&Arc<weiport_wallet::Wallet>>,
+    wallets: &[Arc<weiport_wallet::Wallet>],
     role: Role,
 ) -> anyhow::Result<weiport_exchange_api::Exchange> {
     let started = std::time::Instant::now();
-    let wallet_face = wallet.map(|wallet| {
-        Arc::new(WalletFace::new(wallet.clone())) as Arc<dyn weiport_exchange_api::ChainWallet>
-    });
+    let wallet_faces = wallets
+        .iter()
+        .map(|wallet| {
+            Arc::new(WalletFace::new(wallet.clone())) as Arc<dyn weiport_exchange_api::ChainWallet>
+        })
+        .collect();
     let exchange = weiport_exchange_api::Exchange::open(
         store.clone(),
         catalog,
@@ -524,7 +527,7 @@ fn open_exchange(
             snapshot_every: config.exchange.snapshot_every,
         },
         access.clone(),
-        wallet_face,
+        wallet_faces,
         role,
     )
     .context("starting the exchange engine")?;
@@ -572,8 +575,13 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Readiness: the database answers a read and the index is close to the node's head.
-async fn readyz(State(ops): State<Ops>) -> Response {
+/// Readiness: the database answers a read and every chain's index is close
+/// to its node's head (`?chainid=N`: chain N's alone). The first chain's
+/// figures stay at the top level; `chains` lists each.
+async fn readyz(
+    State(ops): State<Ops>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
     let mut body = serde_json::Map::new();
     let mut problem = None;
     match ops.store.schema_version() {
@@ -582,20 +590,48 @@ async fn readyz(State(ops): State<Ops>) -> Response {
         }
         Err(error) => problem = Some(format!("database: {error}")),
     }
-    if let Some(indexer) = &ops.indexer {
-        let progress = &indexer.progress;
-        body.insert("head".into(), progress.head().into());
-        body.insert("indexed".into(), progress.indexed().into());
-        body.insert("lag".into(), progress.lag().into());
-        if let Some(failure) = indexer.failure.get() {
-            problem = Some(format!("indexer stopped: {failure}"));
-        } else if !progress.is_following() {
-            problem.get_or_insert_with(|| "indexer starting".into());
-        } else if progress.lag() > indexer.ready_max_lag {
-            problem
-                .get_or_insert_with(|| format!("index lags the node by {} blocks", progress.lag()));
+    let wanted = query.as_deref().and_then(|q| {
+        weiport_access::params::lenient_value(q, "chainid").map(|id| id.into_owned())
+    });
+    let mut chains = Vec::new();
+    for (n, run) in ops.chains.iter().enumerate() {
+        let chain_id = run.chain_id();
+        if wanted
+            .as_deref()
+            .is_some_and(|w| chain_id.map(|id| id.to_string()).as_deref() != Some(w))
+        {
+            continue;
         }
+        let mut entry = serde_json::Map::new();
+        entry.insert("chainid".into(), chain_id.into());
+        entry.insert("name".into(), run.chain.name.clone().into());
+        if let Some(indexer) = &run.indexer {
+            let progress = &indexer.progress;
+            entry.insert("head".into(), progress.head().into());
+            entry.insert("indexed".into(), progress.indexed().into());
+            entry.insert("lag".into(), progress.lag().into());
+            if n == 0 || wanted.is_some() {
+                for key in ["head", "indexed", "lag"] {
+                    body.insert(key.into(), entry[key].clone());
+                }
+            }
+            if let Some(reason) = indexer.problem() {
+                entry.insert("status".into(), "unavailable".into());
+                problem.get_or_insert_with(|| match ops.chains.len() {
+                    1 => reason.clone(),
+                    _ => format!("chain {}: {reason}", run.chain.name),
+                });
+                entry.insert("reason".into(), reason.into());
+            } else {
+                entry.insert("status".into(), "ready".into());
+            }
+        }
+        chains.push(serde_json::Value::Object(entry));
     }
+    if wanted.is_some() && chains.is_empty() {
+        problem = Some("no such chain".into());
+    }
+    body.insert("chains".into(), chains.into());
     let status = match problem {
         None => {
             body.insert("status".into(), "ready".into());

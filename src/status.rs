@@ -232,7 +232,7 @@ fn render(status: &Status, samples: &[Sample]) -> String {
             market.symbol
         );
     }
-    if let Some(wallet) = &exchange.wallet {
+    if let Some(wallet) = exchange.wallets.first() {
         let coin = wallet.coin();
         let books = view
             .accounts

@@ -152,7 +152,7 @@ async fn market_data_reads_stay_within_their_allocation_budget() {
                 snapshot_every: 0,
             },
             access,
-            None,
+            Vec::new(),
             weiport_exchange::sequencer::Role::Alone,
         )
         .unwrap(),
@@ -223,7 +223,11 @@ async fn an_etherscan_balance_stays_within_its_allocation_budget() {
         hash: B256::ZERO,
     });
     batch.commit().unwrap();
-    let router = weiport_query_api::router(store, access, Default::default());
+    let router = weiport_query_api::router(
+        vec![weiport_query_api::ChainIndex::of(store, None)],
+        access,
+        Default::default(),
+    );
 
     let latest = allocations_per_request(
         &router,

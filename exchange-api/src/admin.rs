@@ -133,11 +133,12 @@ pub fn admin_router(exchange: Arc<Exchange>) -> Router {
 /// `GET /admin/wallet`: the chain coin's books side by side with the chain:
 /// every account's holding (fees included), pending withdrawals, deposits
 /// credited and withdrawals completed, and what the hot wallet and deposit
-/// addresses hold. Accounts + pending = credited − completed (+ admin
-/// credits − debits) always; the chain should hold at least the accounts'
-/// and pending amounts.
+/// addresses hold, on every network of the coin together and each apart.
+/// Accounts + pending = credited − completed (+ admin credits − debits)
+/// always; the chains together should hold at least the accounts' and
+/// pending amounts.
 pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Response {
-    let Some(wallet) = exchange.wallet.as_deref() else {
+    let Some(wallet) = exchange.wallets.first().map(|w| w.as_ref()) else {
         return (
             axum::http::StatusCode::NOT_FOUND,
             Json(json!({ "error": "no wallet" })),
@@ -175,17 +176,39 @@ pub(crate) async fn wallet_report(State(exchange): State<Arc<Exchange>>) -> Resp
         (accounts, pending, u128::from(deposited.units()), withdrawn)
     };
     let units = |n: u128| Amount::from_units(u64::try_from(n).unwrap_or(u64::MAX)).to_string();
-    match wallet.holdings() {
-        Ok(on_chain) => Json(json!({
-            "coin": wallet.coin().coin,
-            "accounts": units(accounts),
-            "withdrawals_pending": units(pending),
-            "deposits_credited": units(deposited),
-            "withdrawals_completed": units(withdrawn),
-            "hot_wallet": wallet.hot_address().to_checksum(None),
-            "on_chain_wei": on_chain.to_string(),
-        }))
-        .into_response(),
+    let holdings: Result<Vec<_>, _> = crate::capital::networks_of(&exchange, asset)
+        .map(|network| network.holdings().map(|wei| (network, wei)))
+        .collect();
+    match holdings {
+        Ok(holdings) => {
+            let on_chain = holdings
+                .iter()
+                .fold(alloy_primitives::U256::ZERO, |sum, (_, wei)| {
+                    sum.saturating_add(*wei)
+                });
+            let networks: Vec<_> = holdings
+                .iter()
+                .map(|(network, wei)| {
+                    json!({
+                        "network": network.coin().network,
+                        "hot_wallet": network.hot_address().to_checksum(None),
+                        "indexed_head": network.indexed_head(),
+                        "on_chain_wei": wei.to_string(),
+                    })
+                })
+                .collect();
+            Json(json!({
+                "coin": wallet.coin().coin,
+                "accounts": units(accounts),
+                "withdrawals_pending": units(pending),
+                "deposits_credited": units(deposited),
+                "withdrawals_completed": units(withdrawn),
+                "hot_wallet": wallet.hot_address().to_checksum(None),
+                "on_chain_wei": on_chain.to_string(),
+                "networks": networks,
+            }))
+            .into_response()
+        }
         Err(error) => {
             tracing::error!(%error, "reading the wallet's holdings failed");
             (

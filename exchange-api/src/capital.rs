@@ -19,9 +19,88 @@ use crate::extract::Signed;
 use crate::params::{Params, boolean, integer, limit};
 use crate::{ChainWallet, CoinSettings, Exchange, WalletFailure};
 
-/// The wallet, or the refusal of a server that runs none.
-fn wallet(exchange: &Exchange) -> Result<&dyn ChainWallet, BinanceError> {
-    exchange.wallet.as_deref().ok_or_else(unsupported)
+/// The networks of `asset`, its default first.
+pub(crate) fn networks_of(
+    exchange: &Exchange,
+    asset: weiport_exchange::AssetId,
+) -> impl Iterator<Item = &dyn ChainWallet> {
+    exchange
+        .wallets
+        .iter()
+        .map(|wallet| wallet.as_ref())
+        .filter(move |wallet| wallet.coin().asset == asset)
+}
+
+/// The one network a request acts on: its `coin`'s (required), the one
+/// `network` names or, without it, the coin's default.
+fn network_of<'a>(
+    exchange: &'a Exchange,
+    params: &Params,
+) -> Result<&'a dyn ChainWallet, BinanceError> {
+    if exchange.wallets.is_empty() {
+        return Err(unsupported());
+    }
+    let coin = params
+        .get("coin")
+        .ok_or_else(|| BinanceError::mandatory("coin"))?;
+    let mut of_coin = exchange
+        .wallets
+        .iter()
+        .map(|wallet| wallet.as_ref())
+        .filter(|wallet| wallet.coin().coin == coin)
+        .peekable();
+    let default = *of_coin.peek().ok_or_else(|| malformed("coin"))?;
+    match params.get("network") {
+        None | Some("") => Ok(default),
+        Some(network) => of_coin
+            .find(|wallet| wallet.coin().network == network)
+            .ok_or_else(|| malformed("network")),
+    }
+}
+
+/// The networks a history read covers: every one, narrowed to `coin`'s and
+/// to the one `network` names when they are sent.
+fn networks_read<'a>(
+    exchange: &'a Exchange,
+    params: &Params,
+) -> Result<Vec<&'a dyn ChainWallet>, BinanceError> {
+    if exchange.wallets.is_empty() {
+        return Err(unsupported());
+    }
+    let coin = params.get("coin");
+    let network = params.get("network").filter(|n| !n.is_empty());
+    let read: Vec<&dyn ChainWallet> = exchange
+        .wallets
+        .iter()
+        .map(|wallet| wallet.as_ref())
+        .filter(|wallet| coin.is_none_or(|coin| wallet.coin().coin == coin))
+        .filter(|wallet| network.is_none_or(|network| wallet.coin().network == network))
+        .collect();
+    if read.is_empty() {
+        let unknown_coin =
+            coin.is_some_and(|coin| !exchange.wallets.iter().any(|w| w.coin().coin == coin));
+        return Err(malformed(if unknown_coin { "coin" } else { "network" }));
+    }
+    Ok(read)
+}
+
+/// The wallet of ledger network `network` (0: the first chain), if it is
+/// still configured.
+fn wallet_on(exchange: &Exchange, network: u64) -> Option<&dyn ChainWallet> {
+    exchange
+        .wallets
+        .iter()
+        .map(|wallet| wallet.as_ref())
+        .find(|wallet| wallet.coin().ledger_network == network)
+}
+
+/// A deposit's id as the API shows it: the first chain's ids as they are,
+/// a further chain's prefixed with its chain id (each chain numbers its own).
+fn deposit_id_text(config: &CoinSettings, deposit_id: u64) -> String {
+    match config.ledger_network {
+        0 => deposit_id.to_string(),
+        chain => format!("{chain}-{deposit_id}"),
+    }
 }
 
 fn unsupported() -> BinanceError {
@@ -30,21 +109,6 @@ fn unsupported() -> BinanceError {
 
 fn malformed(name: &str) -> BinanceError {
     BinanceError::mandatory(name)
-}
-
-/// `coin` (and `network`, when sent) must name the wallet's coin and network.
-fn check_coin(config: &CoinSettings, params: &Params, required: bool) -> Result<(), BinanceError> {
-    match params.get("coin") {
-        Some(coin) if coin != config.coin => return Err(malformed("coin")),
-        None if required => return Err(BinanceError::mandatory("coin")),
-        _ => {}
-    }
-    match params.get("network") {
-        Some(network) if !network.is_empty() && network != config.network => {
-            Err(malformed("network"))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// A chain address: 20 bytes of hex, its EIP-55 checksum right when its
@@ -111,15 +175,17 @@ impl Page {
     }
 }
 
-/// What both history reads share: the wallet, the coin checked, the page
-/// and the `status` wanted.
+/// The networks a read covers.
+type Networks<'a> = Vec<&'a dyn ChainWallet>;
+
+/// What both history reads share: the networks read, the page and the
+/// `status` wanted.
 fn history_query<'a>(
     exchange: &'a Exchange,
     params: &Params,
-) -> Result<(&'a dyn ChainWallet, Page, Option<u64>), BinanceError> {
-    let wallet = wallet(exchange)?;
-    check_coin(wallet.coin(), params, false)?;
-    Ok((wallet, Page::of(params)?, integer(params, "status")?))
+) -> Result<(Networks<'a>, Page, Option<u64>), BinanceError> {
+    let networks = networks_read(exchange, params)?;
+    Ok((networks, Page::of(params)?, integer(params, "status")?))
 }
 
 /// `GET /sapi/v1/capital/deposit/address`: the account's own address.
@@ -129,8 +195,7 @@ pub(crate) async fn deposit_address(
         account, params, ..
     }: Signed,
 ) -> Answer {
-    let wallet = wallet(&exchange)?;
-    check_coin(wallet.coin(), &params, true)?;
+    let wallet = network_of(&exchange, &params)?;
     if !wallet.coin().deposit_enable {
         return Err(unsupported());
     }
@@ -173,25 +238,31 @@ pub(crate) async fn deposit_history(
         account, params, ..
     }: Signed,
 ) -> Answer {
-    let (wallet, page, status) = history_query(&exchange, &params)?;
-    let config = wallet.coin();
+    let (networks, page, status) = history_query(&exchange, &params)?;
     let tx_id = params.get("txId");
-    let deposits = wallet.deposits(account).map_err(|error| {
-        tracing::error!(%error, "reading deposits failed");
-        BinanceError::unavailable()
-    })?;
+    let mut deposits = Vec::new();
+    for wallet in networks {
+        let config = wallet.coin();
+        let read = wallet.deposits(account).map_err(|error| {
+            tracing::error!(%error, network = %config.network, "reading deposits failed");
+            BinanceError::unavailable()
+        })?;
+        deposits.extend(read.into_iter().map(|deposit| (config, deposit)));
+    }
+    // Newest first across networks, as each network lists its own.
+    deposits.sort_by_key(|(_, d)| std::cmp::Reverse(d.row.time_ms));
     let rows = deposits
         .into_iter()
-        .filter(|d| page.shows(d.row.time_ms))
-        .filter(|d| status.is_none_or(|s| s == u64::from(d.status)))
-        .map(|d| {
+        .filter(|(_, d)| page.shows(d.row.time_ms))
+        .filter(|(_, d)| status.is_none_or(|s| s == u64::from(d.status)))
+        .map(|(config, d)| {
             let tx = d.row.tx_hash.map(|h| h.to_string()).unwrap_or_default();
-            (tx, d)
+            (tx, config, d)
         })
-        .filter(|(tx, _)| tx_id.is_none_or(|wanted| wanted.eq_ignore_ascii_case(tx)))
-        .map(|(tx, d)| {
+        .filter(|(tx, ..)| tx_id.is_none_or(|wanted| wanted.eq_ignore_ascii_case(tx)))
+        .map(|(tx, config, d)| {
             json!({
-                "id": d.row.deposit_id.to_string(),
+                "id": deposit_id_text(config, d.row.deposit_id),
                 "amount": Amount::from_units(d.row.amount).to_string(),
                 "coin": config.coin,
                 "network": config.network,
@@ -227,9 +298,8 @@ pub(crate) async fn withdraw(
     if key.allowed_ips.is_empty() {
         return Err(BinanceError::from(Refusal::Unauthorized));
     }
-    let wallet = wallet(&exchange)?;
+    let wallet = network_of(&exchange, &params)?;
     let config = wallet.coin();
-    check_coin(config, &params, true)?;
     if !wallet.withdrawals_open() {
         return Err(unsupported());
     }
@@ -272,6 +342,7 @@ pub(crate) async fn withdraw(
             client_id,
             destination: destination.into_array(),
             requested_ms: now_ms(),
+            network: config.ledger_network,
         })
         .await?;
     let id = outcome.events.iter().find_map(|event| match event {
@@ -289,8 +360,7 @@ pub(crate) async fn withdraw_history(
         account, params, ..
     }: Signed,
 ) -> Answer {
-    let (wallet, page, status) = history_query(&exchange, &params)?;
-    let config = wallet.coin();
+    let (networks, page, status) = history_query(&exchange, &params)?;
     let client_id = params.get("withdrawOrderId");
     let ids: Option<Vec<&str>> = params.get("idList").map(|list| list.split(',').collect());
     let withdrawals: Vec<_> = {
@@ -305,7 +375,14 @@ pub(crate) async fn withdraw_history(
     };
     let mut rows = Vec::new();
     for (id, w) in withdrawals {
-        if !page.shows(w.requested_ms)
+        let Some(wallet) = wallet_on(&exchange, w.network) else {
+            continue;
+        };
+        let config = wallet.coin();
+        if !networks
+            .iter()
+            .any(|n| n.coin().ledger_network == w.network && n.coin().asset == w.asset)
+            || !page.shows(w.requested_ms)
             || client_id.is_some_and(|c| w.client_id.as_deref() != Some(c))
             || ids
                 .as_ref()
@@ -372,14 +449,22 @@ pub(crate) async fn withdraw_history(
     Ok(page.cut(rows))
 }
 
-/// The coin's network as `capital/config/getall` lists it.
-pub(crate) fn network_list(wallet: &dyn ChainWallet) -> Value {
+/// `asset`'s networks as `capital/config/getall` lists them.
+pub(crate) fn network_list(exchange: &Exchange, asset: weiport_exchange::AssetId) -> Value {
+    let networks = networks_of(exchange, asset)
+        .enumerate()
+        .map(|(n, wallet)| network_entry(wallet, n == 0))
+        .collect();
+    Value::Array(networks)
+}
+
+fn network_entry(wallet: &dyn ChainWallet, is_default: bool) -> Value {
     let config = wallet.coin();
-    json!([{
+    json!({
         "network": config.network,
         "coin": config.coin,
-        "name": "Ethereum",
-        "isDefault": true,
+        "name": config.chain_name,
+        "isDefault": is_default,
         "depositEnable": config.deposit_enable,
         "withdrawEnable": wallet.withdrawals_open(),
         "depositDesc": "",
@@ -398,7 +483,7 @@ pub(crate) fn network_list(wallet: &dyn ChainWallet) -> Value {
         "resetAddressStatus": false,
         "contractAddress": "",
         "estimatedArrivalTime": 1,
-    }])
+    })
 }
 
 /// `GET /sapi/v1/asset/assetDetail`: per asset, whether it moves on chain and at what fee.
@@ -406,14 +491,13 @@ pub(crate) async fn asset_detail(
     State(exchange): State<Arc<Exchange>>,
     Signed { params, .. }: Signed,
 ) -> Answer {
-    let wallet = exchange.wallet.as_deref();
     let wanted = params.get("asset");
     let mut out = serde_json::Map::new();
     for (id, name) in exchange.catalog.assets() {
         if wanted.is_some_and(|w| w != name) {
             continue;
         }
-        let wallet = wallet.filter(|w| w.coin().asset == id);
+        let wallet = networks_of(&exchange, id).next();
         let config = wallet.map(|w| w.coin());
         out.insert(
             name.to_owned(),

@@ -18,8 +18,12 @@ pub struct CoinSettings {
     pub asset: AssetId,
     /// The coin's name.
     pub coin: String,
-    /// The network's name.
+    /// The network's name (Binance's, e.g. ETH, ARBITRUM).
     pub network: String,
+    /// The network as the ledger knows it: 0 for the first chain, else its id.
+    pub ledger_network: u64,
+    /// The chain's name, as `networkList` shows it.
+    pub chain_name: String,
     /// Blocks a deposit or withdrawal must be under (itself included) to be final.
     pub confirmations: u64,
     /// Whether deposits are credited.

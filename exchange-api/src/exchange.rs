@@ -36,8 +36,10 @@ pub struct Exchange {
     pub depth_cache: Mutex<HashMap<(MarketId, usize), (u64, Bytes)>>,
     /// The WebSocket streams, fed by the sequencer.
     pub streams: Arc<StreamHub>,
-    /// The on-chain wallet (deposits and withdrawals), when the server runs one.
-    pub wallet: Option<Arc<dyn ChainWallet>>,
+    /// The on-chain wallets (deposits and withdrawals), one per network;
+    /// the first of a coin's is its default network. None: the server runs
+    /// no wallet.
+    pub wallets: Vec<Arc<dyn ChainWallet>>,
     /// Where commands go while this process follows a replicated journal.
     primary: std::sync::OnceLock<Arc<dyn PrimaryLink>>,
 }
@@ -46,15 +48,15 @@ impl Exchange {
     /// Replays the command log of `store` and starts the engine thread (a
     /// queue of `capacity` commands, fees to `fee_account`) with the stream
     /// hub as one of its sinks; spawns the hub on the current Tokio runtime.
-    /// `wallet` is what the capital endpoints answer from (none: they refuse
-    /// as unsupported); `role`, whether it runs alone, leads a replicated
+    /// `wallets` are what the capital endpoints answer from (none: they
+    /// refuse as unsupported); `role`, whether it runs alone, leads a replicated
     /// journal or follows one.
     pub fn open(
         store: weiport_storage::Store,
         catalog: Arc<Catalog>,
         settings: EngineSettings,
         access: Arc<Access>,
-        wallet: Option<Arc<dyn ChainWallet>>,
+        wallets: Vec<Arc<dyn ChainWallet>>,
         role: Role,
     ) -> Result<Self, SequencerError> {
         let history = History::new(store.clone(), catalog.clone());
@@ -74,7 +76,7 @@ impl Exchange {
             access,
             depth_cache: Default::default(),
             streams,
-            wallet,
+            wallets,
             primary: std::sync::OnceLock::new(),
         })
     }

@@ -20,7 +20,6 @@ pub(crate) async fn capital_config(
 ) -> Answer {
     let view = exchange.sequencer.view();
     let held = view.accounts.get(&account);
-    let wallet = exchange.wallet.as_deref();
     let out: Vec<Value> = exchange
         .catalog
         .assets()
@@ -40,14 +39,16 @@ pub(crate) async fn capital_config(
                 .fold(weiport_exchange::Amount::ZERO, |sum, a| {
                     sum.checked_add(a).unwrap_or(sum)
                 });
-            let chain = wallet.filter(|w| w.coin().asset == id);
+            let networks: Vec<_> = crate::capital::networks_of(&exchange, id).collect();
+            let deposits = networks.iter().any(|w| w.coin().deposit_enable);
+            let withdrawals = networks.iter().any(|w| w.withdrawals_open());
             json!({
                 "coin": name, "name": name, "free": free.to_string(), "locked": locked.to_string(),
                 "freeze": "0", "withdrawing": withdrawing.to_string(), "ipoing": "0", "ipoable": "0", "storage": "0",
                 "isLegalMoney": false, "trading": true,
-                "depositAllEnable": chain.is_some_and(|w| w.coin().deposit_enable),
-                "withdrawAllEnable": chain.is_some_and(|w| w.withdrawals_open()),
-                "networkList": chain.map_or(json!([]), crate::capital::network_list),
+                "depositAllEnable": deposits,
+                "withdrawAllEnable": withdrawals,
+                "networkList": crate::capital::network_list(&exchange, id),
             })
         })
         .collect();

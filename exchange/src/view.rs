@@ -150,8 +150,8 @@ pub struct View {
 /// Funds that crossed the chain, as the engine has them.
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ChainView {
-    /// The last deposit id credited (0: none).
-    pub last_deposit_id: u64,
+    /// Per network (0: the first chain): the last deposit id credited.
+    pub last_deposit_ids: BTreeMap<u64, u64>,
     /// Every withdrawal by id.
     pub withdrawals: BTreeMap<u64, WithdrawalView>,
     /// Per asset: every deposit credited, summed.
@@ -187,6 +187,8 @@ pub struct WithdrawalView {
     pub requested_ms: u64,
     /// The client's id for it.
     pub client_id: Option<Box<str>>,
+    /// The network it leaves on (0: the first chain, else its chain id).
+    pub network: u64,
 }
 
 impl View {
@@ -252,9 +254,10 @@ impl View {
                     deposit_id,
                     asset,
                     amount,
+                    network,
                     ..
                 } => {
-                    self.chain.last_deposit_id = *deposit_id;
+                    self.chain.last_deposit_ids.insert(*network, *deposit_id);
                     let sum = self.chain.deposited.entry(*asset).or_default();
                     *sum = sum.saturating_add(*amount);
                 }
@@ -267,6 +270,7 @@ impl View {
                     stage,
                     destination,
                     requested_ms,
+                    network,
                 } if *stage != WithdrawalStage::Repeated => {
                     let client_id = match &changes.withdrawal_client_id {
                         Some((id, name)) if id == withdrawal_id => Some(name.clone()),
@@ -287,6 +291,7 @@ impl View {
                             destination: *destination,
                             requested_ms: *requested_ms,
                             client_id,
+                            network: *network,
                         },
                     );
                 }

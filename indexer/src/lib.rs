@@ -5,6 +5,7 @@ pub mod genesis;
 pub mod node;
 mod pipeline;
 mod plan;
+mod progress;
 mod reads;
 pub mod source;
 mod transactions;
@@ -16,13 +17,13 @@ pub use plan::{BalanceSource, NodePlan, ReceiptSource, StateReads};
 
 /// Registers the indexer's counters at zero: an alert on their increase
 /// needs a series before the first event.
-fn show_counters() {
+fn show_counters(progress: &Progress) {
     for counter in [
         "weiport_indexer_blocks_total",
         "weiport_indexer_node_errors_total",
         "weiport_indexer_reorgs_total",
         "weiport_indexer_storage_errors_total",
     ] {
-        metrics::counter!(counter).increment(0);
+        progress.count(counter, 0);
     }
 }

@@ -4,16 +4,17 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
 use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 use weiport_storage::{BlockRecord, Cursor, IndexBatch, StorageError, Store};
 
 use crate::genesis::{GenesisError, read_genesis_alloc};
 use crate::node::{NodeClient, NodeError};
+pub use crate::progress::Progress;
 use crate::source::{self, BalanceSource, BlockChanges, NodePlan};
 use crate::transfers::Histories;
 
@@ -46,6 +47,11 @@ pub struct IndexerConfig {
     /// Keep ERC-20 transfers and holders' balances (`tokentx`,
     /// `tokenbalance`); needs `transactions`.
     pub tokens: bool,
+    /// The chain id the node must answer (none: whatever it is, as long as
+    /// the data dir's index is of the same chain).
+    pub chain_id: Option<u64>,
+    /// The `chain` label of this indexer's metrics and the field of its logs.
+    pub label: String,
 }
 
 impl IndexerConfig {
@@ -75,6 +81,8 @@ impl Default for IndexerConfig {
             transactions: true,
             internal_transactions: true,
             tokens: true,
+            chain_id: None,
+            label: "default".to_owned(),
         }
     }
 }
@@ -91,6 +99,16 @@ pub enum IndexerError {
     /// The genesis file is unusable.
     #[error(transparent)]
     Genesis(#[from] GenesisError),
+    /// The node answers another chain id than the one configured for it.
+    #[error(
+        "the node answers chain id {node}, but this chain is configured as chain id {configured}"
+    )]
+    NotTheConfiguredChain {
+        /// The configured id.
+        configured: u64,
+        /// The node's.
+        node: u64,
+    },
     /// The node serves another chain than the one indexed in the data dir.
     #[error("node is on {node} but the data directory indexes {stored}; refusing to mix chains")]
     WrongChain {
@@ -146,49 +164,6 @@ impl IndexerError {
             Self::Storage(e) => e.is_unavailable(),
             _ => false,
         }
-    }
-}
-
-/// Live figures shared with `/readyz` and the metrics.
-#[derive(Debug, Default)]
-pub struct Progress {
-    head: AtomicU64,
-    indexed: AtomicU64,
-    /// 1 once the index is bootstrapped and following.
-    following: AtomicU64,
-}
-
-impl Progress {
-    /// The node's head as last seen.
-    pub fn head(&self) -> u64 {
-        self.head.load(Ordering::Relaxed)
-    }
-
-    /// The last committed block.
-    pub fn indexed(&self) -> u64 {
-        self.indexed.load(Ordering::Relaxed)
-    }
-
-    /// Blocks between the node's head and the index.
-    pub fn lag(&self) -> u64 {
-        self.head().saturating_sub(self.indexed())
-    }
-
-    /// Whether bootstrapping is done and blocks are being followed.
-    pub fn is_following(&self) -> bool {
-        self.following.load(Ordering::Relaxed) == 1
-    }
-
-    fn set_head(&self, head: u64) {
-        self.head.store(head, Ordering::Relaxed);
-        metrics::gauge!("weiport_indexer_head_block").set(head as f64);
-        metrics::gauge!("weiport_indexer_lag_blocks").set(self.lag() as f64);
-    }
-
-    fn set_indexed(&self, indexed: u64) {
-        self.indexed.store(indexed, Ordering::Relaxed);
-        metrics::gauge!("weiport_indexer_indexed_block").set(indexed as f64);
-        metrics::gauge!("weiport_indexer_lag_blocks").set(self.lag() as f64);
     }
 }
 
@@ -265,11 +240,12 @@ async fn stop_requested(shutdown: &mut watch::Receiver<bool>) {
 impl Indexer {
     /// An indexer over `store`, following `node`.
     pub fn new(node: NodeClient, store: Store, config: IndexerConfig) -> Self {
+        let progress = Arc::new(Progress::labelled(config.label.clone()));
         Self {
             node,
             store,
             config,
-            progress: Arc::new(Progress::default()),
+            progress,
         }
     }
 
@@ -280,8 +256,13 @@ impl Indexer {
 
     /// Runs until `shutdown` turns true, `until` is reached, or an error that
     /// waiting cannot fix. Node outages pause it; they never corrupt the index.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), IndexerError> {
-        crate::show_counters();
+    pub async fn run(self, shutdown: watch::Receiver<bool>) -> Result<(), IndexerError> {
+        crate::show_counters(&self.progress);
+        let span = tracing::info_span!("chain", chain = %self.progress.label);
+        self.run_in_span(shutdown).instrument(span).await
+    }
+
+    async fn run_in_span(self, mut shutdown: watch::Receiver<bool>) -> Result<(), IndexerError> {
         let mut failures = 0u32;
         let mut plan = None;
         loop {
@@ -311,10 +292,11 @@ impl Indexer {
                     failures += 1;
                     let delay = Duration::from_millis(250u64 << failures.min(5));
                     if let IndexerError::Storage(_) = error {
-                        metrics::counter!("weiport_indexer_storage_errors_total").increment(1);
+                        self.progress
+                            .count("weiport_indexer_storage_errors_total", 1);
                         tracing::error!(%error, ?delay, "indexing paused: the store refused a write (disk full?); nothing of the block was kept; retrying");
                     } else {
-                        metrics::counter!("weiport_indexer_node_errors_total").increment(1);
+                        self.progress.count("weiport_indexer_node_errors_total", 1);
                         tracing::warn!(%error, ?delay, "indexing paused: node unavailable or inconsistent; retrying");
                     }
                     tokio::select! {
@@ -341,6 +323,14 @@ impl Indexer {
     /// Checks the chain, probes the node, bootstraps an empty index.
     async fn prepare(&self) -> Result<NodePlan, IndexerError> {
         let chain_id = self.node.chain_id().await?;
+        if let Some(configured) = self.config.chain_id
+            && configured != chain_id
+        {
+            return Err(IndexerError::NotTheConfiguredChain {
+                configured,
+                node: chain_id,
+            });
+        }
         let genesis = self
             .node
             .block(0)
@@ -538,7 +528,7 @@ impl Indexer {
             .cursor()?
             .ok_or_else(|| IndexerError::Inconsistent("bootstrapped index has no cursor".into()))?;
         self.progress.set_indexed(cursor.number);
-        self.progress.following.store(1, Ordering::Relaxed);
+        self.progress.set_following();
         let mut log = ProgressLog::new(cursor.number);
         loop {
             if *shutdown.borrow() {
@@ -687,7 +677,7 @@ impl Indexer {
         commit(batch).await?;
         let count = pending.blocks.len() as u64;
         pending.blocks.clear();
-        metrics::counter!("weiport_indexer_blocks_total").increment(count);
+        self.progress.count("weiport_indexer_blocks_total", count);
         self.progress.set_indexed(cursor.number);
         Ok(())
     }
@@ -755,7 +745,7 @@ impl Indexer {
         }
         batch.set_cursor(&ancestor);
         commit(batch).await?;
-        metrics::counter!("weiport_indexer_reorgs_total").increment(1);
+        self.progress.count("weiport_indexer_reorgs_total", 1);
         self.progress.set_indexed(ancestor.number);
         tracing::warn!(
             dropped = tip.number - ancestor.number,

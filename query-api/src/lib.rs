@@ -16,4 +16,4 @@ pub use balances::MAX_MULTI_ADDRESSES;
 pub use error::QueryError;
 pub use params::{AddressError, BlockTag, parse_address, parse_block_tag};
 pub use proxy::{NodeProxy, ProxyFailure};
-pub use router::{QueryConfig, router};
+pub use router::{ChainIndex, QueryConfig, router};

@@ -8,7 +8,7 @@ use axum::Router;
 use axum::body::{Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::MethodFilter;
 use weiport_access::params::{lenient_body_pairs, lenient_value};
 use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guard};
@@ -20,14 +20,46 @@ use crate::proxy::{NodeProxy, ProxyCache};
 use crate::range::Indexed;
 use crate::{balances, history, logs, proxy, transfers};
 
+/// One chain's index as the query API answers from it.
+#[derive(Clone)]
+pub struct ChainIndex {
+    /// The chain id it is configured as (none: the one its index records).
+    pub chain_id: Option<u64>,
+    /// Its name, as `chainlist` shows it.
+    pub name: String,
+    /// Its index.
+    pub store: Store,
+    /// The node `module=proxy` passes calls to; without one only
+    /// `eth_blockNumber` and `eth_getBalance` (from the index) answer.
+    pub node: Option<Arc<dyn NodeProxy>>,
+    /// Etherscan's chainlist status: 1 ok, 2 degraded (lagging), 0 offline.
+    pub status: Arc<dyn Fn() -> u8 + Send + Sync>,
+}
+
+impl ChainIndex {
+    /// A chain answering from `store` alone, always listed as ok.
+    pub fn of(store: Store, node: Option<Arc<dyn NodeProxy>>) -> Self {
+        Self {
+            chain_id: None,
+            name: "Ethereum".to_owned(),
+            store,
+            node,
+            status: Arc::new(|| 1),
+        }
+    }
+
+    /// Its chain id: configured, else as its index records it.
+    fn id(&self) -> Option<u64> {
+        self.chain_id
+            .or_else(|| self.store.chain_id().ok().flatten())
+    }
+}
+
 /// Query API settings.
 #[derive(Clone, Default)]
 pub struct QueryConfig {
     /// Answer every error with HTTP 200, as Etherscan itself does.
     pub http_200_errors: bool,
-    /// The node `module=proxy` passes calls to; without one only
-    /// `eth_blockNumber` and `eth_getBalance` (from the index) answer.
-    pub node: Option<Arc<dyn NodeProxy>>,
     /// Final proxy answers kept in memory.
     pub proxy_cache_entries: usize,
     /// How deep below the indexed head a block must be for its proxy
@@ -61,15 +93,20 @@ impl Face for EtherscanFace {
 }
 
 struct QueryState {
-    store: Store,
+    /// Every chain, the default (`/api` without `chainid`) first.
+    chains: Vec<ChainState>,
     config: QueryConfig,
+}
+
+struct ChainState {
+    index: ChainIndex,
     cache: ProxyCache,
 }
 
 /// `module=account`: every action needs the index ready.
-fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response, QueryError> {
-    let indexed = Indexed::of(&state.store)?;
-    let store = &state.store;
+fn account(chain: &ChainState, params: &Params, action: &str) -> Result<Response, QueryError> {
+    let store = &chain.index.store;
+    let indexed = Indexed::of(store)?;
     match action {
         "balance" => balances::balance(store, params, &indexed, "tag"),
         "balancehistory" => balances::balance(store, params, &indexed, "blockno"),
@@ -83,25 +120,41 @@ fn account(state: &QueryState, params: &Params, action: &str) -> Result<Response
     }
 }
 
-async fn answer(state: &QueryState, params: &Params<'_>, v2: bool) -> Result<Response, QueryError> {
+/// The chain a call names with `chainid` (required on `/v2/api`); `/api`
+/// without one answers from the default chain.
+fn chain_of<'a>(
+    state: &'a QueryState,
+    params: &Params<'_>,
+    v2: bool,
+) -> Result<&'a ChainState, QueryError> {
     match params.get("chainid") {
-        None | Some("") if v2 => return Err(QueryError::bad(MSG_BAD_CHAIN)),
-        None | Some("") => {}
-        Some(chain) => {
-            let stored = state.store.chain_id().ok().flatten();
-            if chain.parse::<u64>().ok().is_none_or(|c| Some(c) != stored) {
-                return Err(QueryError::bad(MSG_BAD_CHAIN));
-            }
+        None | Some("") if v2 => Err(QueryError::bad(MSG_BAD_CHAIN)),
+        None | Some("") => state
+            .chains
+            .first()
+            .ok_or_else(|| QueryError::bad(MSG_BAD_CHAIN)),
+        Some(wanted) => {
+            let wanted = wanted.parse::<u64>().ok();
+            state
+                .chains
+                .iter()
+                .find(|chain| wanted.is_some() && chain.index.id() == wanted)
+                .ok_or_else(|| QueryError::bad(MSG_BAD_CHAIN))
         }
     }
+}
+
+async fn answer(state: &QueryState, params: &Params<'_>, v2: bool) -> Result<Response, QueryError> {
+    let chain = chain_of(state, params, v2)?;
+    let store = &chain.index.store;
     let action = params.get("action").unwrap_or("");
-    let node = state.config.node.as_deref();
+    let node = chain.index.node.as_deref();
     match params.get("module") {
-        Some("account") => account(state, params, action),
-        Some("proxy") => proxy::answer(&state.store, node, &state.cache, params, action).await,
+        Some("account") => account(chain, params, action),
+        Some("proxy") => proxy::answer(store, node, &chain.cache, params, action).await,
         Some("logs") if action == "getLogs" => {
-            let indexed = Indexed::of(&state.store)?;
-            logs::get_logs(&state.store, node, params, &indexed).await
+            let indexed = Indexed::of(store)?;
+            logs::get_logs(store, node, params, &indexed).await
         }
         Some("logs") => Err(QueryError::bad(MSG_BAD_ACTION)),
         _ => Err(QueryError::bad(MSG_BAD_MODULE)),
@@ -129,23 +182,66 @@ async fn api(state: Arc<QueryState>, request: Request, v2: bool) -> Response {
         .unwrap_or_else(|e| e.into_response(state.config.http_200_errors))
 }
 
-/// The Etherscan-compatible routes, every call checked by `access`.
-pub fn router(store: Store, access: Arc<Access>, config: QueryConfig) -> Router {
+/// `/v2/chainlist`: the chains served, as Etherscan lists its own.
+async fn chainlist(state: Arc<QueryState>, request: Request) -> Response {
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    let result: Vec<serde_json::Value> = state
+        .chains
+        .iter()
+        .map(|chain| {
+            let id = chain
+                .index
+                .id()
+                .map(|id| id.to_string())
+                .unwrap_or_default();
+            serde_json::json!({
+                "chainname": chain.index.name,
+                "chainid": id,
+                "blockexplorer": "",
+                "apiurl": format!("http://{host}/v2/api?chainid={id}"),
+                "status": (chain.index.status)(),
+                "comment": "",
+            })
+        })
+        .collect();
+    axum::Json(serde_json::json!({
+        "comments": "List of chains this server indexes. Available Status codes are (0)=Offline, (1)=Ok, (2)=Degraded",
+        "totalcount": result.len(),
+        "result": result,
+    }))
+    .into_response()
+}
+
+/// The Etherscan-compatible routes over `chains` (the first is `/api`'s
+/// default), every call checked by `access`.
+pub fn router(chains: Vec<ChainIndex>, access: Arc<Access>, config: QueryConfig) -> Router {
     let face = EtherscanFace {
         http_200_errors: config.http_200_errors,
     };
     let endpoint = Endpoint::new(Security::Key(Permission::Read)).query_call();
-    let cache = ProxyCache::new(config.proxy_cache_entries, config.proxy_final_depth);
-    let state = Arc::new(QueryState {
-        store,
-        config,
-        cache,
-    });
+    let chains = chains
+        .into_iter()
+        .map(|index| ChainState {
+            index,
+            cache: ProxyCache::new(config.proxy_cache_entries, config.proxy_final_depth),
+        })
+        .collect();
+    let state = Arc::new(QueryState { chains, config });
     let api_v1 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, false);
     let api_v2 = |State(s): State<Arc<QueryState>>, request: Request| api(s, request, true);
+    let list = |State(s): State<Arc<QueryState>>, request: Request| chainlist(s, request);
     let methods = MethodFilter::GET.or(MethodFilter::POST);
     let guarded = || guard(&access, &face, endpoint);
+    let listing = Endpoint::new(Security::OptionalKey(Permission::Read));
     Router::new()
         .route("/api", guarded().on(methods, api_v1, state.clone()))
-        .route("/v2/api", guarded().on(methods, api_v2, state))
+        .route("/v2/api", guarded().on(methods, api_v2, state.clone()))
+        .route(
+            "/v2/chainlist",
+            guard(&access, &face, listing).on(MethodFilter::GET, list, state),
+        )
 }

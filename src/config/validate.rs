@@ -18,6 +18,7 @@ impl Config {
         if self.data_dir.as_os_str().is_empty() {
             return invalid("data_dir", "must not be empty");
         }
+        self.validate_chains()?;
         if let Err(e) = weiport_indexer::NodeClient::new(&self.node.url, self.node.options()) {
             return invalid("node.url", &e.to_string());
         }

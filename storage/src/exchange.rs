@@ -66,6 +66,9 @@ pub enum CommandRecord {
         amount: u64,
         /// The deposit's id.
         deposit_id: u64,
+        /// Its network: 0 for the first chain, else its chain id (absent
+        /// from records written before there were several).
+        network: u64,
     },
     /// A withdrawal asked for: amount and fee held from the account.
     Withdraw {
@@ -83,6 +86,8 @@ pub enum CommandRecord {
         destination: [u8; 20],
         /// When it was asked for, ms.
         requested_ms: u64,
+        /// Its network: 0 for the first chain, else its chain id.
+        network: u64,
     },
     /// A withdrawal ended: completed on chain, or failed and refunded.
     SettleWithdrawal {
@@ -207,6 +212,12 @@ fn read_opt_string(r: &mut Reader<'_>) -> Result<Option<String>, StorageError> {
         0 => None,
         _ => Some(r.string()?),
     })
+}
+
+/// A field appended after the rest; records written before it existed end
+/// without it and read as 0.
+fn trailing_u64(r: &mut Reader<'_>) -> Result<u64, StorageError> {
+    if r.at_end() { Ok(0) } else { r.u64() }
 }
 
 /// An order without its trigger, which goes last in a single order's record.
@@ -480,11 +491,15 @@ impl CommandRecord {
                 asset,
                 amount,
                 deposit_id,
+                network,
             } => {
                 w.u64(*account);
                 w.bytes(asset.as_bytes());
                 w.u64(*amount);
                 w.u64(*deposit_id);
+                if *network != 0 {
+                    w.u64(*network);
+                }
             }
             Self::Withdraw {
                 account,
@@ -494,6 +509,7 @@ impl CommandRecord {
                 client_id,
                 destination,
                 requested_ms,
+                network,
             } => {
                 w.u64(*account);
                 w.bytes(asset.as_bytes());
@@ -502,6 +518,9 @@ impl CommandRecord {
                 write_opt_string(&mut w, client_id.as_deref());
                 w.bytes(destination);
                 w.u64(*requested_ms);
+                if *network != 0 {
+                    w.u64(*network);
+                }
             }
             Self::SettleWithdrawal {
                 withdrawal_id,
@@ -629,6 +648,7 @@ impl CommandRecord {
                 asset: r.string()?,
                 amount: r.u64()?,
                 deposit_id: r.u64()?,
+                network: trailing_u64(&mut r)?,
             },
             CommandTag::Withdraw => Self::Withdraw {
                 account: r.u64()?,
@@ -638,6 +658,7 @@ impl CommandRecord {
                 client_id: read_opt_string(&mut r)?,
                 destination: r.bytes()?.try_into().map_err(|_| r.corrupt())?,
                 requested_ms: r.u64()?,
+                network: trailing_u64(&mut r)?,
             },
             CommandTag::SettleWithdrawal => Self::SettleWithdrawal {
                 withdrawal_id: r.u64()?,

@@ -94,6 +94,46 @@ pub mod cf {
     /// credited, withdrawal transactions, sweeps.
     pub const WALLET: &str = "wallet";
 
+    /// Logical name of a chain's own metadata (cursor, chain id, genesis
+    /// hash, start marks): [`META`] for the first chain, `meta@<id>` for
+    /// each further one.
+    pub const CHAIN_META: &str = "chain_meta";
+    /// Logical name of a chain's own wallet rows (deposits credited, sweeps):
+    /// [`WALLET`] for the first chain, `wallet@<id>` for each further one.
+    pub const CHAIN_WALLET: &str = "chain_wallet";
+
+    /// The families each further chain has its own copy of, named
+    /// `<family>@<chain id>`; every other family is shared by all chains.
+    pub const PER_CHAIN: &[&str] = &[
+        BALANCE,
+        BALANCE_AT,
+        BLOCK,
+        TX,
+        ADDRESS_TX,
+        TX_HASH,
+        TRANSFER,
+        ADDRESS_TRANSFER,
+        TOKEN_BALANCE,
+        TOKEN,
+        CHAIN_META,
+        CHAIN_WALLET,
+    ];
+
+    /// The name a further chain's copy of `family` has on disk.
+    pub fn of_chain(family: &str, chain_id: u64) -> String {
+        let base = match family {
+            CHAIN_META => META,
+            CHAIN_WALLET => WALLET,
+            other => other,
+        };
+        format!("{base}@{chain_id}")
+    }
+
+    /// The family a name on disk is a copy of (itself for a shared one).
+    pub fn base(name: &str) -> &str {
+        name.split('@').next().unwrap_or(name)
+    }
+
     /// Every column family of the current schema.
     pub const ALL: &[&str] = &[
         META,

@@ -355,7 +355,7 @@ impl HistoryIndex {
 impl Store {
     /// The first block whose transfers of `index` are indexed, once any are.
     pub fn history_indexed_from(&self, index: HistoryIndex) -> Result<Option<u64>, StorageError> {
-        self.meta(index.meta_key())?
+        self.chain_meta(index.meta_key())?
             .map(|b| decode_block_number(&b))
             .transpose()
     }
@@ -621,8 +621,8 @@ impl IndexBatch {
     /// is off, so turning it on later never claims blocks indexed meanwhile).
     pub fn set_history_indexed_from(&mut self, index: HistoryIndex, block: Option<u64>) {
         match block {
-            Some(block) => self.put(cf::META, index.meta_key(), encode_block_number(block)),
-            None => self.delete(cf::META, index.meta_key()),
+            Some(block) => self.put(cf::CHAIN_META, index.meta_key(), encode_block_number(block)),
+            None => self.delete(cf::CHAIN_META, index.meta_key()),
         }
     }
 }

@@ -221,15 +221,32 @@ impl Store {
         Ok(())
     }
 
-    /// Rows whose key starts with `prefix`, in key order.
+    /// A row of this store's chain's own wallet rows, durably.
+    fn chain_wallet_put(&self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.db
+            .put_cf_opt(self.cf(cf::CHAIN_WALLET), key, value, &Self::synced())?;
+        Ok(())
+    }
+
+    /// Shared wallet rows whose key starts with `prefix`, in key order.
     fn wallet_scan<T>(
         &self,
         prefix: &[u8],
         decode: impl Fn(&[u8], &[u8]) -> Result<T, StorageError>,
     ) -> Result<Vec<T>, StorageError> {
+        self.wallet_scan_in(cf::WALLET, prefix, decode)
+    }
+
+    /// Rows of wallet family `family` whose key starts with `prefix`.
+    fn wallet_scan_in<T>(
+        &self,
+        family: &str,
+        prefix: &[u8],
+        decode: impl Fn(&[u8], &[u8]) -> Result<T, StorageError>,
+    ) -> Result<Vec<T>, StorageError> {
         let mut out = Vec::new();
         for item in self.db.iterator_cf(
-            self.cf(cf::WALLET),
+            self.cf(family),
             IteratorMode::From(prefix, Direction::Forward),
         ) {
             let (key, value) = item?;
@@ -286,9 +303,9 @@ impl Store {
         })
     }
 
-    /// Records a credited deposit, durably.
+    /// Records a credited deposit of this store's chain, durably.
     pub fn put_deposit(&self, row: &DepositRow) -> Result<(), StorageError> {
-        self.wallet_put(
+        self.chain_wallet_put(
             &key(
                 DEPOSIT,
                 &[&row.account.to_be_bytes(), &row.deposit_id.to_be_bytes()],
@@ -297,11 +314,13 @@ impl Store {
         )
     }
 
-    /// `account`'s credited deposits, oldest first.
+    /// `account`'s credited deposits on this store's chain, oldest first.
     pub fn deposits(&self, account: u64) -> Result<Vec<DepositRow>, StorageError> {
-        self.wallet_scan(&key(DEPOSIT, &[&account.to_be_bytes()]), |_, value| {
-            DepositRow::decode(value)
-        })
+        self.wallet_scan_in(
+            cf::CHAIN_WALLET,
+            &key(DEPOSIT, &[&account.to_be_bytes()]),
+            |_, value| DepositRow::decode(value),
+        )
     }
 
     /// What withdrawal `id` has done on chain.
@@ -332,7 +351,7 @@ impl Store {
     /// The last block whose deposits to `address` a final sweep covered.
     pub fn swept_through(&self, address: &Address) -> Result<Option<u64>, StorageError> {
         self.read(
-            self.cf(cf::WALLET),
+            self.cf(cf::CHAIN_WALLET),
             key(SWEPT, &[address.as_slice()]),
             codec::decode_block_number,
         )
@@ -340,7 +359,7 @@ impl Store {
 
     /// Records that a final sweep covered `address`'s deposits through `block`.
     pub fn put_swept_through(&self, address: &Address, block: u64) -> Result<(), StorageError> {
-        self.wallet_put(
+        self.chain_wallet_put(
             &key(SWEPT, &[address.as_slice()]),
             &codec::encode_block_number(block),
         )

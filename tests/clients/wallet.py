@@ -7,6 +7,8 @@ tests compare, or {"error": class, "message": text} for a refusal.
   deposits                     fetch_deposits("ETH")
   withdraw ADDRESS AMOUNT [ID] withdraw("ETH", AMOUNT, ADDRESS[, withdrawOrderId])
   withdrawals                  fetch_withdrawals("ETH")
+
+An action written ACTION@NETWORK passes {"network": NETWORK} too.
 """
 
 import json
@@ -17,6 +19,8 @@ import ccxt
 from clientkit import ccxt_binance
 
 action, base, key, secret, *rest = sys.argv[1:]
+action, _, network = action.partition("@")
+on_network = {"network": network} if network else {}
 client = ccxt_binance(base, key, secret)
 
 
@@ -29,18 +33,20 @@ def transaction(t):
         "address": t["address"],
         "fee": (t.get("fee") or {}).get("cost"),
         "type": t["type"],
+        "network": t.get("network"),
     }
 
 
 try:
     if action == "address":
-        found = client.fetch_deposit_address("ETH")
+        found = client.fetch_deposit_address("ETH", on_network)
         result = {"address": found["address"], "currency": found["currency"]}
     elif action == "deposits":
         result = [transaction(t) for t in client.fetch_deposits("ETH")]
     elif action == "withdraw":
         address, amount, *client_id = rest
         params = {"withdrawOrderId": client_id[0]} if client_id else {}
+        params.update(on_network)
         result = {"id": client.withdraw("ETH", float(amount), address, params=params)["id"]}
     elif action == "withdrawals":
         result = [transaction(t) for t in client.fetch_withdrawals("ETH")]

@@ -79,6 +79,17 @@ impl Node {
         Ok(self.0.chain_id().await?)
     }
 
+    /// Whether this is a development node the well-known dev key may pay
+    /// on: anvil's or Hardhat's chain id, or a node (an anvil started with
+    /// another chain id) that holds `dev_address` among its own accounts.
+    pub(crate) async fn is_dev_node(&self, chain_id: u64, dev_address: Address) -> bool {
+        if chain_id == crate::DEV_CHAIN_ID {
+            return true;
+        }
+        let accounts: Result<Vec<Address>, _> = self.0.call("eth_accounts", ()).await;
+        accounts.is_ok_and(|accounts| accounts.contains(&dev_address))
+    }
+
     /// The next nonce of `address`, counting transactions still waiting.
     pub(crate) async fn pending_nonce(&self, address: Address) -> Result<u64, WalletError> {
         let count: U256 = self

@@ -46,7 +46,7 @@ impl Scanner {
             return Ok(());
         };
         let final_through = wallet.final_through();
-        let last = ledger.last_deposit_id();
+        let last = ledger.last_deposit_id(wallet.config.ledger_network);
         // The block of the last deposit credited is scanned again: its later
         // deposits may not be, and its row may not be stored yet.
         let after = (last >> INDEX_BITS).saturating_sub(1);
@@ -133,6 +133,7 @@ impl Scanner {
                 asset: wallet.config.asset,
                 amount: weiport_exchange::Amount::from_units(row.amount),
                 deposit_id: row.deposit_id,
+                network: wallet.config.ledger_network,
             })
             .await?;
         match outcome.events.first() {
@@ -150,6 +151,7 @@ impl Scanner {
             _ => {}
         }
         tracing::info!(
+            network = %wallet.config.network,
             account = row.account,
             address = %row.address,
             block = row.block,

@@ -77,15 +77,25 @@ pub enum WalletError {
 pub trait Ledger: Send + Sync + 'static {
     /// Sequences `command` (durable once answered).
     fn submit(&self, command: Command) -> BoxFuture<'static, Result<Arc<Outcome>, SequencerError>>;
-    /// The id of the last deposit the engine credited (0: none).
-    fn last_deposit_id(&self) -> u64;
-    /// The withdrawals the engine holds now (requested, not yet ended), by id.
-    fn pending_withdrawals(&self) -> Vec<(u64, WithdrawalView)>;
+    /// The id of the last deposit the engine credited on `network` (0: none).
+    fn last_deposit_id(&self, network: u64) -> u64;
+    /// The withdrawals on `network` the engine holds now (requested, not
+    /// yet ended), by id.
+    fn pending_withdrawals(&self, network: u64) -> Vec<(u64, WithdrawalView)>;
+    /// The network withdrawal `id` leaves on, if the engine knows it.
+    fn withdrawal_network(&self, id: u64) -> Option<u64>;
 }
 
 /// How the wallet works.
 #[derive(Debug, Clone)]
 pub struct WalletConfig {
+    /// The network as the exchange's ledger knows it: 0 for the first
+    /// chain, else the chain's id.
+    pub ledger_network: u64,
+    /// The chain's id (checked against the node's).
+    pub chain_id: Option<u64>,
+    /// The chain's name, as the API shows it.
+    pub chain_name: String,
     /// Blocks a deposit or withdrawal must be under (itself included) to be final.
     pub confirmations: u64,
     /// The exchange asset the chain's coin is (ETH).
@@ -318,8 +328,16 @@ impl Wallet {
                 }
             }
         };
+        if self.config.chain_id.is_some_and(|id| id != chain_id) {
+            tracing::error!(
+                chain_id,
+                configured = self.config.chain_id,
+                "wallet: the node answers another chain id; this network's wallet stays off"
+            );
+            return;
+        }
         if self.dev_hot_wallet {
-            if chain_id == DEV_CHAIN_ID {
+            if self.node.is_dev_node(chain_id, self.hot.address()).await {
                 self.hot_usable.store(true, Ordering::Release);
             } else {
                 tracing::error!(
@@ -331,6 +349,7 @@ impl Wallet {
         tracing::info!(
             hot_wallet = %self.hot.address(),
             chain_id,
+            network = %self.config.network,
             confirmations = self.config.confirmations,
             "wallet running"
         );
@@ -353,16 +372,16 @@ impl Wallet {
             if self.config.deposit_enable
                 && let Err(error) = deposits.pass(&self, ledger.as_ref(), leads).await
             {
-                tracing::warn!(%error, "wallet: deposit scan failed; retrying");
+                tracing::warn!(%error, network = %self.config.network, "wallet: deposit scan failed; retrying");
             }
             if leads && let Err(error) = sweeps.pass(&self, chain_id).await {
-                tracing::warn!(%error, "wallet: sweep failed; retrying");
+                tracing::warn!(%error, network = %self.config.network, "wallet: sweep failed; retrying");
             }
             if leads
                 && self.hot_usable.load(Ordering::Acquire)
                 && let Err(error) = withdrawals.pass(&self, ledger.as_ref()).await
             {
-                tracing::warn!(%error, "wallet: withdrawal step failed; retrying");
+                tracing::warn!(%error, network = %self.config.network, "wallet: withdrawal step failed; retrying");
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.config.poll) => {}

@@ -48,13 +48,14 @@ impl Sender {
         wallet: &Wallet,
         ledger: &dyn Ledger,
     ) -> Result<(), WalletError> {
-        let pending = ledger.pending_withdrawals();
+        let pending = ledger.pending_withdrawals(wallet.config.ledger_network);
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let oldest_ms = pending.iter().map(|(_, w)| w.requested_ms).min();
-        metrics::gauge!(PROCESSING).set(pending.len() as f64);
-        metrics::gauge!(OLDEST_SECONDS)
+        let network = wallet.config.network.clone();
+        metrics::gauge!(PROCESSING, "network" => network.clone()).set(pending.len() as f64);
+        metrics::gauge!(OLDEST_SECONDS, "network" => network)
             .set(oldest_ms.map_or(0.0, |t| now_ms.saturating_sub(t) as f64 / 1000.0));
         for (id, withdrawal) in pending {
             match wallet.store.withdrawal_tx(id)? {
@@ -68,15 +69,23 @@ impl Sender {
 
     /// The hot wallet's next nonce: past every transaction the node has or
     /// this wallet signed.
-    async fn next_nonce(&mut self, wallet: &Wallet) -> Result<u64, WalletError> {
+    async fn next_nonce(
+        &mut self,
+        wallet: &Wallet,
+        ledger: &dyn Ledger,
+    ) -> Result<u64, WalletError> {
         let node = wallet.node.pending_nonce(wallet.hot.address()).await?;
         let signed = match self.signed_through {
             Some(next) => next,
-            // Read once: from then on this wallet is the only signer.
+            // Read once: from then on this wallet is the only signer. Only
+            // this network's: every chain's hot wallet counts its own nonces.
             None => wallet
                 .store
                 .withdrawal_txs()?
                 .into_iter()
+                .filter(|(id, _)| {
+                    ledger.withdrawal_network(*id) == Some(wallet.config.ledger_network)
+                })
                 .filter(|(_, row)| row.refused.is_none() && !row.sent.is_empty())
                 .map(|(_, row)| row.nonce + 1)
                 .max()
@@ -119,7 +128,7 @@ impl Sender {
         id: u64,
         withdrawal: &WithdrawalView,
     ) -> Result<(), WalletError> {
-        let nonce = self.next_nonce(wallet).await?;
+        let nonce = self.next_nonce(wallet, ledger).await?;
         let (max_fee, tip) = wallet.node.fees().await?;
         let transfer = self
             .transfer(wallet, withdrawal, nonce, (max_fee, tip))

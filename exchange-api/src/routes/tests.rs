@@ -36,7 +36,7 @@ fn exchange(dir: &tempfile::TempDir) -> (Arc<Exchange>, String, String) {
                 snapshot_every: 0,
             },
             access,
-            None,
+            Vec::new(),
             weiport_exchange::sequencer::Role::Alone,
         )
         .unwrap(),

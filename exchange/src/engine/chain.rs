@@ -47,6 +47,7 @@ pub(crate) struct Withdrawal {
     pub(crate) destination: [u8; 20],
     pub(crate) requested_ms: u64,
     pub(crate) pending: bool,
+    pub(crate) network: u64,
 }
 
 impl Withdrawal {
@@ -60,6 +61,7 @@ impl Withdrawal {
             stage,
             destination: self.destination,
             requested_ms: self.requested_ms,
+            network: self.network,
         }
     }
 }
@@ -67,8 +69,8 @@ impl Withdrawal {
 /// Deposits credited and withdrawals, pending and ended.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Withdrawals {
-    /// The last deposit id credited (0: none).
-    pub(crate) last_deposit_id: u64,
+    /// Per network: the last deposit id credited (none: 0).
+    pub(crate) last_deposit_ids: std::collections::BTreeMap<u64, u64>,
     pub(crate) next_withdrawal_id: u64,
     pub(crate) all: FxHashMap<u64, Withdrawal>,
     #[serde(with = "super::image::pairs")]
@@ -82,9 +84,13 @@ pub(crate) struct Withdrawals {
 }
 
 impl Engine {
-    /// The id of the last deposit credited (0: none yet).
-    pub fn last_deposit_id(&self) -> u64 {
-        self.chain.last_deposit_id
+    /// The id of the last deposit credited on `network` (0: none yet).
+    pub fn last_deposit_id(&self, network: u64) -> u64 {
+        self.chain
+            .last_deposit_ids
+            .get(&network)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// What pending withdrawals of `asset` hold (amounts and fees).
@@ -97,10 +103,10 @@ impl Engine {
         account: AccountId,
         asset: AssetId,
         amount: Amount,
-        deposit_id: u64,
+        (deposit_id, network): (u64, u64),
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
-        if deposit_id <= self.chain.last_deposit_id {
+        if deposit_id <= self.last_deposit_id(network) {
             return Err(Reject::DepositCredited);
         }
         events.push(Event::Deposited {
@@ -108,9 +114,10 @@ impl Engine {
             asset,
             amount,
             deposit_id,
+            network,
         });
         self.ledger.adjust(account, asset, amount, true, events)?;
-        self.chain.last_deposit_id = deposit_id;
+        self.chain.last_deposit_ids.insert(network, deposit_id);
         Ok(())
     }
 
@@ -120,7 +127,7 @@ impl Engine {
         asset: AssetId,
         (amount, fee): (Amount, Amount),
         client_id: Option<Box<str>>,
-        (destination, requested_ms): ([u8; 20], u64),
+        (destination, requested_ms, network): ([u8; 20], u64, u64),
         events: &mut Vec<Event>,
     ) -> Result<(), Reject> {
         if usize::from(asset.0) >= self.ledger.assets {
@@ -148,6 +155,7 @@ impl Engine {
             destination,
             requested_ms,
             pending: true,
+            network,
         };
         self.chain.held.insert(asset, held);
         self.chain.all.insert(withdrawal_id, withdrawal);
@@ -263,25 +271,34 @@ mod tests {
     }
 
     #[test]
-    fn deposits_are_credited_once_in_id_order() {
+    fn deposits_are_credited_once_in_id_order_on_each_network() {
         let (mut engine, eth) = engine();
-        let deposit = |id| Command::Deposit {
+        let deposit = |id, network| Command::Deposit {
             account: 1,
             asset: eth,
             amount: units(500),
             deposit_id: id,
+            network,
         };
-        let events = engine.apply(deposit(7));
+        let events = engine.apply(deposit(7, 0));
         assert!(matches!(events[0], Event::Deposited { deposit_id: 7, .. }));
         for again in [7, 3] {
             assert_eq!(
-                engine.apply(deposit(again)),
+                engine.apply(deposit(again, 0)),
                 vec![Event::Rejected(Reject::DepositCredited)]
             );
         }
-        engine.apply(deposit(8));
-        assert_eq!(engine.balance(1, eth), (units(1000), Amount::ZERO));
-        assert_eq!(engine.last_deposit_id(), 8);
+        engine.apply(deposit(8, 0));
+        // Another chain's ids are its own: lower ones are new there.
+        engine.apply(deposit(3, 42161));
+        assert_eq!(
+            engine.apply(deposit(3, 42161)),
+            vec![Event::Rejected(Reject::DepositCredited)]
+        );
+        assert_eq!(engine.balance(1, eth), (units(1500), Amount::ZERO));
+        assert_eq!(engine.last_deposit_id(0), 8);
+        assert_eq!(engine.last_deposit_id(42161), 3);
+        assert_eq!(engine.last_deposit_id(10), 0);
     }
 
     #[test]
@@ -300,6 +317,7 @@ mod tests {
             client_id: client_id.map(Into::into),
             destination: [7; 20],
             requested_ms: 1,
+            network: 0,
         };
         assert_eq!(
             engine.apply(withdraw(991, None)),
@@ -375,6 +393,7 @@ mod tests {
             client_id: None,
             destination: [7; 20],
             requested_ms: 1,
+            network: 0,
         });
         let signed = |withdrawal_id, nonce| Command::WithdrawalSigned {
             withdrawal_id,

@@ -161,6 +161,7 @@ mod tests {
             asset: ETH,
             amount: units(1000),
             deposit_id: 7,
+            network: 0,
         });
         let withdraw = Command::Withdraw {
             account: 1,
@@ -169,7 +170,8 @@ mod tests {
             fee: units(10),
             client_id: Some("mine".into()),
             destination: [7; 20],
-            requested_ms: 1,
+            requested_ms: 9,
+            network: 10,
         };
         engine.apply(withdraw.clone());
         let signed = |nonce| Command::WithdrawalSigned {
@@ -189,7 +191,7 @@ mod tests {
         });
         let mut restored = read_back(&engine);
         assert_eq!(restored.snapshot(), engine.snapshot());
-        assert_eq!(restored.last_deposit_id(), 7);
+        assert_eq!(restored.last_deposit_id(0), 7);
         // The client id, the nonce and the address are remembered.
         for command in [
             withdraw,
@@ -203,6 +205,7 @@ mod tests {
                 asset: ETH,
                 amount: units(1),
                 deposit_id: 7,
+                network: 0,
             },
         ] {
             assert_eq!(restored.apply(command.clone()), engine.apply(command));

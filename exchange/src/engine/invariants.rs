@@ -55,8 +55,8 @@ impl Engine {
         }
         lines.push(format!("next list {}", self.next_list_id));
         lines.push(format!(
-            "last deposit {} next withdrawal {}",
-            self.chain.last_deposit_id, self.chain.next_withdrawal_id
+            "last deposits {:?} next withdrawal {}",
+            self.chain.last_deposit_ids, self.chain.next_withdrawal_id
         ));
         let mut withdrawals: Vec<_> = self.chain.all.iter().collect();
         withdrawals.sort_by_key(|(id, _)| **id);

@@ -187,8 +187,11 @@ pub enum Command {
         asset: AssetId,
         /// Amount.
         amount: Amount,
-        /// The deposit's id, above every one credited before.
+        /// The deposit's id, above every one credited before on its network.
         deposit_id: u64,
+        /// The network (chain) it arrived on: 0 for the first chain, else
+        /// that chain's id. Deposit ids grow per network.
+        network: u64,
     },
     /// Take `amount + fee` out of the account's free funds and hold it for
     /// an on-chain withdrawal under a new id (the id of the earlier one, and
@@ -209,6 +212,9 @@ pub enum Command {
         /// When it was asked for, ms (not engine time: a withdrawal is a
         /// balance update, like a credit).
         requested_ms: u64,
+        /// The network (chain) it leaves on: 0 for the first chain, else
+        /// that chain's id.
+        network: u64,
     },
     /// End a pending withdrawal: sent and final (`completed`: the amount
     /// leaves the ledger, the fee goes to the fee account), or failed (all of
@@ -523,6 +529,8 @@ pub enum Event {
         amount: Amount,
         /// The deposit's id.
         deposit_id: u64,
+        /// Its network (0: the first chain).
+        network: u64,
     },
     /// A withdrawal was taken, repeated, completed or failed (the balances
     /// it changed follow).
@@ -543,6 +551,8 @@ pub enum Event {
         destination: [u8; 20],
         /// When it was asked for, ms.
         requested_ms: u64,
+        /// Its network (0: the first chain).
+        network: u64,
     },
     /// A signed transaction of a pending withdrawal was recorded.
     WithdrawalSigned {

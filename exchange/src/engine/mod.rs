@@ -245,7 +245,8 @@ impl Engine {
                 asset,
                 amount,
                 deposit_id,
-            } => self.deposit(account, asset, amount, deposit_id, events),
+                network,
+            } => self.deposit(account, asset, amount, (deposit_id, network), events),
             Command::Withdraw {
                 account,
                 asset,
@@ -254,12 +255,13 @@ impl Engine {
                 client_id,
                 destination,
                 requested_ms,
+                network,
             } => self.withdraw(
                 account,
                 asset,
                 (amount, fee),
                 client_id,
-                (destination, requested_ms),
+                (destination, requested_ms, network),
                 events,
             ),
             Command::SettleWithdrawal {

@@ -185,11 +185,13 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             asset,
             amount,
             deposit_id,
+            network,
         } => CommandRecord::Deposit {
             account: *account,
             asset: catalog.asset(*asset).to_owned(),
             amount: amount.units(),
             deposit_id: *deposit_id,
+            network: *network,
         },
         Command::Withdraw {
             account,
@@ -199,6 +201,7 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             client_id,
             destination,
             requested_ms,
+            network,
         } => CommandRecord::Withdraw {
             account: *account,
             asset: catalog.asset(*asset).to_owned(),
@@ -207,6 +210,7 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             client_id: client_id.as_deref().map(str::to_owned),
             destination: *destination,
             requested_ms: *requested_ms,
+            network: *network,
         },
         Command::SettleWithdrawal {
             withdrawal_id,
@@ -380,11 +384,13 @@ pub(super) fn from_record(
             asset: name,
             amount,
             deposit_id,
+            network,
         } => Command::Deposit {
             account,
             asset: asset(&name)?,
             amount: Amount::from_units(amount),
             deposit_id,
+            network,
         },
         CommandRecord::Withdraw {
             account,
@@ -394,6 +400,7 @@ pub(super) fn from_record(
             client_id,
             destination,
             requested_ms,
+            network,
         } => Command::Withdraw {
             account,
             asset: asset(&name)?,
@@ -402,6 +409,7 @@ pub(super) fn from_record(
             client_id: client_id.map(String::into_boxed_str),
             destination,
             requested_ms,
+            network,
         },
         CommandRecord::SettleWithdrawal {
             withdrawal_id,

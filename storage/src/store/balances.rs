@@ -231,14 +231,17 @@ impl IndexBatch {
 
     /// Moves the indexer cursor.
     pub fn set_cursor(&mut self, cursor: &Cursor) {
-        self.batch
-            .put_cf(self.store.cf(cf::META), meta_key::CURSOR, cursor.encode());
+        self.batch.put_cf(
+            self.store.cf(cf::CHAIN_META),
+            meta_key::CURSOR,
+            cursor.encode(),
+        );
         self.head = Some(cursor.number);
     }
 
     /// Records the chain the index belongs to and the block it starts at.
     pub fn set_chain(&mut self, chain_id: u64, genesis_hash: &B256, start_block: u64) {
-        let meta = self.store.cf(cf::META);
+        let meta = self.store.cf(cf::CHAIN_META);
         self.batch
             .put_cf(meta, meta_key::CHAIN_ID, encode_block_number(chain_id));
         self.batch

@@ -50,6 +50,10 @@ pub struct StoreOptions {
     /// All memtables together: past it the largest is written out, so
     /// memory stays bounded however many column families take writes.
     pub memtable_budget_bytes: usize,
+    /// Chains indexed beside the first, by chain id: each gets its own
+    /// copy of the per-chain families ([`cf::PER_CHAIN`]), reached through
+    /// [`Store::chain`].
+    pub further_chains: Vec<u64>,
 }
 
 impl Default for StoreOptions {
@@ -59,6 +63,7 @@ impl Default for StoreOptions {
             background_jobs: 4,
             write_buffer_bytes: 64 << 20,
             memtable_budget_bytes: 256 << 20,
+            further_chains: Vec::new(),
         }
     }
 }
@@ -82,6 +87,18 @@ pub struct Store {
     /// Latest balances read since the last index commit; exact only while
     /// [`IndexBatch::commit`] is the one way a balance is written.
     latest: Arc<LatestCache>,
+    /// For a further chain's store: where its per-chain families live.
+    scope: Option<Arc<ChainScope>>,
+    /// Every family opened, by its name on disk (maintenance walks them all).
+    families: Arc<Vec<String>>,
+    /// The further chains' stores (empty in a further chain's own store).
+    further: Arc<Vec<Store>>,
+}
+
+/// A further chain's families: each logical per-chain name and its copy.
+struct ChainScope {
+    chain_id: u64,
+    names: Vec<(&'static str, String)>,
 }
 
 /// The indexed block range, kept in memory beside the database: every
@@ -102,7 +119,10 @@ impl IndexedRange {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("chain", &self.scope.as_ref().map(|s| s.chain_id))
+            .finish()
     }
 }
 
@@ -126,7 +146,7 @@ fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -
         cf::ADDRESS_TRANSFER,
         cf::TOKEN_BALANCE,
     ]
-    .contains(&name)
+    .contains(&cf::base(name))
     {
         // History rows are always read within one address: prefix blooms let
         // `seek_for_prev(address ‖ block)` skip files that lack the address.
@@ -168,30 +188,75 @@ impl Store {
         // write: appending to a fresh file also rewrites its inode (size) on
         // every fdatasync.
         db_opts.set_recycle_log_file_num(4);
-        let descriptors = cf::ALL.iter().map(|name| {
+        // RocksDB opens only with every family on disk named: those of
+        // chains no longer configured stay open (and untouched).
+        let mut families: Vec<String> = cf::ALL.iter().map(|name| (*name).to_owned()).collect();
+        let on_disk = DB::list_cf(&db_opts, &path).unwrap_or_default();
+        let configured = options
+            .further_chains
+            .iter()
+            .flat_map(|id| cf::PER_CHAIN.iter().map(|family| cf::of_chain(family, *id)));
+        for name in on_disk.into_iter().chain(configured) {
+            if !families.contains(&name) {
+                families.push(name);
+            }
+        }
+        let descriptors = families.iter().map(|name| {
             ColumnFamilyDescriptor::new(
-                *name,
+                name,
                 column_family_options(name, &cache, options.write_buffer_bytes),
             )
         });
-        let db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
-        let store = Self {
+        let db = Arc::new(DB::open_cf_descriptors(&db_opts, &path, descriptors)?);
+        let families = Arc::new(families);
+        let blank = |scope: Option<Arc<ChainScope>>| Self {
             history_readers: Arc::default(),
-            db: Arc::new(db),
-            path,
+            db: db.clone(),
+            path: path.clone(),
             indexed: Arc::new(IndexedRange {
                 head: AtomicU64::new(UNSET),
                 start: AtomicU64::new(UNSET),
             }),
             point_reads: Arc::new(ReadOptions::default()),
             latest: Arc::default(),
+            scope,
+            families: families.clone(),
+            further: Arc::default(),
         };
+        let mut further = Vec::new();
+        for &chain_id in &options.further_chains {
+            let names = cf::PER_CHAIN
+                .iter()
+                .map(|family| (*family, cf::of_chain(family, chain_id)))
+                .collect();
+            let store = blank(Some(Arc::new(ChainScope { chain_id, names })));
+            store.load_indexed_range()?;
+            further.push(store);
+        }
+        let mut store = blank(None);
+        store.further = Arc::new(further);
         store.check_schema()?;
-        let head = store.cursor()?.map_or(UNSET, |cursor| cursor.number);
-        let start = store.index_start()?.unwrap_or(UNSET);
-        store.indexed.head.store(head, Ordering::Release);
-        store.indexed.start.store(start, Ordering::Release);
+        store.load_indexed_range()?;
         Ok(store)
+    }
+
+    fn load_indexed_range(&self) -> Result<(), StorageError> {
+        let head = self.cursor()?.map_or(UNSET, |cursor| cursor.number);
+        let start = self.index_start()?.unwrap_or(UNSET);
+        self.indexed.head.store(head, Ordering::Release);
+        self.indexed.start.store(start, Ordering::Release);
+        Ok(())
+    }
+
+    /// The store of further chain `chain_id` (one of
+    /// [`StoreOptions::further_chains`]): its own index, cursor and deposits
+    /// in its own families, every shared family (accounts, keys, the
+    /// exchange, deposit addresses) the same as this one's.
+    pub fn chain(&self, chain_id: u64) -> Option<Store> {
+        self.further
+            .iter()
+            .find(|store| store.scope.as_ref().is_some_and(|s| s.chain_id == chain_id))
+            .cloned()
     }
 
     fn check_schema(&self) -> Result<(), StorageError> {
@@ -246,10 +311,33 @@ impl Store {
     /// The handle of any column family, the balances' included: only this
     /// module and `balances` (which owns their writes) ask for it.
     fn handle(&self, name: &str) -> &ColumnFamily {
-        // Every name in `cf::ALL` is opened in `open`; a miss is a programming error.
+        let name = self.resolve(name);
+        // Every name in `cf::ALL` and every configured chain's copies are
+        // opened in `open`; a miss is a programming error.
         self.db
             .cf_handle(name)
             .unwrap_or_else(|| panic!("column family {name} was not opened"))
+    }
+
+    /// Every family opened, every chain's.
+    fn on_disk(&self) -> impl Iterator<Item = &ColumnFamily> {
+        self.families
+            .iter()
+            .filter_map(|name| self.db.cf_handle(name))
+    }
+
+    /// The name on disk of family `name` for this store's chain.
+    fn resolve<'a>(&'a self, name: &'a str) -> &'a str {
+        match &self.scope {
+            Some(scope) => scope
+                .names
+                .iter()
+                .find(|(logical, _)| *logical == name)
+                .map_or(name, |(_, on_disk)| on_disk.as_str()),
+            None if name == cf::CHAIN_META => cf::META,
+            None if name == cf::CHAIN_WALLET => cf::WALLET,
+            None => name,
+        }
     }
 
     /// Point read of `key` in `cf`, decoded.
@@ -269,6 +357,11 @@ impl Store {
         Ok(self.db.get_cf(self.cf(cf::META), key)?)
     }
 
+    /// A key of this store's chain's own metadata.
+    pub(crate) fn chain_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get_cf(self.cf(cf::CHAIN_META), key)?)
+    }
+
     /// The schema version recorded on disk.
     pub fn schema_version(&self) -> Result<u32, StorageError> {
         Ok(self
@@ -279,14 +372,14 @@ impl Store {
 
     /// The chain id the index was built from, if any block was indexed yet.
     pub fn chain_id(&self) -> Result<Option<u64>, StorageError> {
-        self.meta(meta_key::CHAIN_ID)?
+        self.chain_meta(meta_key::CHAIN_ID)?
             .map(|b| codec::decode_block_number(&b))
             .transpose()
     }
 
     /// The genesis (or start block) hash the index was built from.
     pub fn genesis_hash(&self) -> Result<Option<B256>, StorageError> {
-        self.meta(meta_key::GENESIS_HASH)?
+        self.chain_meta(meta_key::GENESIS_HASH)?
             .map(|b| {
                 if b.len() == codec::HASH_LEN {
                     Ok(B256::from_slice(&b))
@@ -302,14 +395,14 @@ impl Store {
 
     /// The first block the index covers (0 when it starts at genesis).
     pub fn index_start(&self) -> Result<Option<u64>, StorageError> {
-        self.meta(meta_key::INDEX_START)?
+        self.chain_meta(meta_key::INDEX_START)?
             .map(|b| codec::decode_block_number(&b))
             .transpose()
     }
 
     /// The last fully indexed block.
     pub fn cursor(&self) -> Result<Option<Cursor>, StorageError> {
-        self.meta(meta_key::CURSOR)?
+        self.chain_meta(meta_key::CURSOR)?
             .map(|b| Cursor::decode(&b))
             .transpose()
     }
@@ -342,16 +435,16 @@ impl Store {
     /// Compacts every column family fully: the size on disk the data
     /// settles at (benchmarks, maintenance).
     pub fn compact(&self) {
-        for name in cf::ALL {
+        for family in self.on_disk() {
             self.db
-                .compact_range_cf(self.handle(name), None::<&[u8]>, None::<&[u8]>);
+                .compact_range_cf(family, None::<&[u8]>, None::<&[u8]>);
         }
     }
 
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.
     pub fn flush(&self) -> Result<(), StorageError> {
-        for name in cf::ALL {
-            self.db.flush_cf(self.handle(name))?;
+        for family in self.on_disk() {
+            self.db.flush_cf(family)?;
         }
         self.db.flush_wal(true)?;
         Ok(())
@@ -395,6 +488,57 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(open(&dir).schema_version().unwrap(), SCHEMA_VERSION);
         assert_eq!(open(&dir).schema_version().unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn each_chain_keeps_its_own_index_and_shares_the_rest() {
+        use alloy_primitives::{Address, U256};
+        let dir = tempfile::tempdir().unwrap();
+        let options = StoreOptions {
+            further_chains: vec![42],
+            ..StoreOptions::default()
+        };
+        let first = Store::open(dir.path(), &options).unwrap();
+        let second = first.chain(42).unwrap();
+        assert!(first.chain(7).is_none());
+        let holder = Address::repeat_byte(1);
+        let write = |store: &Store, chain: u64, block: u64, wei: u64| {
+            let mut batch = store.index_batch();
+            batch.set_chain(chain, &B256::repeat_byte(chain as u8), 0);
+            batch.set_balance(&holder, block, &U256::from(wei));
+            batch.set_cursor(&Cursor {
+                number: block,
+                hash: B256::ZERO,
+            });
+            batch.commit().unwrap();
+        };
+        write(&first, 1, 5, 100);
+        write(&second, 42, 9, 7);
+        let read = |store: &Store| {
+            (
+                store.chain_id().unwrap(),
+                store.indexed_head(),
+                store.balance(&holder).unwrap().map(|b| b.wei),
+            )
+        };
+        assert_eq!(read(&first), (Some(1), Some(5), Some(U256::from(100))));
+        assert_eq!(read(&second), (Some(42), Some(9), Some(U256::from(7))));
+        second.put_deposit_address(3, &holder).unwrap();
+        assert_eq!(first.deposit_address(3).unwrap(), Some(holder));
+        second.put_swept_through(&holder, 4).unwrap();
+        assert_eq!(first.swept_through(&holder).unwrap(), None);
+        drop((first, second));
+
+        // Reopened without the chain configured: its families stay, apart.
+        let first = open(&dir);
+        assert_eq!(read(&first), (Some(1), Some(5), Some(U256::from(100))));
+        drop(first);
+        let second = Store::open(dir.path(), &options)
+            .unwrap()
+            .chain(42)
+            .unwrap();
+        assert_eq!(read(&second), (Some(42), Some(9), Some(U256::from(7))));
+        assert_eq!(second.swept_through(&holder).unwrap(), Some(4));
     }
 
     #[test]
