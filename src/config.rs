@@ -186,6 +186,9 @@ pub struct SandboxConfig {
     pub reference_prices: std::collections::BTreeMap<String, weiport_exchange::Amount>,
     /// Milliseconds between two transfers on the dev chain; 0 for none.
     pub chain_transfer_ms: u64,
+    /// Chain id of the second anvil (faster blocks, like an L2) started
+    /// beside the first; 0 for one chain.
+    pub second_chain_id: u64,
     /// The market maker and its taker flow.
     pub market_maker: weiport_sandbox::MakerSettings,
 }

@@ -40,6 +40,9 @@ pub async fn run(mut config: Config, args: SandboxArgs) -> anyhow::Result<()> {
     let sandbox = Sandbox::prepare(settings(&config, args)).await?;
     config.data_dir = sandbox.data_dir().to_owned();
     config.node.url = sandbox.node_url().to_owned();
+    if let Some((chain_id, url)) = sandbox.second_chain() {
+        config.chains = sandbox_chains(&config, chain_id, url);
+    }
     // A sandbox stops at once: nothing in flight is worth a long wait.
     config.server.shutdown_grace_secs = config.server.shutdown_grace_secs.min(2);
 
@@ -92,7 +95,37 @@ fn settings(config: &Config, args: SandboxArgs) -> SandboxSettings {
         run_market_makers: !args.no_market_maker,
         chain_transfer: (sandbox.chain_transfer_ms > 0)
             .then(|| Duration::from_millis(sandbox.chain_transfer_ms)),
+        second_chain_id: (sandbox.second_chain_id > 0).then_some(sandbox.second_chain_id),
+        first_network: config.wallet.network.clone(),
     }
+}
+
+/// `[[chains]]` of the sandbox's two anvils: the first (the data dir's own,
+/// `[node]`'s) and the second, its blocks indexed as they come.
+fn sandbox_chains(config: &Config, chain_id: u64, url: &str) -> Vec<crate::config::ChainSection> {
+    let chain = |id: u64, name: &str, url: &str, network: &str| crate::config::ChainSection {
+        id,
+        name: name.to_owned(),
+        url: url.to_owned(),
+        coin: None,
+        network: network.to_owned(),
+        confirmations: None,
+        hot_wallet_key: None,
+        withdraw_fee: None,
+        withdraw_min: None,
+        withdraw_max: None,
+        indexer: toml::Table::new(),
+    };
+    let (name, network) = weiport_sandbox::SECOND_CHAIN;
+    vec![
+        chain(
+            weiport_sandbox::FIRST_CHAIN_ID,
+            "Anvil",
+            &config.node.url,
+            &config.wallet.network,
+        ),
+        chain(chain_id, name, url, network),
+    ]
 }
 
 /// The engine, as the sandbox sends to it.

@@ -109,6 +109,37 @@ async fn a_newcomer_trades_reads_balances_and_sees_markets_move_then_stops_it() 
         .expect("the anvil it started");
     let data_dir = json_path.parent().unwrap().to_owned();
     assert_eq!(described["accounts"].as_array().unwrap().len(), 2);
+    // Two anvils: the second with its own chain id, indexed and listed.
+    let chains = described["chains"].as_array().unwrap();
+    assert_eq!(chains.len(), 2, "{described}");
+    assert_eq!(chains[0]["node_url"], described["node_url"]);
+    assert_eq!(
+        (chains[1]["chain_id"].clone(), chains[1]["network"].clone()),
+        (json!(31338), json!("ARBITRUM"))
+    );
+    let second_pid = chains[1]["node_pid"].as_u64().expect("the second anvil");
+    let listed: Value = reqwest::get(format!("{rest}/v2/chainlist"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["totalcount"], 2, "{listed}");
+    let key = described["read_key"]["api_key"].as_str().unwrap();
+    let counted = reqwest::get(format!(
+        "{rest}/v2/api?chainid=31338&module=proxy&action=eth_blockNumber&apikey={key}"
+    ))
+    .await
+    .unwrap()
+    .json::<Value>()
+    .await
+    .unwrap();
+    assert!(
+        counted["result"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("0x")),
+        "{counted}"
+    );
     for account in described["accounts"].as_array().unwrap() {
         assert_eq!(account["permissions"], json!(["read", "trade"]));
         assert_eq!(account["balances"]["USDT"], "100000.00000000");
@@ -217,8 +248,9 @@ async fn a_newcomer_trades_reads_balances_and_sees_markets_move_then_stops_it() 
     };
     assert!(status.success(), "{status}");
     assert!(
-        !Path::new(&format!("/proc/{anvil_pid}")).exists(),
-        "anvil {anvil_pid} outlived the sandbox"
+        !Path::new(&format!("/proc/{anvil_pid}")).exists()
+            && !Path::new(&format!("/proc/{second_pid}")).exists(),
+        "an anvil ({anvil_pid}, {second_pid}) outlived the sandbox"
     );
     assert!(
         !data_dir.exists(),

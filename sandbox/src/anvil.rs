@@ -20,12 +20,17 @@ pub(crate) struct Anvil {
 }
 
 impl Anvil {
-    /// Starts anvil logging to `<data>/anvil.log` (keeping its chain in a
-    /// kept data dir) and waits until it answers.
-    pub(crate) async fn start(data: &DataDir) -> Result<Self, SandboxError> {
+    /// Starts anvil named `name` with `args` added, logging to
+    /// `<data>/<name>.log` (keeping its chain in `<name>-state.json` of a
+    /// kept data dir), and waits until it answers.
+    pub(crate) async fn start(
+        data: &DataDir,
+        name: &str,
+        args: &[String],
+    ) -> Result<Self, SandboxError> {
         let binary = anvil_binary()?;
         let port = free_port()?;
-        let log_path = data.path.join("anvil.log");
+        let log_path = data.path.join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path).map_err(|source| SandboxError::Write {
             path: log_path.clone(),
             source,
@@ -33,6 +38,7 @@ impl Anvil {
         let mut command = tokio::process::Command::new(&binary);
         command
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -45,7 +51,7 @@ impl Anvil {
             // describe blocks the next node never had.
             command
                 .arg("--state")
-                .arg(data.path.join("anvil-state.json"));
+                .arg(data.path.join(format!("{name}-state.json")));
         }
         let mut child = command.spawn().map_err(|source| SandboxError::AnvilSpawn {
             binary: binary.clone(),

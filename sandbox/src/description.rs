@@ -21,9 +21,28 @@ pub(crate) struct Description {
     /// The anvil started here, if one was.
     pub(crate) node_pid: Option<u32>,
     pub(crate) data_dir: PathBuf,
+    /// Every chain followed (the first is `node_url`'s).
+    #[serde(default)]
+    pub(crate) chains: Vec<ChainNode>,
     pub(crate) accounts: Vec<TestAccount>,
     pub(crate) read_key: KeyPair,
     pub(crate) market_makers: Vec<MakerAccounts>,
+}
+
+/// One chain the sandbox follows: its id, its network on the exchange and
+/// its node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChainNode {
+    /// Chain id.
+    pub chain_id: u64,
+    /// Its name.
+    pub name: String,
+    /// The exchange's network name for it.
+    pub network: String,
+    /// Its node's JSON-RPC URL.
+    pub node_url: String,
+    /// The anvil started here, if one was.
+    pub node_pid: Option<u32>,
 }
 
 /// A test account, its trading key and what it was funded with.

@@ -39,6 +39,11 @@ pub struct SandboxSettings {
     pub run_market_makers: bool,
     /// Time between two transfers on the dev chain; none for no transfers.
     pub chain_transfer: Option<Duration>,
+    /// The chain id of a second anvil started beside the first (faster
+    /// blocks, like an L2); none for one chain. Only when anvil is started here.
+    pub second_chain_id: Option<u64>,
+    /// The first chain's network name on the exchange.
+    pub first_network: String,
 }
 
 /// The server the sandbox provisions and trades on, started by the caller.

@@ -18,7 +18,7 @@
 mod anvil;
 pub mod chain;
 mod data_dir;
-mod description;
+pub mod description;
 mod error;
 mod input;
 pub mod market_maker;
@@ -27,10 +27,11 @@ mod screen;
 mod session;
 
 pub use chain::ChainTraffic;
+pub use description::ChainNode;
 pub use error::SandboxError;
 pub use input::{SandboxSettings, Server};
 pub use market_maker::{MakerSettings, MarketMaker, TakerFlow};
-pub use session::{Running, Sandbox};
+pub use session::{FIRST_CHAIN_ID, Running, SECOND_CHAIN, Sandbox};
 
 /// The file in the data dir that describes a running sandbox (and marks a
 /// directory as one a sandbox made).

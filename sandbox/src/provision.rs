@@ -12,7 +12,7 @@ use weiport_exchange::{Amount, AssetId, Catalog};
 
 use crate::DESCRIPTION_FILE;
 use crate::data_dir::DataDir;
-use crate::description::{Description, KeyPair, MakerAccounts, TestAccount};
+use crate::description::{ChainNode, Description, KeyPair, MakerAccounts, TestAccount};
 use crate::error::SandboxError;
 use crate::input::{SandboxSettings, Server};
 use crate::market_maker::{MakerSettings, MarketMaker, TakerFlow};
@@ -26,6 +26,7 @@ pub(crate) async fn provision<V: AsRef<Sequencer>>(
     data: &DataDir,
     node_url: &str,
     node_pid: Option<u32>,
+    chains: &[ChainNode],
 ) -> Result<Description, SandboxError> {
     let http = |addr: SocketAddr| format!("http://{addr}");
     let here = |mut d: Description| {
@@ -35,6 +36,7 @@ pub(crate) async fn provision<V: AsRef<Sequencer>>(
         d.admin_token_file = server.admin_token_file.clone();
         d.node_url = node_url.to_owned();
         d.node_pid = node_pid;
+        d.chains = chains.to_vec();
         d.data_dir = data.path.clone();
         d
     };
@@ -139,6 +141,7 @@ pub(crate) async fn provision<V: AsRef<Sequencer>>(
         admin_token_file: PathBuf::new(),
         node_url: String::new(),
         node_pid: None,
+        chains: Vec::new(),
         data_dir: PathBuf::new(),
         accounts,
         read_key,

@@ -49,6 +49,16 @@ pub(crate) fn screen(d: &Description, settings: &SandboxSettings, kept: bool) ->
         d.admin_token_file.display()
     );
     let _ = writeln!(out, "  Node       {node}");
+    for chain in d.chains.iter().skip(1) {
+        let pid = chain
+            .node_pid
+            .map_or_else(String::new, |pid| format!(", pid {pid}"));
+        let _ = writeln!(
+            out,
+            "  Node       {} (anvil{pid}: chain {} \"{}\", network {}; /v2/api?chainid={})",
+            chain.node_url, chain.chain_id, chain.name, chain.network, chain.chain_id
+        );
+    }
     let _ = writeln!(out, "  Data dir   {dir}");
     let _ = writeln!(
         out,

@@ -11,6 +11,7 @@ use crate::DESCRIPTION_FILE;
 use crate::anvil::Anvil;
 use crate::chain::{self, ChainTraffic};
 use crate::data_dir::DataDir;
+use crate::description::ChainNode;
 use crate::error::SandboxError;
 use crate::input::{SandboxSettings, Server};
 use crate::market_maker;
@@ -23,10 +24,16 @@ pub struct Sandbox {
     // Fields drop in order: an anvil that is still running is killed
     // before a throw-away data dir holding its log is removed.
     anvil: Option<Anvil>,
+    second: Option<(u64, Anvil)>,
     data: DataDir,
     node_url: String,
     settings: SandboxSettings,
 }
+
+/// The first chain's id when anvil is started here.
+pub const FIRST_CHAIN_ID: u64 = 31337;
+/// The second chain's name and network on the exchange.
+pub const SECOND_CHAIN: (&str, &str) = ("Anvil L2", "ARBITRUM");
 
 impl Sandbox {
     /// Makes (or resets) the data dir, checks the names `[sandbox]` uses
@@ -37,13 +44,23 @@ impl Sandbox {
         let (anvil, node_url) = match &settings.node {
             Some(url) => (None, url.clone()),
             None => {
-                let anvil = Anvil::start(&data).await?;
+                let anvil = Anvil::start(&data, "anvil", &[]).await?;
                 let url = anvil.url.clone();
                 (Some(anvil), url)
             }
         };
+        let second = match (&settings.node, settings.second_chain_id) {
+            (None, Some(chain_id)) => {
+                // Faster blocks than the first chain's, like an L2.
+                let args =
+                    ["--chain-id", &chain_id.to_string(), "--block-time", "1"].map(str::to_owned);
+                Some((chain_id, Anvil::start(&data, "anvil-l2", &args).await?))
+            }
+            _ => None,
+        };
         Ok(Self {
             anvil,
+            second,
             data,
             node_url,
             settings,
@@ -60,6 +77,34 @@ impl Sandbox {
         &self.node_url
     }
 
+    /// The second chain started here, if one was: its id and node URL.
+    pub fn second_chain(&self) -> Option<(u64, &str)> {
+        self.second
+            .as_ref()
+            .map(|(chain_id, anvil)| (*chain_id, anvil.url.as_str()))
+    }
+
+    /// Every chain, as `sandbox.json` names them.
+    fn chain_nodes(&self, first_network: &str) -> Vec<ChainNode> {
+        let mut chains = vec![ChainNode {
+            chain_id: FIRST_CHAIN_ID,
+            name: "Anvil".to_owned(),
+            network: first_network.to_owned(),
+            node_url: self.node_url.clone(),
+            node_pid: self.anvil.as_ref().map(|a| a.pid),
+        }];
+        if let Some((chain_id, anvil)) = &self.second {
+            chains.push(ChainNode {
+                chain_id: *chain_id,
+                name: SECOND_CHAIN.0.to_owned(),
+                network: SECOND_CHAIN.1.to_owned(),
+                node_url: anvil.url.clone(),
+                node_pid: Some(anvil.pid),
+            });
+        }
+        chains
+    }
+
     /// Provisions the accounts and keys on `server` (or finds those of an
     /// earlier run), writes `sandbox.json`, prints the screen, and starts
     /// the market makers and the chain traffic.
@@ -69,8 +114,20 @@ impl Sandbox {
     {
         let settings = &self.settings;
         let node_pid = self.anvil.as_ref().map(|a| a.pid);
-        let description =
-            provision(settings, &server, &self.data, &self.node_url, node_pid).await?;
+        let chains = if self.second.is_some() {
+            self.chain_nodes(&settings.first_network)
+        } else {
+            Vec::new()
+        };
+        let description = provision(
+            settings,
+            &server,
+            &self.data,
+            &self.node_url,
+            node_pid,
+            &chains,
+        )
+        .await?;
         description.write(&self.data.path.join(DESCRIPTION_FILE))?;
         print!("{}", screen(&description, settings, self.data.kept));
 
@@ -90,20 +147,25 @@ impl Sandbox {
             }
         }
         if let Some(interval) = settings.chain_transfer {
-            let node =
-                weiport_indexer::NodeClient::new(&self.node_url, settings.node_options.clone())?;
-            match ChainTraffic::prepare(node, &server.reserved).await {
-                Ok(Some(traffic)) => {
-                    activity.spawn(chain::run(traffic, interval, stop_rx.clone()));
+            let second = self.second.as_ref().map(|(_, anvil)| anvil.url.as_str());
+            for url in std::iter::once(self.node_url.as_str()).chain(second) {
+                let node = weiport_indexer::NodeClient::new(url, settings.node_options.clone())?;
+                match ChainTraffic::prepare(node, &server.reserved).await {
+                    Ok(Some(traffic)) => {
+                        activity.spawn(chain::run(traffic, interval, stop_rx.clone()));
+                    }
+                    Ok(None) => {
+                        tracing::warn!(url, "the node has no unlocked accounts: no chain transfers")
+                    }
+                    Err(error) => tracing::warn!(url, %error, "no chain transfers"),
                 }
-                Ok(None) => tracing::warn!("the node has no unlocked accounts: no chain transfers"),
-                Err(error) => tracing::warn!(%error, "no chain transfers"),
             }
         }
         Ok(Running {
             stop,
             activity,
             anvil: self.anvil,
+            second: self.second.map(|(_, anvil)| anvil),
             data: self.data,
         })
     }
@@ -114,18 +176,20 @@ pub struct Running {
     stop: watch::Sender<bool>,
     activity: JoinSet<()>,
     anvil: Option<Anvil>,
+    second: Option<Anvil>,
     data: DataDir,
 }
 
 impl Running {
-    /// Resolves only if the anvil started here stops on its own.
+    /// Resolves only if an anvil started here stops on its own.
     pub async fn node_stopped(&mut self) -> SandboxError {
-        match self.anvil.as_mut() {
-            Some(anvil) => SandboxError::AnvilStopped {
-                status: anvil.exited().await,
-                log: self.data.path.join("anvil.log"),
-            },
-            None => std::future::pending().await,
+        let (first_log, second_log) = (
+            self.data.path.join("anvil.log"),
+            self.data.path.join("anvil-l2.log"),
+        );
+        tokio::select! {
+            error = stopped(self.anvil.as_mut(), first_log) => error,
+            error = stopped(self.second.as_mut(), second_log) => error,
         }
     }
 
@@ -138,10 +202,21 @@ impl Running {
     /// Stops the anvil started here (once the server that indexes it has
     /// stopped), then removes a throw-away data dir.
     pub async fn stop(self) {
-        if let Some(anvil) = self.anvil {
+        for anvil in [self.anvil, self.second].into_iter().flatten() {
             anvil.stop().await;
         }
         drop(self.data);
+    }
+}
+
+/// Resolves when `anvil` (if there is one) exits, with its log's path.
+async fn stopped(anvil: Option<&mut Anvil>, log: std::path::PathBuf) -> SandboxError {
+    match anvil {
+        Some(anvil) => SandboxError::AnvilStopped {
+            status: anvil.exited().await,
+            log,
+        },
+        None => std::future::pending().await,
     }
 }
 
