@@ -10,7 +10,8 @@ use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
 use common::history::{node_transactions, txlists};
 use common::tokens::{deploy, node_logs, node_token_transfers, token_code, transfer_call};
-use common::{Anvil, Key, Weiport, eventually, run_client, weiport_command};
+use common::wallet::{ccxt, eth_free};
+use common::{Anvil, Weiport, eventually, weiport_command};
 use serde_json::{Value, json};
 
 const FIRST: u64 = 31337;
@@ -368,39 +369,6 @@ async fn a_kill_during_both_catch_ups_leaves_both_exact() {
     wait_chain_indexed(&weiport, SECOND, &b).await;
     assert_chain_answers_like_its_node(&weiport, FIRST, &a).await;
     assert_chain_answers_like_its_node(&weiport, SECOND, &b).await;
-}
-
-/// ccxt's answer to `action` as `key`.
-async fn ccxt(weiport: &Weiport, key: &Key, action: &str, args: &[&str]) -> Value {
-    let mut all = vec![
-        action.to_owned(),
-        weiport.url.clone(),
-        key.id.clone(),
-        key.secret.clone(),
-    ];
-    all.extend(args.iter().map(|a| a.to_string()));
-    let out = run_client("wallet.py", all).await;
-    serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"))
-}
-
-async fn eth_free(weiport: &Weiport, key: &Key) -> String {
-    let (status, account) = weiport
-        .signed(
-            reqwest::Method::GET,
-            "/api/v3/account",
-            key,
-            "omitZeroBalances=false",
-        )
-        .await;
-    assert_eq!(status, 200, "{account}");
-    account["balances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["asset"] == "ETH")
-        .map_or("0.00000000".into(), |b| {
-            b["free"].as_str().unwrap().to_owned()
-        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

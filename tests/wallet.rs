@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 use common::chain::{Chain, ether};
-use common::{Anvil, Key, Weiport, eventually, run_client};
+use common::wallet::{ccxt, eth_free};
+use common::{Anvil, Key, Weiport, eventually};
 use serde_json::{Value, json};
 
 const CONFIRMATIONS: u64 = 4;
@@ -48,40 +49,6 @@ async fn key(weiport: &Weiport, permissions: &[&str], bound: bool) -> Key {
     weiport
         .key(json!({ "permissions": permissions, "allowed_ips": ips }))
         .await
-}
-
-/// ccxt's answer to `action` as `key`.
-async fn ccxt(weiport: &Weiport, key: &Key, action: &str, args: &[&str]) -> Value {
-    let mut all = vec![
-        action.to_owned(),
-        weiport.url.clone(),
-        key.id.clone(),
-        key.secret.clone(),
-    ];
-    all.extend(args.iter().map(|a| a.to_string()));
-    let out = run_client("wallet.py", all).await;
-    serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"))
-}
-
-/// The account's free ETH, as `/api/v3/account` shows it.
-async fn eth_free(weiport: &Weiport, key: &Key) -> String {
-    let (status, account) = weiport
-        .signed(
-            reqwest::Method::GET,
-            "/api/v3/account",
-            key,
-            "omitZeroBalances=false",
-        )
-        .await;
-    assert_eq!(status, 200, "{account}");
-    account["balances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["asset"] == "ETH")
-        .map_or("0.00000000".into(), |b| {
-            b["free"].as_str().unwrap().to_owned()
-        })
 }
 
 /// The raw deposit history (`/sapi/v1/capital/deposit/hisrec`) of `key`.

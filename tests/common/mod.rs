@@ -13,6 +13,7 @@ pub mod redis;
 pub mod replicated;
 pub mod rpc_filter;
 pub mod tokens;
+pub mod wallet;
 pub mod ws;
 
 use std::io::{BufRead, BufReader};
