@@ -39,6 +39,8 @@ impl IndexerStatus {
         let progress = &self.progress;
         if let Some(failure) = self.failure.get() {
             Some(format!("indexer stopped: {failure}"))
+        } else if let Some(failure) = progress.node_failure() {
+            Some(format!("node failing, retrying: {failure}"))
         } else if !progress.is_following() {
             Some("indexer starting".into())
         } else if progress.lag() > self.ready_max_lag {

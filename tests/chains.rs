@@ -1,6 +1,7 @@
 //! Two chains in one process: two real anvils with their own chain ids,
 //! each chain's index apart in the one data dir, answered by Etherscan V2's
-//! `chainid`, and one ETH balance fed and drained over both networks.
+//! `chainid` (read through etherscan-python pointed at `/v2/api?chainid=N`),
+//! and one ETH balance fed and drained over both networks through ccxt.
 
 mod common;
 
@@ -11,7 +12,7 @@ use common::chain::{Chain, ether};
 use common::history::{node_transactions, txlists};
 use common::tokens::{deploy, node_logs, node_token_transfers, token_code, transfer_call};
 use common::wallet::{ccxt, eth_free};
-use common::{Anvil, Weiport, eventually, weiport_command};
+use common::{Anvil, Weiport, eventually, run_client_with_input, weiport_command};
 use serde_json::{Value, json};
 
 const FIRST: u64 = 31337;
@@ -98,11 +99,24 @@ async fn wait_chain_indexed(weiport: &Weiport, chain_id: u64, chain: &Chain) {
     }
 }
 
-/// Every balance, `txlist`, `tokentx` and token `getLogs` chain `chain_id`
-/// answers equals its node's own answer at its head.
+/// Every balance, `txlist` and `tokentx` chain `chain_id` answers through
+/// etherscan-python (its base URL `/v2/api?chainid=N`), and its token
+/// `getLogs` (raw: the client has none), equal its node's own at its head.
 async fn assert_chain_answers_like_its_node(weiport: &Weiport, chain_id: u64, chain: &Chain) {
     let head = chain.settled_head().await;
     let addresses = chain.mentioned_addresses(head).await;
+    let text = |a: &Address| format!("{a:#x}");
+    let read = run_client_with_input(
+        "etherscan_chain.py",
+        vec![
+            format!("{}/v2/api?chainid={chain_id}", weiport.url),
+            api_key(weiport).await,
+        ],
+        json!({ "addresses": addresses.iter().map(text).collect::<Vec<_>>() }),
+    )
+    .await;
+    let lists = txlists(&node_transactions(chain, head).await);
+    let tokens = node_token_transfers(chain, head).await;
     for address in &addresses {
         let node: U256 = serde_json::from_value(
             chain
@@ -110,32 +124,25 @@ async fn assert_chain_answers_like_its_node(weiport: &Weiport, chain_id: u64, ch
                 .await,
         )
         .unwrap();
-        let answer = v2(
-            weiport,
-            chain_id,
-            &format!("module=account&action=balance&address={address:#x}&tag=latest"),
-        )
-        .await;
         assert_eq!(
-            answer["result"],
+            read["balances"][text(address)],
             node.to_string(),
-            "chain {chain_id}: {address}"
+            "chain {chain_id}: balance of {address}"
         );
-    }
-    let lists = txlists(&node_transactions(chain, head).await);
-    let tokens = node_token_transfers(chain, head).await;
-    for address in &addresses {
-        let query =
-            |action: &str| format!("module=account&action={action}&address={address:#x}&sort=asc");
         for (action, expected) in [("txlist", &lists), ("tokentx", &tokens)] {
-            let answer = v2(weiport, chain_id, &query(action)).await;
+            let got = &read[action][text(address)];
             match expected.get(address) {
                 Some(want) => assert_eq!(
-                    answer["result"],
-                    Value::from(want.clone()),
+                    got,
+                    &Value::from(want.clone()),
                     "chain {chain_id}: {action} of {address}"
                 ),
-                None => assert_eq!(answer["message"], "No transactions found", "{answer}"),
+                None => assert!(
+                    got["error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("No transactions found")),
+                    "chain {chain_id}: {action} of {address}: {got}"
+                ),
             }
         }
     }
@@ -163,6 +170,15 @@ async fn assert_chain_answers_like_its_node(weiport: &Weiport, chain_id: u64, ch
             "chain {chain_id}: logs of {token}"
         );
     }
+}
+
+/// Waits until both chains are indexed through their heads, then checks
+/// each against its node.
+async fn assert_both_answer_like_their_nodes(weiport: &Weiport, a: &Chain, b: &Chain) {
+    wait_chain_indexed(weiport, FIRST, a).await;
+    wait_chain_indexed(weiport, SECOND, b).await;
+    assert_chain_answers_like_its_node(weiport, FIRST, a).await;
+    assert_chain_answers_like_its_node(weiport, SECOND, b).await;
 }
 
 /// Transfers and an ERC-20 with transfers on `chain`, `salt` making each
@@ -228,10 +244,7 @@ async fn each_chain_is_indexed_apart_and_answered_by_its_chainid() {
     );
 
     let weiport = serve(dir.path(), &chains_table(&first, &second, FIRST), &[]);
-    wait_chain_indexed(&weiport, FIRST, &a).await;
-    wait_chain_indexed(&weiport, SECOND, &b).await;
-    assert_chain_answers_like_its_node(&weiport, FIRST, &a).await;
-    assert_chain_answers_like_its_node(&weiport, SECOND, &b).await;
+    assert_both_answer_like_their_nodes(&weiport, &a, &b).await;
 
     // `/api` without chainid is the first chain; an unknown chain id is refused.
     let someone = Address::repeat_byte(3);
@@ -320,10 +333,34 @@ async fn each_chain_is_indexed_apart_and_answered_by_its_chainid() {
         b.transfer(dev[6], dev[7], ether(1)).await;
         a.transfer(dev[8], dev[7], ether(2)).await;
     }
+    assert_both_answer_like_their_nodes(&weiport, &a, &b).await;
+
+    // The second chain's node goes away: the first keeps indexing and
+    // answering, the second is reported behind, its index still answers.
+    let before = v2(&weiport, SECOND, "module=proxy&action=eth_blockNumber").await;
+    drop(second);
+    for _ in 0..3 {
+        a.transfer(dev[8], dev[9], ether(1)).await;
+    }
     wait_chain_indexed(&weiport, FIRST, &a).await;
-    wait_chain_indexed(&weiport, SECOND, &b).await;
     assert_chain_answers_like_its_node(&weiport, FIRST, &a).await;
-    assert_chain_answers_like_its_node(&weiport, SECOND, &b).await;
+    let ready = |query: &'static str| {
+        let url = format!("{}/readyz{query}", weiport.url);
+        async move { reqwest::get(url).await.unwrap().status().as_u16() }
+    };
+    assert_eq!(ready("?chainid=31337").await, 200);
+    eventually("the second chain reported unavailable", || async {
+        ready("?chainid=31338").await == 503 && ready("").await == 503
+    })
+    .await;
+    let answer = v2(
+        &weiport,
+        SECOND,
+        &format!("module=account&action=balance&address={:#x}", dev[7]),
+    )
+    .await;
+    assert_eq!(answer["status"], "1", "{answer}");
+    assert!(before["result"].is_string(), "{before}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -365,10 +402,7 @@ async fn a_kill_during_both_catch_ups_leaves_both_exact() {
     weiport.stop("KILL", Duration::from_secs(10));
     drop(weiport);
     let weiport = serve(dir.path(), &chains, &[]);
-    wait_chain_indexed(&weiport, FIRST, &a).await;
-    wait_chain_indexed(&weiport, SECOND, &b).await;
-    assert_chain_answers_like_its_node(&weiport, FIRST, &a).await;
-    assert_chain_answers_like_its_node(&weiport, SECOND, &b).await;
+    assert_both_answer_like_their_nodes(&weiport, &a, &b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

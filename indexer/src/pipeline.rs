@@ -297,6 +297,7 @@ impl Indexer {
                         tracing::error!(%error, ?delay, "indexing paused: the store refused a write (disk full?); nothing of the block was kept; retrying");
                     } else {
                         self.progress.count("weiport_indexer_node_errors_total", 1);
+                        self.progress.set_node_failure(Some(error.to_string()));
                         tracing::warn!(%error, ?delay, "indexing paused: node unavailable or inconsistent; retrying");
                     }
                     tokio::select! {

@@ -1,6 +1,7 @@
 //! The indexer's live figures: what `/readyz`, the status page and the
 //! metrics read while it runs.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Live figures shared with `/readyz` and the metrics.
@@ -12,6 +13,8 @@ pub struct Progress {
     following: AtomicU64,
     /// The `chain` label of the metrics.
     pub(crate) label: String,
+    /// Why the last call to the node failed, until it answers again.
+    node_failure: Mutex<Option<String>>,
 }
 
 impl Progress {
@@ -30,6 +33,22 @@ impl Progress {
 
     pub(crate) fn count(&self, counter: &'static str, n: u64) {
         metrics::counter!(counter, "chain" => self.label.clone()).increment(n);
+    }
+
+    /// Why the node is failing (unreachable, or answering wrongly) while
+    /// the indexer waits to retry; none once it answers again.
+    pub fn node_failure(&self) -> Option<String> {
+        self.node_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set_node_failure(&self, failure: Option<String>) {
+        *self
+            .node_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = failure;
     }
 
     /// The node's head as last seen.
@@ -57,6 +76,7 @@ impl Progress {
     }
 
     pub(crate) fn set_head(&self, head: u64) {
+        self.set_node_failure(None);
         self.head.store(head, Ordering::Relaxed);
         let chain = self.label.clone();
         metrics::gauge!("weiport_indexer_head_block", "chain" => chain.clone()).set(head as f64);

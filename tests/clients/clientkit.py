@@ -58,11 +58,16 @@ def ccxt_pro_binance(base, key, secret):
 
 
 def local_etherscan(base, api_key):
-    """etherscan-python's client, unchanged but for its base URL."""
+    """etherscan-python's client, unchanged but for its base URL: the
+    server's root (its /api), or a V2 URL naming a chain
+    (`.../v2/api?chainid=N`)."""
     from etherscan import Etherscan
     from etherscan.enums.fields_enum import FieldsEnum
 
-    FieldsEnum.PREFIX = base.rstrip("/") + "/api?"
+    if "?" in base:
+        FieldsEnum.PREFIX = base + "&"
+    else:
+        FieldsEnum.PREFIX = base.rstrip("/") + "/api?"
     return Etherscan(api_key)
 
 
