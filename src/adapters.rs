@@ -30,6 +30,44 @@ impl weiport_coingecko_api::Markets for ExchangeMarkets {
     }
 }
 
+/// The exchange's last trades of the chain's coin, as the Etherscan face's
+/// `ethprice` reads them.
+pub struct CoinPricesOf {
+    /// The exchange.
+    pub exchange: Arc<Exchange>,
+    /// The chain's coin (ETH).
+    pub coin: String,
+}
+
+impl weiport_query_api::CoinPrices for CoinPricesOf {
+    fn last_price(&self, quote: &str) -> Option<(String, u64)> {
+        let quotes: &[&str] = match quote {
+            "USD" => &["USDT", "USDC", "USD", "DAI", "FDUSD"],
+            other => &[other],
+        };
+        let catalog = &self.exchange.catalog;
+        let view = self.exchange.sequencer.view();
+        let trade = catalog
+            .markets()
+            .filter_map(|(id, _)| {
+                let (base, quoted) = catalog.pair(id)?;
+                let wanted =
+                    catalog.asset(base) == self.coin && quotes.contains(&catalog.asset(quoted));
+                wanted.then(|| view.market(id)?.last_trade)?
+            })
+            .max_by_key(|trade| trade.time_ms)?;
+        let price = trade.price.to_string();
+        let price = match price.split_once('.') {
+            Some((whole, fraction)) if fraction.trim_end_matches('0').is_empty() => {
+                whole.to_owned()
+            }
+            Some(_) => price.trim_end_matches('0').to_owned(),
+            None => price,
+        };
+        Some((price, trade.time_ms / 1000))
+    }
+}
+
 /// The engine as the wallet drives it: commands through the sequencer, and
 /// the chain part of its read side. It holds the sequencer, so the engine
 /// thread runs until the wallet's loop has ended too.

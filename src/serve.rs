@@ -195,26 +195,6 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         metrics,
         chains: runs.clone(),
     };
-    let mut query_chains = Vec::new();
-    for run in runs.iter() {
-        let status = run.clone();
-        query_chains.push(weiport_query_api::ChainIndex {
-            chain_id: run.chain.id,
-            name: run.chain.name.clone(),
-            store: run.store.clone(),
-            node: Some(Arc::new(ProxiedNode(run.node(config.node.options())?))),
-            status: Arc::new(move || status.chainlist_status()),
-        });
-    }
-    let query = weiport_query_api::router(
-        query_chains,
-        access.clone(),
-        weiport_query_api::QueryConfig {
-            http_200_errors: config.query.http_200_errors,
-            proxy_cache_entries: config.query.proxy_cache_entries,
-            proxy_final_depth: config.query.proxy_final_depth,
-        },
-    );
     let catalog = Arc::new(weiport_exchange::Catalog::new(
         config.exchange.markets.clone(),
     ));
@@ -234,6 +214,33 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let exchange = Arc::new(open_exchange(
         config, &store, &access, catalog, &wallets, role,
     )?);
+    let mut query_chains = Vec::new();
+    for run in runs.iter() {
+        let status = run.clone();
+        query_chains.push(weiport_query_api::ChainIndex {
+            chain_id: run.chain.id,
+            name: run.chain.name.clone(),
+            store: run.store.clone(),
+            node: Some(Arc::new(ProxiedNode(run.node(config.node.options())?))),
+            status: Arc::new(move || status.chainlist_status()),
+        });
+    }
+    let query = weiport_query_api::router(
+        query_chains,
+        access.clone(),
+        weiport_query_api::QueryConfig {
+            http_200_errors: config.query.http_200_errors,
+            // A process that does not serve the exchange prices nothing.
+            prices: config.exchange.enabled.then(|| {
+                Arc::new(crate::adapters::CoinPricesOf {
+                    exchange: exchange.clone(),
+                    coin: runs[0].chain.coin.clone(),
+                }) as Arc<dyn weiport_query_api::CoinPrices>
+            }),
+            proxy_cache_entries: config.query.proxy_cache_entries,
+            proxy_final_depth: config.query.proxy_final_depth,
+        },
+    );
     let cluster_status = joined.map(|joined| {
         let status = joined.status.clone();
         exchange.link_to_primary(Arc::new(crate::replication::ForwardToPrimary::new(

@@ -344,9 +344,20 @@ impl Fuzzer {
     fn etherscan(&mut self) -> (String, String, Vec<(String, String)>, Vec<u8>) {
         let rng = &mut self.rng;
         let mut params: Vec<(String, String)> = Vec::new();
-        let module = ["account", "account", "proxy", "logs", "stats"]
-            .choose(rng)
-            .unwrap();
+        let module = [
+            "account",
+            "account",
+            "proxy",
+            "logs",
+            "stats",
+            "block",
+            "transaction",
+            "gastracker",
+            "token",
+            "contract",
+        ]
+        .choose(rng)
+        .unwrap();
         params.push(("module".into(), module.to_string()));
         let action = [
             "balance",
@@ -366,6 +377,22 @@ impl Fuzzer {
             "eth_getBlockByNumber",
             "eth_call",
             "eth_getCode",
+            "getblockreward",
+            "getblockcountdown",
+            "getblocknobytime",
+            "getstatus",
+            "gettxreceiptstatus",
+            "gasoracle",
+            "gasestimate",
+            "ethsupply",
+            "ethprice",
+            "nodecount",
+            "tokensupply",
+            "tokensupplyhistory",
+            "tokeninfo",
+            "getabi",
+            "getsourcecode",
+            "getcontractcreation",
         ]
         .choose(rng)
         .unwrap();
@@ -434,6 +461,20 @@ impl Fuzzer {
                 &["0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", "0x1"][..],
             ),
             ("data", &["0x", "0x70a08231", "0xzz"][..]),
+            (
+                "timestamp",
+                &["0", "1700000000", "99999999999999", "-1"][..],
+            ),
+            ("closest", &["before", "after", "never"][..]),
+            ("gasprice", &["1", "2000000000", "0", "1e9"][..]),
+            (
+                "contractaddresses",
+                &[
+                    "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+                    "0x5fbdb2315678afecb367f032d93f642f64180aa3,0x1",
+                    "0x1,0x2,0x3,0x4,0x5,0x6",
+                ][..],
+            ),
         ] {
             if rng.random_bool(0.15) {
                 params.push((name.into(), values.choose(rng).unwrap().to_string()));

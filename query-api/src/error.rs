@@ -37,6 +37,11 @@ impl QueryError {
         }
     }
 
+    /// Whether the server, not the request, is at fault (503).
+    pub(crate) fn is_unavailable(&self) -> bool {
+        self.status == StatusCode::SERVICE_UNAVAILABLE
+    }
+
     /// The access guard's refusal, in Etherscan's words.
     pub(crate) fn from_access(error: &AccessError) -> Self {
         let (status, result) = match error {

@@ -18,7 +18,8 @@ use crate::error::{MSG_BAD_ACTION, MSG_BAD_CHAIN, MSG_BAD_MODULE, QueryError};
 use crate::params::Params;
 use crate::proxy::{NodeProxy, ProxyCache};
 use crate::range::Indexed;
-use crate::{balances, history, logs, proxy, transfers};
+use crate::stats::{CoinPrices, SupplyCache};
+use crate::{balances, blocks, history, logs, proxy, stats, transfers};
 
 /// One chain's index as the query API answers from it.
 #[derive(Clone)]
@@ -60,6 +61,8 @@ impl ChainIndex {
 pub struct QueryConfig {
     /// Answer every error with HTTP 200, as Etherscan itself does.
     pub http_200_errors: bool,
+    /// The exchange's prices of the chain's coin (`stats&action=ethprice`).
+    pub prices: Option<Arc<dyn CoinPrices>>,
     /// Final proxy answers kept in memory.
     pub proxy_cache_entries: usize,
     /// How deep below the indexed head a block must be for its proxy
@@ -101,6 +104,7 @@ struct QueryState {
 struct ChainState {
     index: ChainIndex,
     cache: ProxyCache,
+    supply: SupplyCache,
 }
 
 /// `module=account`: every action needs the index ready.
@@ -157,6 +161,15 @@ async fn answer(state: &QueryState, params: &Params<'_>, v2: bool) -> Result<Res
             logs::get_logs(store, node, params, &indexed).await
         }
         Some("logs") => Err(QueryError::bad(MSG_BAD_ACTION)),
+        Some("block") => blocks::block(node, params, action).await,
+        Some("transaction") => blocks::transaction(node, params, action).await,
+        Some("gastracker") => blocks::gastracker(node, params, action).await,
+        Some("stats") => {
+            let sources = (state.config.prices.as_ref(), &chain.supply);
+            stats::stats(store, node, sources, params, action).await
+        }
+        Some("token") => stats::token(store, node, params, action).await,
+        Some("contract") => stats::contract(store, params, action).await,
         _ => Err(QueryError::bad(MSG_BAD_MODULE)),
     }
 }
@@ -228,6 +241,7 @@ pub fn router(chains: Vec<ChainIndex>, access: Arc<Access>, config: QueryConfig)
         .map(|index| ChainState {
             index,
             cache: ProxyCache::new(config.proxy_cache_entries, config.proxy_final_depth),
+            supply: SupplyCache::default(),
         })
         .collect();
     let state = Arc::new(QueryState { chains, config });

@@ -71,6 +71,26 @@ impl Store {
         Ok(latest)
     }
 
+    /// Every latest balance summed, and how many addresses hold one: all
+    /// the indexed chain's accounts hold (the supply, when the index starts
+    /// at genesis). A read of the whole table, at one point in time.
+    pub fn balances_total(&self) -> Result<(U256, u64), StorageError> {
+        let (mut total, mut holders) = (U256::ZERO, 0u64);
+        let snapshot = self.db.snapshot();
+        let mut read = ReadOptions::default();
+        read.set_snapshot(&snapshot);
+        for item in self
+            .db
+            .iterator_cf_opt(self.handle(cf::BALANCE), read, IteratorMode::Start)
+        {
+            let (_, value) = item?;
+            let latest = LatestBalance::decode(&value)?;
+            total = total.saturating_add(latest.wei);
+            holders += u64::from(!latest.wei.is_zero());
+        }
+        Ok((total, holders))
+    }
+
     /// The balance of `address` after block `block`: the newest history row at
     /// or below `block`. `None` if the index holds no row for it that early.
     pub fn balance_at(&self, address: &Address, block: u64) -> Result<Option<U256>, StorageError> {
