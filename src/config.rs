@@ -23,6 +23,7 @@ const USER_TABLES: &[&str] = &[
     "coingecko.ids",
     "coingecko.vs_currencies",
     "coingecko.supply",
+    "coingecko.contracts",
     "sandbox.balances",
     "sandbox.reference_prices",
 ];
@@ -524,7 +525,9 @@ impl Config {
             }
             let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
             let key = path.join(".");
-            let Some(default) = lookup(&defaults, &path) else {
+            // A table of the user's own names is given whole, as inline TOML.
+            let whole_table = USER_TABLES.contains(&key.as_str());
+            let Some(default) = lookup(&defaults, &path, whole_table) else {
                 return Err(ConfigError::UnknownKey {
                     key,
                     source_name: name,
@@ -600,13 +603,14 @@ fn merge(
     Ok(())
 }
 
-fn lookup<'a>(table: &'a toml::Table, path: &[String]) -> Option<&'a toml::Value> {
+/// The default at `path`: a value, or a table when `table_ok`.
+fn lookup<'a>(table: &'a toml::Table, path: &[String], table_ok: bool) -> Option<&'a toml::Value> {
     let (last, parents) = path.split_last()?;
     let mut table = table;
     for part in parents {
         table = table.get(part)?.as_table()?;
     }
-    table.get(last).filter(|v| !v.is_table())
+    table.get(last).filter(|v| table_ok || !v.is_table())
 }
 
 fn set(table: &mut toml::Table, path: &[String], value: toml::Value) {

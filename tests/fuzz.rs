@@ -525,6 +525,19 @@ impl Fuzzer {
             "/api/v3/coins/list".to_string(),
             "/api/v3/coins/markets".to_string(),
             format!("/api/v3/coins/{id}/market_chart"),
+            format!("/api/v3/coins/{id}/market_chart/range"),
+            format!("/api/v3/coins/{id}/ohlc"),
+            format!("/api/v3/coins/{id}"),
+            format!("/api/v3/coins/{id}/"),
+            format!("/api/v3/coins/{id}/tickers"),
+            format!("/api/v3/coins/{id}/history"),
+            format!("/api/v3/coins/{id}/contract/0xdac17f958d2ee523a2206206994597c13d831ec7"),
+            format!("/api/v3/simple/token_price/{id}"),
+            "/api/v3/exchanges".to_string(),
+            format!("/api/v3/exchanges/{id}"),
+            "/api/v3/exchanges/weiport/tickers".to_string(),
+            "/api/v3/search".to_string(),
+            "/api/v3/global".to_string(),
         ]
         .choose(rng)
         .unwrap()
@@ -542,6 +555,18 @@ impl Fuzzer {
             ("days", "1"),
             ("per_page", "10"),
             ("page", "1"),
+            ("symbols", "eth,usdt"),
+            (
+                "contract_addresses",
+                "0xdac17f958d2ee523a2206206994597c13d831ec7",
+            ),
+            ("from", "0"),
+            ("to", "99999999999"),
+            ("date", "26-11-2026"),
+            ("query", "eth"),
+            ("coin_ids", "ethereum"),
+            ("tickers", "false"),
+            ("market_data", "false"),
         ] {
             match rng.random_range(0..6) {
                 0 | 1 => params.push(format!("{name}={good}")),

@@ -17,22 +17,30 @@ async fn get(weiport: &Weiport, path: &str) -> (u16, Value) {
 
 /// A server where ETH traded at 3000 (1.5) and then 3100 (0.5) against USDT.
 async fn traded() -> (Weiport, tempfile::TempDir, Key) {
-    let (weiport, dir, maker, taker) = common::two_traders().await;
+    let (weiport, dir) = common::serve();
+    let taker = trade_twice(&weiport).await;
+    (weiport, dir, taker)
+}
+
+/// ETH traded at 3000 (1.5) and then 3100 (0.5) against USDT on `weiport`;
+/// the taker's key.
+async fn trade_twice(weiport: &Weiport) -> Key {
+    let (maker, taker) = weiport.two_traders().await;
     for (price, quantity) in [("3000", "1.5"), ("3100", "0.5")] {
         order(
-            &weiport,
+            weiport,
             &maker,
             &format!("symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity={quantity}&price={price}"),
         )
         .await;
         order(
-            &weiport,
+            weiport,
             &taker,
             &format!("symbol=ETHUSDT&side=BUY&type=MARKET&quantity={quantity}"),
         )
         .await;
     }
-    (weiport, dir, taker)
+    taker
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,4 +203,21 @@ async fn pycoingecko_reads_prices_markets_and_charts_equal_to_binance_tickers_an
     let printed =
         common::run_client("coingecko.py", vec![weiport.url.clone(), key.id.clone()]).await;
     assert!(printed.contains("coingecko ok"), "{printed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pycoingecko_reads_coins_tickers_history_exchanges_search_and_global() {
+    let contract = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
+    let table = format!("{{ ethereum = {{ \"{contract}\" = \"ethereum\" }} }}");
+    let mut env = common::GENEROUS.to_vec();
+    env.push(("WEIPORT_COINGECKO__CONTRACTS", &table));
+    let dir = tempfile::tempdir().unwrap();
+    let weiport = Weiport::serve(dir.path(), &env);
+    let taker = trade_twice(&weiport).await;
+    let printed = common::run_client(
+        "coingecko_breadth.py",
+        vec![weiport.url.clone(), taker.id.clone(), contract.to_owned()],
+    )
+    .await;
+    assert!(printed.contains("coingecko breadth ok"), "{printed}");
 }

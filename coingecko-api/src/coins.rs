@@ -59,6 +59,8 @@ pub struct Coin {
 pub struct CoinTable {
     coins: BTreeMap<String, Coin>,
     vs_currencies: BTreeMap<String, String>,
+    /// (platform, contract address in lower case) → coin id.
+    contracts: BTreeMap<(String, String), String>,
 }
 
 /// Configuration of the price face: extra or replaced ids and
@@ -72,6 +74,9 @@ pub struct CoinConfig {
     pub vs_currencies: BTreeMap<String, String>,
     /// CoinGecko id → circulating supply (a decimal string), for market caps.
     pub supply: BTreeMap<String, String>,
+    /// Asset platform (`ethereum`) → token contract address → CoinGecko id,
+    /// for `/simple/token_price/{platform}` and `/coins/{platform}/contract/{address}`.
+    pub contracts: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// A configuration entry that names nothing usable.
@@ -129,10 +134,48 @@ impl CoinTable {
             .collect();
         vs_currencies.extend(config.vs_currencies.clone());
         vs_currencies.retain(|_, asset| traded(asset));
+        let mut contracts = BTreeMap::new();
+        for (platform, tokens) in &config.contracts {
+            for (address, id) in tokens {
+                let valid = address.len() == 42
+                    && address.starts_with("0x")
+                    && address[2..].bytes().all(|b| b.is_ascii_hexdigit());
+                if !valid {
+                    return Err(BadCoinConfig(format!(
+                        "contract {address:?} of {platform:?} is not a 20-byte 0x address"
+                    )));
+                }
+                contracts.insert((platform.clone(), address.to_ascii_lowercase()), id.clone());
+            }
+        }
         Ok(Self {
             coins,
             vs_currencies,
+            contracts,
         })
+    }
+
+    /// The coin id token contract `address` on `platform` is, if configured.
+    pub fn coin_of_contract(&self, platform: &str, address: &str) -> Option<&str> {
+        self.contracts
+            .get(&(platform.to_owned(), address.to_ascii_lowercase()))
+            .map(String::as_str)
+    }
+
+    /// Every (platform, contract) coin `id` is a token of.
+    pub fn contracts_of(&self, id: &str) -> Vec<(String, String)> {
+        self.contracts
+            .iter()
+            .filter(|(_, coin)| *coin == id)
+            .map(|((platform, address), _)| (platform.clone(), address.clone()))
+            .collect()
+    }
+
+    /// The first coin (by id) whose symbol is `symbol`, in any case.
+    pub fn coin_of_symbol(&self, symbol: &str) -> Option<&Coin> {
+        self.coins
+            .values()
+            .find(|c| c.asset.eq_ignore_ascii_case(symbol))
     }
 
     /// The coin of a CoinGecko id.

@@ -5,9 +5,13 @@
 //! ```text
 //!   request ─▶ router (access guard, CoinGecko's keys and refusals)
 //!                │
-//!                ├─ simple   /simple/price, /simple/supported_vs_currencies
+//!                ├─ simple   /simple/price (ids, symbols), /simple/token_price/{platform},
+//!                │           /simple/supported_vs_currencies
 //!                ├─ listing  /coins/list, /coins/markets
-//!                └─ chart    /coins/{id}/market_chart
+//!                ├─ detail   /coins/{id}, /coins/{id}/tickers, /coins/{id}/history,
+//!                │           /coins/{platform}/contract/{address}
+//!                ├─ chart    /coins/{id}/market_chart(/range), /coins/{id}/ohlc
+//!                └─ venue    /exchanges(/{id}(/tickers)), /search, /global
 //!                      │
 //!                      └─▶ quote: a coin's price and 24 h figures in a
 //!                          vs-currency, from the exchange's `Markets`
@@ -16,6 +20,7 @@
 mod chart;
 mod coins;
 mod decimal;
+mod detail;
 mod listing;
 mod params;
 mod quote;
@@ -23,6 +28,7 @@ mod reply;
 mod router;
 mod simple;
 mod state;
+mod venue;
 
 pub use coins::{BadCoinConfig, Coin, CoinConfig, CoinTable};
 pub use router::router;

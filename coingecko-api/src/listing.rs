@@ -28,7 +28,7 @@ pub(crate) async fn coins_list<M: Markets>(State(face): Shared<M>) -> Response {
 }
 
 /// `2024-03-25T08:45:00.000Z` of a time in ms.
-fn iso8601(ms: u64) -> String {
+pub(crate) fn iso8601(ms: u64) -> String {
     let days = (ms / DAY_MS) as i64;
     let rest = ms % DAY_MS;
     // Civil date of a day count since 1970-01-01 (proleptic Gregorian).

@@ -11,12 +11,14 @@ use axum::routing::MethodFilter;
 use serde_json::json;
 use weiport_access::{Access, AccessError, Endpoint, Face, Permission, Security, guard};
 
-use crate::chart::market_chart;
+use crate::chart::{market_chart, market_chart_range, ohlc};
 use crate::coins::CoinTable;
+use crate::detail::{coin, coin_by_contract, coin_history, coin_tickers};
 use crate::listing::{coins_list, coins_markets};
 use crate::reply;
-use crate::simple::{simple_price, supported_vs_currencies};
+use crate::simple::{simple_price, supported_vs_currencies, token_price};
 use crate::state::{Markets, PriceFace};
+use crate::venue::{exchange, exchange_tickers, exchanges, global, search};
 
 /// The guard's view of this API: CoinGecko's key headers and parameters,
 /// CoinGecko's refusals.
@@ -99,6 +101,56 @@ pub fn router<M: Markets>(markets: Arc<M>, coins: CoinTable, access: &Arc<Access
         )
         .route(
             "/api/v3/coins/{id}/market_chart",
-            route(2).on(get, market_chart::<M>, face),
+            route(2).on(get, market_chart::<M>, face.clone()),
         )
+        .route(
+            "/api/v3/coins/{id}/market_chart/range",
+            route(2).on(get, market_chart_range::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/coins/{id}/ohlc",
+            route(2).on(get, ohlc::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/coins/{id}",
+            route(1).on(get, coin::<M>, face.clone()),
+        )
+        // pycoingecko asks for a coin with a trailing slash.
+        .route(
+            "/api/v3/coins/{id}/",
+            route(1).on(get, coin::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/coins/{id}/tickers",
+            route(1).on(get, coin_tickers::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/coins/{id}/history",
+            route(1).on(get, coin_history::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/coins/{platform}/contract/{address}",
+            route(1).on(get, coin_by_contract::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/simple/token_price/{platform}",
+            route(1).on(get, token_price::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/exchanges",
+            route(1).on(get, exchanges::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/exchanges/{id}",
+            route(1).on(get, exchange::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/exchanges/{id}/tickers",
+            route(1).on(get, exchange_tickers::<M>, face.clone()),
+        )
+        .route(
+            "/api/v3/search",
+            route(1).on(get, search::<M>, face.clone()),
+        )
+        .route("/api/v3/global", route(1).on(get, global::<M>, face))
 }

@@ -26,7 +26,7 @@ pub(crate) async fn simple_price<M: Markets>(State(face): Shared<M>, uri: Uri) -
     {
         return json_bytes(answer.body.clone());
     }
-    let body = match price_answer(&face, query) {
+    let body = match price_answer(&face, query, None) {
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
@@ -43,8 +43,13 @@ pub(crate) async fn simple_price<M: Markets>(State(face): Shared<M>, uri: Uri) -
     json_bytes(body)
 }
 
-/// The body of a `simple/price` answer, or its refusal.
-fn price_answer<M: Markets>(face: &PriceFace<M>, query: &str) -> Result<Bytes, Box<Response>> {
+/// The body of a `simple/price` answer (`simple/token_price` on `platform`),
+/// or its refusal.
+fn price_answer<M: Markets>(
+    face: &PriceFace<M>,
+    query: &str,
+    platform: Option<&str>,
+) -> Result<Bytes, Box<Response>> {
     let refuse = |refusal: Response| Err(Box::new(refusal));
     let params = Params::new(Some(query));
     if let Err(refusal) = params.required("vs_currencies") {
@@ -72,10 +77,30 @@ fn price_answer<M: Markets>(face: &PriceFace<M>, query: &str) -> Result<Bytes, B
     let view = face.markets.view();
     let now = now_ms();
     let mut out: BTreeMap<String, BTreeMap<String, Box<RawValue>>> = BTreeMap::new();
+    // By `ids` (keyed by id), by `symbols` (keyed by symbol), or by token
+    // contract (`contract_addresses` on a platform; keyed by the address).
+    let mut wanted: Vec<(String, &crate::coins::Coin)> = Vec::new();
     for id in params.list("ids") {
-        let Some(coin) = face.coins.coin(&id) else {
-            continue;
-        };
+        wanted.extend(face.coins.coin(&id).map(|coin| (coin.id.clone(), coin)));
+    }
+    for symbol in params.list("symbols") {
+        let symbol = symbol.to_ascii_lowercase();
+        if let Some(coin) = face.coins.coin_of_symbol(&symbol) {
+            wanted.push((symbol, coin));
+        }
+    }
+    if let Some(platform) = platform {
+        for address in params.list("contract_addresses") {
+            let coin = face
+                .coins
+                .coin_of_contract(platform, &address)
+                .and_then(|id| face.coins.coin(id));
+            if let Some(coin) = coin {
+                wanted.push((address.to_ascii_lowercase(), coin));
+            }
+        }
+    }
+    for (key, coin) in wanted {
         let mut fields = BTreeMap::new();
         let mut last_updated = None;
         for vs in params.list("vs_currencies") {
@@ -113,11 +138,28 @@ fn price_answer<M: Markets>(face: &PriceFace<M>, query: &str) -> Result<Bytes, B
         if updated && let Some(seconds) = last_updated {
             fields.insert("last_updated_at".into(), float(seconds as f64));
         }
-        out.insert(coin.id.clone(), fields);
+        out.insert(key, fields);
     }
     match serde_json::to_vec(&out) {
         Ok(body) => Ok(body.into()),
         Err(_) => refuse(error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")),
+    }
+}
+
+/// `GET /api/v3/simple/token_price/{platform}`: prices of the tokens whose
+/// contracts `[coingecko] contracts` names on that platform.
+pub(crate) async fn token_price<M: Markets>(
+    State(face): Shared<M>,
+    axum::extract::Path(platform): axum::extract::Path<String>,
+    uri: Uri,
+) -> Response {
+    let query = uri.query().unwrap_or_default();
+    if let Err(refusal) = Params::new(Some(query)).required("contract_addresses") {
+        return *refusal;
+    }
+    match price_answer(&face, query, Some(&platform)) {
+        Ok(body) => json_bytes(body),
+        Err(refusal) => *refusal,
     }
 }
 
