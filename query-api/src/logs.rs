@@ -18,7 +18,7 @@ use weiport_storage::{HistoryIndex, Store};
 use crate::envelope::{empty, list};
 use crate::error::{MSG_BAD_ADDRESS, QueryError, unavailable};
 use crate::params::{Params, number, parse_address};
-use crate::proxy::{NodeProxy, ProxyFailure};
+use crate::proxy::NodeProxy;
 use crate::range::{Indexed, indexed_from};
 
 /// Etherscan answers at most this many logs a page.
@@ -194,17 +194,7 @@ pub(crate) async fn get_logs(
         if let Some(address) = address {
             query["address"] = json!(address);
         }
-        let answer =
-            node.call("eth_getLogs", json!([query]))
-                .await
-                .map_err(|failure| match failure {
-                    ProxyFailure::Refused { message, .. } => {
-                        QueryError::bad(format!("Error! The node refused the query: {message}"))
-                    }
-                    ProxyFailure::Unreachable(reason) => {
-                        QueryError::unavailable(format!("Error! The node did not answer: {reason}"))
-                    }
-                })?;
+        let answer = crate::node::ask(Some(node), "eth_getLogs", json!([query])).await?;
         let logs: Vec<NodeLog> = serde_json::from_value(answer).map_err(|e| {
             QueryError::unavailable(format!("Error! The node's logs did not parse: {e}"))
         })?;

@@ -25,6 +25,15 @@ def check(label, actual, expected):
     print(f"ok {label} ({time.monotonic() - START:.1f} s)", file=sys.stderr)
 
 
+def rest_json(base, path):
+    """The JSON answer of GET base + path, with the standard library."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(base + path) as answer:
+        return json.load(answer)
+
+
 PRODUCTION_SOCKETS = ["wss://stream.binance.com:9443", "wss://ws-api.binance.com:443"]
 
 

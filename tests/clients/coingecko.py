@@ -2,24 +2,17 @@
 prices and 24 h figures equal the Binance face's ticker, markets and charts
 agree with tickers and klines, unknown ids and bad keys answer as CoinGecko.
 Usage: coingecko.py URL KEY_ID"""
-import json
 import sys
-import urllib.request
 
 from pycoingecko import CoinGeckoAPI
+
+from clientkit import check, rest_json
 
 url, key = sys.argv[1], sys.argv[2]
 
 
 def rest(path):
-    with urllib.request.urlopen(url + path) as answer:
-        return json.load(answer)
-
-
-def check(name, got, want):
-    if got != want:
-        print(f"{name}: got {got!r}, want {want!r}", file=sys.stderr)
-        sys.exit(1)
+    return rest_json(url, path)
 
 
 def client(**keys):

@@ -3,25 +3,18 @@ price face: coin details and tickers, OHLC, chart ranges, a day's history, a
 token by its contract, this exchange, search and the global figures, each
 checked against the Binance face's own figures.
 Usage: coingecko_breadth.py URL KEY_ID CONTRACT"""
-import json
 import sys
 import time
-import urllib.request
 
 from pycoingecko import CoinGeckoAPI
+
+from clientkit import check, rest_json
 
 url, key, contract = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
 def rest(path):
-    with urllib.request.urlopen(url + path) as answer:
-        return json.load(answer)
-
-
-def check(name, got, want):
-    if got != want:
-        print(f"{name}: got {got!r}, want {want!r}", file=sys.stderr)
-        sys.exit(1)
+    return rest_json(url, path)
 
 
 gecko = CoinGeckoAPI(demo_api_key=key)

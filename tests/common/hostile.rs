@@ -30,3 +30,25 @@ pub fn hostile_values() -> Vec<String> {
     values.push("%C3%A9".repeat(700));
     values
 }
+
+/// Sends `GET target` on `connection` and asserts Etherscan's answer shape:
+/// never a 5xx; a refusal is `NOTOK` with its reason in `result`; an empty
+/// answer (`status` "0", 200) says why in `message`.
+pub async fn assert_etherscan_shape(
+    connection: &mut crate::common::raw_http::Connection,
+    target: &str,
+) {
+    let what = &target[..target.len().min(160)];
+    let answer = connection
+        .request("GET", target, &[], b"")
+        .await
+        .unwrap_or_else(|| panic!("{what}: connection dropped"));
+    assert!(answer.status < 500, "{what}: {answer:?}");
+    let body = answer.json();
+    if answer.status != 200 || body["message"] == "NOTOK" {
+        assert_eq!(body["message"], "NOTOK", "{what}: {body}");
+        assert!(body["result"].is_string(), "{what}: {body}");
+    } else if body["status"] == "0" {
+        assert!(body["message"].is_string(), "{what}: {body}");
+    }
+}
