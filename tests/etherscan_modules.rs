@@ -310,6 +310,16 @@ async fn the_new_actions_refuse_hostile_parameters_in_etherscans_shape() {
             vec![("contractaddress", &address), ("blockno", "1")],
         ),
         ("token", "tokeninfo", vec![("contractaddress", &address)]),
+        (
+            "account",
+            "tokennfttx",
+            vec![("address", &address), ("page", "1"), ("offset", "10")],
+        ),
+        (
+            "account",
+            "token1155tx",
+            vec![("contractaddress", &address), ("sort", "desc")],
+        ),
         ("contract", "getabi", vec![("address", &address)]),
         ("contract", "getsourcecode", vec![("address", &address)]),
         (

@@ -367,6 +367,8 @@ impl Fuzzer {
             "txlist",
             "txlistinternal",
             "tokentx",
+            "tokennfttx",
+            "token1155tx",
             "tokenbalance",
             "addresstokenbalance",
             "getLogs",

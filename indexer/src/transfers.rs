@@ -9,17 +9,24 @@ use std::collections::BTreeSet;
 use alloy_primitives::{Address, B256, Bytes, U64, U256, b256};
 use serde::Deserialize;
 use weiport_storage::{
-    Cursor, HistoryIndex, IndexBatch, InternalTransfer, StorageError, Store, TokenInfo,
-    TokenTransfer, TransactionRow, Transfer,
+    Cursor, HistoryIndex, IndexBatch, InternalTransfer, NftTransfer, StorageError, Store,
+    TokenInfo, TokenTransfer, TransactionRow, Transfer,
 };
 
 use crate::node::{BlockSummary, NodeClient, NodeError};
 use crate::plan::NodePlan;
 use crate::reads::{Receipt, check_coverage, malformed, read_at_block};
 
-/// `keccak256("Transfer(address,address,uint256)")`.
+/// `keccak256("Transfer(address,address,uint256)")`: ERC-20's (the amount in
+/// the data) and ERC-721's (the token id a fourth topic).
 const TRANSFER_TOPIC: B256 =
     b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+/// `keccak256("TransferSingle(address,address,address,uint256,uint256)")`.
+const TRANSFER_SINGLE_TOPIC: B256 =
+    b256!("c3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7aacaa2d0f62");
+/// `keccak256("TransferBatch(address,address,address,uint256[],uint256[])")`.
+const TRANSFER_BATCH_TOPIC: B256 =
+    b256!("4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb");
 /// `balanceOf(address)`, `name()`, `symbol()`, `decimals()`.
 const BALANCE_OF: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
 const NAME: [u8; 4] = [0x06, 0xfd, 0xde, 0x03];
@@ -70,7 +77,7 @@ pub(crate) fn history_marks(
         let kept = match index {
             HistoryIndex::Transactions => histories.transactions,
             HistoryIndex::Internal => histories.internal,
-            HistoryIndex::Tokens => histories.tokens,
+            HistoryIndex::Tokens | HistoryIndex::Nfts => histories.tokens,
         };
         match (kept, store.history_indexed_from(index)?) {
             (true, None) => {
@@ -159,9 +166,19 @@ pub async fn block_history(
             }
             transfers[index].push(Transfer::Token(token));
         }
+        let mut collections = BTreeSet::new();
+        for (index, nft) in nft_transfers(&receipts) {
+            if let Transfer::Nft(t) | Transfer::MultiToken(t) = &nft {
+                collections.insert(t.token);
+            }
+            transfers[index].push(nft);
+        }
         let at = (block.number.to::<u64>(), block.hash);
         history.token_balances = token_balances(node, plan, at, &touched).await?;
-        let tokens: BTreeSet<Address> = touched.iter().map(|(_, token)| *token).collect();
+        let mut tokens: BTreeSet<Address> = touched.iter().map(|(_, token)| *token).collect();
+        // An NFT contract's name and symbol are read the same way (its
+        // decimals, which it has none of, stay none).
+        tokens.extend(collections);
         for token in tokens {
             if store.token_info(&token).ok().flatten().is_none() {
                 let info = token_info(node, plan, at, token).await?;
@@ -317,6 +334,94 @@ fn token_transfers(receipts: &[Receipt]) -> Vec<(usize, TokenTransfer)> {
     found
 }
 
+/// ERC-721 `Transfer` logs (the token id a fourth topic, no data) and every
+/// item of ERC-1155 `TransferSingle` and `TransferBatch` logs, with the
+/// position of the transaction that logged them. A log that does not
+/// decode as its standard says is not a transfer of it, and is skipped.
+fn nft_transfers(receipts: &[Receipt]) -> Vec<(usize, Transfer)> {
+    let topic_address = |topic: &B256| Address::from_slice(&topic[12..]);
+    let mut found = Vec::new();
+    for (index, receipt) in receipts.iter().enumerate() {
+        for (position, log) in receipt.logs.iter().enumerate() {
+            let log_index = log
+                .log_index
+                .map_or(position as u32, |i| i.to::<u64>() as u32);
+            let Some(topic) = log.topics.first() else {
+                continue;
+            };
+            if *topic == TRANSFER_TOPIC && log.topics.len() == 4 && log.data.is_empty() {
+                found.push((
+                    index,
+                    Transfer::Nft(NftTransfer {
+                        token: log.address,
+                        from: topic_address(&log.topics[1]),
+                        to: topic_address(&log.topics[2]),
+                        token_id: U256::from_be_bytes(log.topics[3].0),
+                        value: U256::from(1),
+                        operator: None,
+                        log_index,
+                    }),
+                ));
+                continue;
+            }
+            let single = *topic == TRANSFER_SINGLE_TOPIC;
+            if !(single || *topic == TRANSFER_BATCH_TOPIC) || log.topics.len() != 4 {
+                continue;
+            }
+            let items = if single {
+                (log.data.len() == 64).then(|| {
+                    vec![(
+                        U256::from_be_slice(&log.data[..32]),
+                        U256::from_be_slice(&log.data[32..]),
+                    )]
+                })
+            } else {
+                batch_items(&log.data)
+            };
+            for (token_id, value) in items.unwrap_or_default() {
+                found.push((
+                    index,
+                    Transfer::MultiToken(NftTransfer {
+                        token: log.address,
+                        from: topic_address(&log.topics[2]),
+                        to: topic_address(&log.topics[3]),
+                        token_id,
+                        value,
+                        operator: Some(topic_address(&log.topics[1])),
+                        log_index,
+                    }),
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// The `(id, value)` pairs of a `TransferBatch`'s data: two ABI-encoded
+/// `uint256[]` of one length; none if it is not that.
+fn batch_items(data: &[u8]) -> Option<Vec<(U256, U256)>> {
+    let word = |at: usize| -> Option<usize> {
+        let bytes = data.get(at..at.checked_add(32)?)?;
+        usize::try_from(U256::from_be_slice(bytes)).ok()
+    };
+    let array = |offset: usize| -> Option<Vec<U256>> {
+        let length = word(offset)?;
+        // Each item takes a word: a length beyond the data is malformed.
+        if length > data.len() / 32 {
+            return None;
+        }
+        (0..length)
+            .map(|i| {
+                let at = offset.checked_add(32)?.checked_add(i.checked_mul(32)?)?;
+                Some(U256::from_be_slice(data.get(at..at.checked_add(32)?)?))
+            })
+            .collect()
+    };
+    let ids = array(word(0)?)?;
+    let values = array(word(32)?)?;
+    (ids.len() == values.len()).then(|| ids.into_iter().zip(values).collect())
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 struct CallRequest {
     to: Address,
@@ -436,6 +541,36 @@ fn abi_text(answer: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_transfers_decode_item_by_item_and_malformed_ones_not_at_all() {
+        let word = |n: u64| U256::from(n).to_be_bytes::<32>().to_vec();
+        // ids at 0x40: [7, 8]; values at 0xa0: [1, 2].
+        let data: Vec<u8> = [64, 160, 2, 7, 8, 2, 1, 2]
+            .iter()
+            .flat_map(|n| word(*n))
+            .collect();
+        assert_eq!(
+            batch_items(&data),
+            Some(vec![
+                (U256::from(7), U256::from(1)),
+                (U256::from(8), U256::from(2))
+            ])
+        );
+        assert_eq!(batch_items(&data[..data.len() - 1]), None, "cut short");
+        let uneven: Vec<u8> = [64, 160, 2, 7, 8, 1, 1]
+            .iter()
+            .flat_map(|n| word(*n))
+            .collect();
+        assert_eq!(
+            batch_items(&uneven),
+            None,
+            "ids and values differ in length"
+        );
+        let huge: Vec<u8> = [64, 96, u64::MAX].iter().flat_map(|n| word(*n)).collect();
+        assert_eq!(batch_items(&huge), None, "a length beyond the data");
+        assert_eq!(batch_items(&[]), None);
+    }
 
     #[test]
     fn token_texts_decode_as_strings_or_bytes32() {

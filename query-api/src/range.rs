@@ -69,6 +69,7 @@ fn label(index: HistoryIndex) -> (&'static str, &'static str) {
             "indexer.internal_transactions is off, or the node has no callTracer",
         ),
         HistoryIndex::Tokens => ("Token transfers are", "indexer.tokens is off"),
+        HistoryIndex::Nfts => ("NFT transfers are", "indexer.tokens is off"),
     }
 }
 

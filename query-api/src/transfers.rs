@@ -141,33 +141,128 @@ fn write_internal(
     );
 }
 
+/// A page of token transfers of one standard by `address`, by contract
+/// (`contractaddress`), or both: the address's list (`by_address`) kept to
+/// that contract, or the contract's own list (`by_contract`).
+fn token_page(
+    store: &Store,
+    params: &Params,
+    indexed: &Indexed,
+    (history, by_address, by_contract): (HistoryIndex, TransferKind, TransferKind),
+) -> Result<Result<Vec<IndexedTransfer>, Response>, QueryError> {
+    let address = optional_address(params, "address", MSG_BAD_ADDRESS)?;
+    let token = optional_address(params, "contractaddress", MSG_BAD_CONTRACT)?;
+    let page = match paging(params, indexed, store, history)? {
+        Ok(page) => page,
+        Err(window) => return Ok(Err(window)),
+    };
+    let contract_of = |t: &Transfer| match t {
+        Transfer::Token(t) => Some(t.token),
+        Transfer::Nft(t) | Transfer::MultiToken(t) => Some(t.token),
+        Transfer::Internal(_) => None,
+    };
+    let found = match (address, token) {
+        (Some(address), token) => store.address_transfers(&address, by_address, page, |t| {
+            token.is_none_or(|token| contract_of(t) == Some(token))
+        }),
+        (None, Some(token)) => store.address_transfers(&token, by_contract, page, |_| true),
+        (None, None) => return Err(QueryError::bad(MSG_BAD_ADDRESS)),
+    }
+    .map_err(unavailable)?;
+    if found.is_empty() {
+        return Ok(Err(empty(NO_TRANSACTIONS, "[]")));
+    }
+    Ok(Ok(found))
+}
+
+/// `module=account&action=tokennfttx` (ERC-721, `nft = true`) and
+/// `token1155tx`: by address, by contract, or both.
+pub(crate) fn nft_transfers(
+    store: &Store,
+    params: &Params,
+    indexed: &Indexed,
+    multi_token: bool,
+) -> Result<Response, QueryError> {
+    let kinds = if multi_token {
+        (
+            HistoryIndex::Nfts,
+            TransferKind::MultiToken,
+            TransferKind::MultiTokenContract,
+        )
+    } else {
+        (
+            HistoryIndex::Nfts,
+            TransferKind::Nft,
+            TransferKind::NftContract,
+        )
+    };
+    let found = match token_page(store, params, indexed, kinds)? {
+        Ok(found) => found,
+        Err(answer) => return Ok(answer),
+    };
+    let mut infos = TokenInfos::new(store);
+    let mut entries = Vec::with_capacity(found.len());
+    for entry in &found {
+        if let Transfer::Nft(transfer) | Transfer::MultiToken(transfer) = &entry.transfer {
+            entries.push((entry, transfer, infos.get(&transfer.token)?));
+        }
+    }
+    Ok(list(&entries, |out, (entry, transfer, info)| {
+        let row = &entry.transaction;
+        let _ = write!(
+            out,
+            r#"{{"blockNumber":"{}","timeStamp":"{}","hash":"{:#x}","nonce":"{}","blockHash":"{:#x}","from":"{:#x}","contractAddress":"{:#x}","to":"{:#x}","tokenID":"{}","#,
+            entry.block,
+            row.timestamp,
+            row.hash,
+            row.nonce,
+            row.block_hash,
+            transfer.from,
+            transfer.token,
+            transfer.to,
+            transfer.token_id,
+        );
+        if multi_token {
+            let _ = write!(out, r#""tokenValue":"{}","#, transfer.value);
+        }
+        let _ = write!(
+            out,
+            r#""tokenName":{},"tokenSymbol":{},"#,
+            serde_json::Value::from(info.name.as_str()),
+            serde_json::Value::from(info.symbol.as_str()),
+        );
+        if !multi_token {
+            out.push_str(r#""tokenDecimal":"0","#);
+        }
+        let _ = write!(
+            out,
+            r#""transactionIndex":"{}","gas":"{}","gasPrice":"{}","gasUsed":"{}","cumulativeGasUsed":"{}","input":"deprecated","methodId":"{}","functionName":"","confirmations":"{}"}}"#,
+            entry.tx_index,
+            row.gas,
+            row.gas_price,
+            row.gas_used,
+            row.cumulative_gas_used,
+            method_id(&row.input),
+            indexed.head.saturating_sub(entry.block) + 1,
+        );
+    }))
+}
+
 /// `module=account&action=tokentx`: by address, by token, or both.
 pub(crate) fn tokentx(
     store: &Store,
     params: &Params,
     indexed: &Indexed,
 ) -> Result<Response, QueryError> {
-    let address = optional_address(params, "address", MSG_BAD_ADDRESS)?;
-    let token = optional_address(params, "contractaddress", MSG_BAD_CONTRACT)?;
-    let page = match paging(params, indexed, store, HistoryIndex::Tokens)? {
-        Ok(page) => page,
-        Err(window) => return Ok(window),
+    let kinds = (
+        HistoryIndex::Tokens,
+        TransferKind::Token,
+        TransferKind::TokenContract,
+    );
+    let found = match token_page(store, params, indexed, kinds)? {
+        Ok(found) => found,
+        Err(answer) => return Ok(answer),
     };
-    let found = match (address, token) {
-        (Some(address), token) => {
-            store.address_transfers(&address, TransferKind::Token, page, |t| {
-                token.is_none_or(|token| matches!(t, Transfer::Token(t) if t.token == token))
-            })
-        }
-        (None, Some(token)) => {
-            store.address_transfers(&token, TransferKind::TokenContract, page, |_| true)
-        }
-        (None, None) => return Err(QueryError::bad(MSG_BAD_ADDRESS)),
-    }
-    .map_err(unavailable)?;
-    if found.is_empty() {
-        return Ok(empty(NO_TRANSACTIONS, "[]"));
-    }
     let mut infos = TokenInfos::new(store);
     let mut entries = Vec::with_capacity(found.len());
     for entry in &found {

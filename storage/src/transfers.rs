@@ -9,7 +9,8 @@
 //! - `address_transfer`: `address ‖ kind ‖ block ‖ tx index ‖ sequence` →
 //!   nothing. Kinds: internal (sender, recipient, created contract), token
 //!   (sender and recipient of the tokens), token contract (every transfer of
-//!   that token, for `tokentx` by contract alone).
+//!   that token, for `tokentx` by contract alone), and the same two for
+//!   ERC-721 and for ERC-1155 transfers (each item of a batch its own row).
 //! - `token_balance`: `holder ‖ token ‖ block` → balance after that block.
 //! - `token`: `token` → name, symbol and decimals, read once.
 
@@ -34,16 +35,46 @@ pub enum TransferKind {
     Token = 1,
     /// Every transfer of the token at that address.
     TokenContract = 2,
+    /// ERC-721 transfers the address sent or received.
+    Nft = 3,
+    /// ERC-1155 transfers the address sent or received.
+    MultiToken = 4,
+    /// Every ERC-721 transfer of the collection at that address.
+    NftContract = 5,
+    /// Every ERC-1155 transfer of the contract at that address.
+    MultiTokenContract = 6,
 }
 
 impl TransferKind {
-    /// The kind of the stored row (a token contract's list holds token rows).
+    /// The kind of the stored row (a contract's list holds its own rows).
     fn row_kind(self) -> u8 {
         match self {
             Self::Internal => Self::Internal as u8,
             Self::Token | Self::TokenContract => Self::Token as u8,
+            Self::Nft | Self::NftContract => Self::Nft as u8,
+            Self::MultiToken | Self::MultiTokenContract => Self::MultiToken as u8,
         }
     }
+}
+
+/// An ERC-721 `Transfer` or an item of an ERC-1155 `TransferSingle` or
+/// `TransferBatch`, as logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NftTransfer {
+    /// The contract that logged it.
+    pub token: Address,
+    /// Sender (zero for a mint).
+    pub from: Address,
+    /// Recipient (zero for a burn).
+    pub to: Address,
+    /// The token's id.
+    pub token_id: U256,
+    /// How many (1 for ERC-721).
+    pub value: U256,
+    /// Who moved them (ERC-1155's operator; none for ERC-721).
+    pub operator: Option<Address>,
+    /// Position of the log in the block.
+    pub log_index: u32,
 }
 
 /// A call frame of a transaction (not its top frame), as `txlistinternal`
@@ -94,6 +125,10 @@ pub enum Transfer {
     Internal(InternalTransfer),
     /// From a `Transfer` log.
     Token(TokenTransfer),
+    /// From an ERC-721 `Transfer` log.
+    Nft(NftTransfer),
+    /// From an ERC-1155 `TransferSingle` or `TransferBatch` log.
+    MultiToken(NftTransfer),
 }
 
 impl Transfer {
@@ -101,6 +136,8 @@ impl Transfer {
         match self {
             Self::Internal(_) => TransferKind::Internal as u8,
             Self::Token(_) => TransferKind::Token as u8,
+            Self::Nft(_) => TransferKind::Nft as u8,
+            Self::MultiToken(_) => TransferKind::MultiToken as u8,
         }
     }
 
@@ -130,6 +167,15 @@ impl Transfer {
                 w.bytes(t.from.as_slice());
                 w.bytes(t.to.as_slice());
                 w.bytes(&t.value.to_be_bytes_trimmed_vec());
+                w.u64(u64::from(t.log_index));
+            }
+            Self::Nft(t) | Self::MultiToken(t) => {
+                w.bytes(t.token.as_slice());
+                w.bytes(t.from.as_slice());
+                w.bytes(t.to.as_slice());
+                w.bytes(&t.token_id.to_be_bytes_trimmed_vec());
+                w.bytes(&t.value.to_be_bytes_trimmed_vec());
+                w.opt_address(t.operator.as_ref());
                 w.u64(u64::from(t.log_index));
             }
         }
@@ -167,6 +213,21 @@ impl Transfer {
                 trace_id,
                 error,
             })
+        } else if kind == TransferKind::Nft as u8 || kind == TransferKind::MultiToken as u8 {
+            let transfer = NftTransfer {
+                token: r.address()?,
+                from: r.address()?,
+                to: r.address()?,
+                token_id: amount(&mut r)?,
+                value: amount(&mut r)?,
+                operator: r.opt_address()?,
+                log_index: u32::try_from(r.u64()?).map_err(|_| r.corrupt())?,
+            };
+            if kind == TransferKind::Nft as u8 {
+                Self::Nft(transfer)
+            } else {
+                Self::MultiToken(transfer)
+            }
         } else {
             let token = r.address()?;
             let from = r.address()?;
@@ -204,6 +265,16 @@ impl Transfer {
                 add(t.from, TransferKind::Token);
                 add(t.to, TransferKind::Token);
                 add(t.token, TransferKind::TokenContract);
+            }
+            Self::Nft(t) => {
+                add(t.from, TransferKind::Nft);
+                add(t.to, TransferKind::Nft);
+                add(t.token, TransferKind::NftContract);
+            }
+            Self::MultiToken(t) => {
+                add(t.from, TransferKind::MultiToken);
+                add(t.to, TransferKind::MultiToken);
+                add(t.token, TransferKind::MultiTokenContract);
             }
         }
         listings
@@ -337,17 +408,21 @@ pub enum HistoryIndex {
     Internal,
     /// Token transfers and balances (`indexer.tokens`).
     Tokens,
+    /// ERC-721 and ERC-1155 transfers (`indexer.tokens`; kept from the
+    /// first block a build that reads them indexed).
+    Nfts,
 }
 
 impl HistoryIndex {
     /// Every history.
-    pub const ALL: [Self; 3] = [Self::Transactions, Self::Internal, Self::Tokens];
+    pub const ALL: [Self; 4] = [Self::Transactions, Self::Internal, Self::Tokens, Self::Nfts];
 
     fn meta_key(self) -> &'static [u8] {
         match self {
             Self::Transactions => meta_key::TRANSACTIONS_FROM,
             Self::Internal => meta_key::INTERNAL_FROM,
             Self::Tokens => meta_key::TOKENS_FROM,
+            Self::Nfts => meta_key::NFTS_FROM,
         }
     }
 }
@@ -554,7 +629,8 @@ impl IndexBatch {
     /// Records `transfers` of transaction `tx_index` of `block`, in order,
     /// and lists each under its addresses.
     pub fn put_transfers(&mut self, block: u64, tx_index: u32, transfers: &[Transfer]) {
-        let mut sequences = [0u32; 2];
+        // One sequence per row kind (internal, token, ERC-721, ERC-1155).
+        let mut sequences = [0u32; TransferKind::MultiToken as usize + 1];
         for transfer in transfers {
             let kind = transfer.kind();
             let sequence = sequences[usize::from(kind)];

@@ -18,23 +18,55 @@ use super::repo_path;
 pub fn token_code() -> &'static (String, String) {
     static CODE: OnceLock<(String, String)> = OnceLock::new();
     CODE.get_or_init(|| {
-        let out = tempfile::tempdir().unwrap();
-        let solcjs = repo_path("tools/node_modules/.bin/solcjs");
-        let status = std::process::Command::new(&solcjs)
-            .args(["--bin", "--optimize", "-o"])
-            .arg(out.path())
-            .arg("Token.sol")
-            .current_dir(repo_path("tests/contracts"))
-            .status()
-            .unwrap_or_else(|e| panic!("{}: {e} (scripts/setup.sh installs it)", solcjs.display()));
-        assert!(status.success(), "solcjs failed");
-        let read = |name: &str| {
-            let code =
-                std::fs::read_to_string(out.path().join(format!("Token_sol_{name}.bin"))).unwrap();
-            format!("0x{}", code.trim())
-        };
+        let read = compile("Token.sol");
         (read("Token"), read("FeeToken"))
     })
+}
+
+/// Creation code of the ERC-721 `Collection` and the ERC-1155 `MultiToken`.
+pub fn nft_code() -> &'static (String, String) {
+    static CODE: OnceLock<(String, String)> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let read = compile("Nft.sol");
+        (read("Collection"), read("MultiToken"))
+    })
+}
+
+/// Compiles tests/contracts/`file` with the pinned solc; each contract's
+/// creation code by name.
+fn compile(file: &str) -> impl Fn(&str) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let solcjs = repo_path("tools/node_modules/.bin/solcjs");
+    let status = std::process::Command::new(&solcjs)
+        .args(["--bin", "--optimize", "-o"])
+        .arg(out.path())
+        .arg(file)
+        .current_dir(repo_path("tests/contracts"))
+        .status()
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/setup.sh installs it)", solcjs.display()));
+    assert!(status.success(), "solcjs failed");
+    let stem = file.trim_end_matches(".sol").to_owned();
+    move |name: &str| {
+        let path = out.path().join(format!("{stem}_sol_{name}.bin"));
+        let code = std::fs::read_to_string(path).unwrap();
+        format!("0x{}", code.trim())
+    }
+}
+
+/// Call data of `signature` (e.g. `mint(address,uint256)`) with `words`
+/// (each a 32-byte ABI word, already encoded).
+pub fn call(signature: &str, words: &[U256]) -> String {
+    let selector = &alloy_primitives::keccak256(signature.as_bytes())[..4];
+    let mut data = format!("0x{}", alloy_primitives::hex::encode(selector));
+    for word in words {
+        data.push_str(&format!("{word:064x}"));
+    }
+    data
+}
+
+/// An address as an ABI word.
+pub fn address_word(address: Address) -> U256 {
+    U256::from_be_slice(address.as_slice())
 }
 
 /// Deploys creation code `code` from `from`; the contract's address.
@@ -275,6 +307,7 @@ pub async fn assert_transfers_indexed(
                     let value = match &t.transfer {
                         Transfer::Token(token) => token.value,
                         Transfer::Internal(internal) => internal.value,
+                        Transfer::Nft(nft) | Transfer::MultiToken(nft) => nft.value,
                     };
                     (
                         t.block.to_string(),

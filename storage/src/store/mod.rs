@@ -36,6 +36,7 @@ pub(crate) mod meta_key {
     pub const TRANSACTIONS_FROM: &[u8] = b"transactions_from";
     pub const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
     pub const TOKENS_FROM: &[u8] = b"token_transfers_from";
+    pub const NFTS_FROM: &[u8] = b"nft_transfers_from";
 }
 
 /// Tuning knobs for [`Store::open`].

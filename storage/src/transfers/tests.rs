@@ -72,7 +72,32 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     batch.put_token_balance(&one, &tkn, 1, &U256::from(90));
     batch.put_token_balance(&two, &tkn, 1, &U256::from(10));
     batch.put_transaction(2, 0, &transaction(2, 1));
-    batch.put_transfers(2, 0, &[token(2, 1, 4, 0), token(2, 3, 1, 1)]);
+    let nft = |standard: u8, to: u8, id: u64, value: u64| {
+        let transfer = NftTransfer {
+            token: Address::repeat_byte(0xaa),
+            from: Address::ZERO,
+            to: Address::repeat_byte(to),
+            token_id: U256::from(id),
+            value: U256::from(value),
+            operator: (standard == 2).then(|| Address::repeat_byte(9)),
+            log_index: 7,
+        };
+        match standard {
+            1 => Transfer::Nft(transfer),
+            _ => Transfer::MultiToken(transfer),
+        }
+    };
+    batch.put_transfers(
+        2,
+        0,
+        &[
+            token(2, 1, 4, 0),
+            token(2, 3, 1, 1),
+            nft(1, 3, 42, 1),
+            nft(2, 3, 7, 5),
+            nft(2, 1, 8, 6),
+        ],
+    );
     batch.put_token_balance(&one, &tkn, 2, &U256::from(94));
     batch.put_token_balance(&two, &tkn, 2, &U256::from(5));
     batch.put_token_balance(&three, &tkn, 2, &U256::from(1));
@@ -86,6 +111,7 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
             .map(|t| match t.transfer {
                 Transfer::Token(token) => (t.block, token.value),
                 Transfer::Internal(internal) => (t.block, internal.value),
+                Transfer::Nft(nft) | Transfer::MultiToken(nft) => (t.block, nft.token_id),
             })
             .collect()
     };
@@ -99,6 +125,24 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
         [(1, u(10)), (2, u(4)), (2, u(1))]
     );
     assert_eq!(values(&three, TransferKind::Internal, all()), [(1, u(5))]);
+    // ERC-721 and ERC-1155 rows (listed by token id here) apart from ERC-20's.
+    let collection = Address::repeat_byte(0xaa);
+    assert_eq!(values(&three, TransferKind::Nft, all()), [(2, u(42))]);
+    assert_eq!(values(&three, TransferKind::MultiToken, all()), [(2, u(7))]);
+    assert_eq!(values(&one, TransferKind::MultiToken, all()), [(2, u(8))]);
+    assert_eq!(
+        values(&collection, TransferKind::MultiTokenContract, all()),
+        [(2, u(7)), (2, u(8))]
+    );
+    assert_eq!(
+        values(&collection, TransferKind::NftContract, all()),
+        [(2, u(42))]
+    );
+    assert_eq!(
+        values(&three, TransferKind::Token, all()),
+        [(2, u(1))],
+        "an address's ERC-20 list holds only ERC-20 rows"
+    );
     assert!(
         values(
             &three,
@@ -147,6 +191,8 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     undo.delete_block_transactions(2).unwrap();
     undo.commit().unwrap();
     assert_eq!(values(&one, TransferKind::Token, all()), [(1, u(10))]);
+    assert!(values(&three, TransferKind::Nft, all()).is_empty());
+    assert!(values(&collection, TransferKind::MultiTokenContract, all()).is_empty());
     assert_eq!(balance(&one, None), Some(u(90)));
     assert_eq!(balance(&three, None), None);
     assert!(store.holder_tokens(&three, 10).unwrap().is_empty());
