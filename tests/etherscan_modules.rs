@@ -311,6 +311,20 @@ async fn the_new_actions_refuse_hostile_parameters_in_etherscans_shape() {
         ),
         ("token", "tokeninfo", vec![("contractaddress", &address)]),
         (
+            "token",
+            "tokenholderlist",
+            vec![
+                ("contractaddress", &address),
+                ("page", "1"),
+                ("offset", "10"),
+            ],
+        ),
+        (
+            "token",
+            "tokenholdercount",
+            vec![("contractaddress", &address)],
+        ),
+        (
             "account",
             "tokennfttx",
             vec![("address", &address), ("page", "1"), ("offset", "10")],

@@ -392,6 +392,8 @@ impl Fuzzer {
             "tokensupply",
             "tokensupplyhistory",
             "tokeninfo",
+            "tokenholderlist",
+            "tokenholdercount",
             "getabi",
             "getsourcecode",
             "getcontractcreation",

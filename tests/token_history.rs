@@ -258,6 +258,58 @@ async fn internal_and_token_transfers_through_etherscan_python_equal_the_node() 
         ]
     );
 
+    // The holders of each token: every address balanceOf says holds some,
+    // by address, paged; and their count.
+    for token in [plain, fee] {
+        let mut want = Vec::new();
+        for holder in [dev[0], dev[1], dev[2], dev[3], payee] {
+            let held = balance_of(&chain, token, holder).await;
+            if !held.is_zero() {
+                want.push((text(&holder), held.to_string()));
+            }
+        }
+        want.sort();
+        let holders = |page: &str| {
+            let (weiport, key) = (&weiport, &key);
+            let query = format!(
+                "module=token&action=tokenholderlist&contractaddress={}&{page}&apikey={key}",
+                text(&token)
+            );
+            async move {
+                let answer = raw(weiport, &query).await;
+                answer["result"]
+                    .as_array()
+                    .unwrap_or(&Vec::new())
+                    .iter()
+                    .map(|h| {
+                        (
+                            h["TokenHolderAddress"].as_str().unwrap().to_owned(),
+                            h["TokenHolderQuantity"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(
+            holders("page=1&offset=100").await,
+            want,
+            "holders of {token}"
+        );
+        assert_eq!(
+            holders("page=2&offset=2").await,
+            want[2..4.min(want.len())].to_vec()
+        );
+        let count = raw(
+            &weiport,
+            &format!(
+                "module=token&action=tokenholdercount&contractaddress={}&apikey={key}",
+                text(&token)
+            ),
+        )
+        .await;
+        assert_eq!(count["result"], want.len().to_string(), "{count}");
+    }
+
     // getLogs: a token's logs, a page of them, Transfer logs naming dev[1]
     // as sender or recipient in any token, and an empty answer.
     let transfer_topic = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";

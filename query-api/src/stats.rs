@@ -157,8 +157,10 @@ pub(crate) async fn token(
     params: &Params<'_>,
     action: &str,
 ) -> Result<Response, QueryError> {
-    if action != "tokeninfo" {
-        return Err(QueryError::bad(MSG_BAD_ACTION));
+    match action {
+        "tokeninfo" => {}
+        "tokenholderlist" | "tokenholdercount" => return holders(store, params, action),
+        _ => return Err(QueryError::bad(MSG_BAD_ACTION)),
     }
     let token = address_param(params, "contractaddress")?;
     let supply = node::word(&node::call(node, &token, "0x18160ddd", "latest").await?)
@@ -211,6 +213,34 @@ pub(crate) async fn token(
         entry.insert(field.into(), "".into());
     }
     Ok(ok(json!([entry])))
+}
+
+/// `tokenholderlist` (a page of the token's holders with a balance, by
+/// address: `page`, `offset` ≤ 10,000) and `tokenholdercount`, from the
+/// balances the index read from the token after each block.
+fn holders(store: &Store, params: &Params, action: &str) -> Result<Response, QueryError> {
+    let token = address_param(params, "contractaddress")?;
+    crate::range::indexed_from(store, weiport_storage::HistoryIndex::Tokens)?;
+    let failed = |e: weiport_storage::StorageError| QueryError::unavailable(format!("Error! {e}"));
+    if action == "tokenholdercount" {
+        let count = store.token_holder_count(&token).map_err(failed)?;
+        return Ok(ok_string(&count.to_string()));
+    }
+    let page = crate::params::number(params, "page", 1)?.max(1);
+    let offset = crate::params::number(params, "offset", 10)?.clamp(1, 10_000);
+    let skip = usize::try_from((page - 1).saturating_mul(offset)).unwrap_or(usize::MAX);
+    let found = store
+        .token_holders(&token, (skip, offset as usize))
+        .map_err(failed)?;
+    if found.is_empty() {
+        return Ok(crate::envelope::empty("No token holder found", "[]"));
+    }
+    Ok(crate::envelope::list(&found, |out, holding| {
+        out.push_str(&format!(
+            r#"{{"TokenHolderAddress":"{:#x}","TokenHolderQuantity":"{}"}}"#,
+            holding.token, holding.balance
+        ));
+    }))
 }
 
 /// A contract's string answer (`name()`, `symbol()`), empty if none.

@@ -55,6 +55,9 @@ pub mod cf {
     pub const TOKEN_BALANCE: &str = "token_balance";
     /// `token` → its name, symbol and decimals.
     pub const TOKEN: &str = "token";
+    /// `token ‖ holder ‖ block` → the holder's balance after the block: the
+    /// token balances again, by token (its holders).
+    pub const TOKEN_HOLDER: &str = "token_holder";
     /// `account id` → account record.
     pub const ACCOUNT: &str = "account";
     /// `key id` → API key record (secrets sealed).
@@ -115,6 +118,7 @@ pub mod cf {
         ADDRESS_TRANSFER,
         TOKEN_BALANCE,
         TOKEN,
+        TOKEN_HOLDER,
         CHAIN_META,
         CHAIN_WALLET,
     ];
@@ -147,6 +151,7 @@ pub mod cf {
         ADDRESS_TRANSFER,
         TOKEN_BALANCE,
         TOKEN,
+        TOKEN_HOLDER,
         ACCOUNT,
         API_KEY,
         COMMAND_LOG,

@@ -12,6 +12,7 @@
 //!   that token, for `tokentx` by contract alone), and the same two for
 //!   ERC-721 and for ERC-1155 transfers (each item of a batch its own row).
 //! - `token_balance`: `holder ‖ token ‖ block` → balance after that block.
+//! - `token_holder`: `token ‖ holder ‖ block` → the same, by token.
 //! - `token`: `token` → name, symbol and decimals, read once.
 
 use alloy_primitives::{Address, U256};
@@ -581,35 +582,94 @@ impl Store {
         holder: &Address,
         limit: usize,
     ) -> Result<Vec<TokenHolding>, StorageError> {
+        self.latest_by_pair(cf::TOKEN_BALANCE, holder, (0, limit), |_| true)
+    }
+
+    /// `token`'s holders with a balance (`TokenHolding::token` is the
+    /// holder), by address: `skip` of them passed, at most `take`. Each
+    /// holder costs one seek, however many blocks moved its balance.
+    pub fn token_holders(
+        &self,
+        token: &Address,
+        (skip, take): (usize, usize),
+    ) -> Result<Vec<TokenHolding>, StorageError> {
+        self.latest_by_pair(cf::TOKEN_HOLDER, token, (skip, take), |b| !b.is_zero())
+    }
+
+    /// The newest row of each `first ‖ second` pair of `family` (keys
+    /// `first ‖ second ‖ block`), by `second`, kept by `keep`, paged.
+    fn latest_by_pair(
+        &self,
+        family: &str,
+        first: &Address,
+        (mut skip, take): (usize, usize),
+        keep: impl Fn(&U256) -> bool,
+    ) -> Result<Vec<TokenHolding>, StorageError> {
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
-        let mut iter = self
-            .db
-            .raw_iterator_cf_opt(self.cf(cf::TOKEN_BALANCE), read);
-        let mut holdings = Vec::new();
-        iter.seek(holder.as_slice());
-        while holdings.len() < limit {
+        let mut iter = self.db.raw_iterator_cf_opt(self.cf(family), read);
+        let mut found = Vec::new();
+        iter.seek(first.as_slice());
+        while found.len() < take {
             let Some(key) = iter.key() else { break };
-            if !key.starts_with(holder.as_slice())
-                || key.len() != 2 * ADDRESS_LEN + BLOCK_NUMBER_LEN
+            if !key.starts_with(first.as_slice()) || key.len() != 2 * ADDRESS_LEN + BLOCK_NUMBER_LEN
             {
                 break;
             }
-            let token = Address::from_slice(&key[ADDRESS_LEN..2 * ADDRESS_LEN]);
-            // The token's newest row is the last before the next token.
-            iter.seek_for_prev(balance_key(holder, &token, u64::MAX));
+            let second = Address::from_slice(&key[ADDRESS_LEN..2 * ADDRESS_LEN]);
+            // The pair's newest row is the last before the next pair.
+            iter.seek_for_prev(balance_key(first, &second, u64::MAX));
             let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
                 break;
             };
-            holdings.push(TokenHolding {
-                token,
-                balance: decode_amount(value)?,
-                block: decode_block_number(&key[2 * ADDRESS_LEN..])?,
-            });
+            let balance = decode_amount(value)?;
+            if keep(&balance) {
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    found.push(TokenHolding {
+                        token: second,
+                        balance,
+                        block: decode_block_number(&key[2 * ADDRESS_LEN..])?,
+                    });
+                }
+            }
             iter.next();
         }
         iter.status()?;
-        Ok(holdings)
+        Ok(found)
+    }
+
+    /// How many holders of `token` hold a balance now: one seek each.
+    pub fn token_holder_count(&self, token: &Address) -> Result<u64, StorageError> {
+        Ok(self.token_holders(token, (0, usize::MAX))?.len() as u64)
+    }
+
+    /// Fills `token_holder` from `token_balance` once, for an index written
+    /// before it existed; every later balance is written to both.
+    pub(crate) fn build_token_holders(&self) -> Result<(), StorageError> {
+        if self.chain_meta(meta_key::TOKEN_HOLDERS_BUILT)?.is_some() {
+            return Ok(());
+        }
+        let mut batch = rocksdb::WriteBatch::default();
+        let (balances, holders) = (self.cf(cf::TOKEN_BALANCE), self.cf(cf::TOKEN_HOLDER));
+        for item in self.db.iterator_cf(balances, IteratorMode::Start) {
+            let (key, value) = item?;
+            if key.len() != 2 * ADDRESS_LEN + BLOCK_NUMBER_LEN {
+                continue;
+            }
+            let mut mirrored = key.to_vec();
+            mirrored[..ADDRESS_LEN].copy_from_slice(&key[ADDRESS_LEN..2 * ADDRESS_LEN]);
+            mirrored[ADDRESS_LEN..2 * ADDRESS_LEN].copy_from_slice(&key[..ADDRESS_LEN]);
+            batch.put_cf(holders, mirrored, value);
+        }
+        batch.put_cf(
+            self.cf(cf::CHAIN_META),
+            meta_key::TOKEN_HOLDERS_BUILT,
+            [1u8],
+        );
+        self.db.write_opt(batch, &Self::synced())?;
+        Ok(())
     }
 
     /// What the token at `token` said of itself, once read.
@@ -663,6 +723,11 @@ impl IndexBatch {
             balance_key(holder, token, block),
             balance.to_be_bytes_trimmed_vec(),
         );
+        self.put(
+            cf::TOKEN_HOLDER,
+            balance_key(token, holder, block),
+            balance.to_be_bytes_trimmed_vec(),
+        );
     }
 
     /// Records what a token said of itself.
@@ -686,6 +751,7 @@ impl IndexBatch {
             if let Transfer::Token(t) = &transfer {
                 for holder in [t.from, t.to] {
                     self.delete(cf::TOKEN_BALANCE, balance_key(&holder, &t.token, block));
+                    self.delete(cf::TOKEN_HOLDER, balance_key(&t.token, &holder, block));
                 }
             }
             self.delete(cf::TRANSFER, place);

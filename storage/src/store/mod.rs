@@ -37,6 +37,7 @@ pub(crate) mod meta_key {
     pub const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
     pub const TOKENS_FROM: &[u8] = b"token_transfers_from";
     pub const NFTS_FROM: &[u8] = b"nft_transfers_from";
+    pub const TOKEN_HOLDERS_BUILT: &[u8] = b"token_holders_built";
 }
 
 /// Tuning knobs for [`Store::open`].
@@ -146,6 +147,7 @@ fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -
         cf::ADDRESS_TX,
         cf::ADDRESS_TRANSFER,
         cf::TOKEN_BALANCE,
+        cf::TOKEN_HOLDER,
     ]
     .contains(&cf::base(name))
     {
@@ -232,12 +234,14 @@ impl Store {
                 .collect();
             let store = blank(Some(Arc::new(ChainScope { chain_id, names })));
             store.load_indexed_range()?;
+            store.build_token_holders()?;
             further.push(store);
         }
         let mut store = blank(None);
         store.further = Arc::new(further);
         store.check_schema()?;
         store.load_indexed_range()?;
+        store.build_token_holders()?;
         Ok(store)
     }
 

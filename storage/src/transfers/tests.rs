@@ -185,6 +185,17 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     assert_eq!(balance(&one, Some(1)), Some(u(90)));
     assert_eq!(balance(&three, Some(1)), None);
     assert_eq!(store.holder_tokens(&two, 10).unwrap()[0].balance, u(5));
+    let holders = |page| -> Vec<(Address, U256)> {
+        store
+            .token_holders(&tkn, page)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.token, h.balance))
+            .collect()
+    };
+    assert_eq!(holders((0, 10)), [(one, u(94)), (two, u(5)), (three, u(1))]);
+    assert_eq!(holders((1, 1)), [(two, u(5))]);
+    assert_eq!(store.token_holder_count(&tkn).unwrap(), 3);
 
     let mut undo = store.index_batch();
     undo.delete_block_transfers(2).unwrap();
@@ -196,6 +207,7 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     assert_eq!(balance(&one, None), Some(u(90)));
     assert_eq!(balance(&three, None), None);
     assert!(store.holder_tokens(&three, 10).unwrap().is_empty());
+    assert_eq!(holders((0, 10)), [(one, u(90)), (two, u(10))]);
 }
 
 #[test]
