@@ -247,6 +247,52 @@ async fn every_module_answers_like_the_node() {
     assert_eq!(rows[1]["txHash"], format!("{factory_tx:#x}"));
     assert_eq!(rows[1]["creationBytecode"], CHILD_INITCODE);
 
+    // Every block's miner and fees, by miner; no beacon withdrawals on anvil.
+    let miner = block["miner"].as_str().unwrap().to_lowercase();
+    let mined = raw(
+        &weiport,
+        &key.id,
+        &format!("module=account&action=getminedblocks&address={miner}&offset=1000"),
+    )
+    .await;
+    let numbers: Vec<u64> = mined["result"]
+        .as_array()
+        .expect("mined blocks")
+        .iter()
+        .map(|b| b["blockNumber"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(numbers, (1..=head).collect::<Vec<_>>(), "{mined}");
+    let rewarded = &mined["result"][(reward_number - 1) as usize];
+    assert_eq!(rewarded["blockReward"], tips.to_string(), "{rewarded}");
+    assert_eq!(rewarded["timeStamp"], time.to_string());
+    let withdrawals = raw(
+        &weiport,
+        &key.id,
+        &format!("module=account&action=txsBeaconWithdrawal&address={miner}"),
+    )
+    .await;
+    assert_eq!(
+        withdrawals["message"], "No transactions found",
+        "{withdrawals}"
+    );
+    // Internal transfers of a block range, whoever made them: the child's
+    // creation by the factory.
+    let internal = raw(
+        &weiport,
+        &key.id,
+        &format!("module=account&action=txlistinternal&startblock=0&endblock={head}&sort=asc"),
+    )
+    .await;
+    let created: Vec<&Value> = internal["result"]
+        .as_array()
+        .expect("internal transfers")
+        .iter()
+        .filter(|t| t["contractAddress"] == format!("{child:#x}"))
+        .collect();
+    assert_eq!(created.len(), 1, "{internal}");
+    assert_eq!(created[0]["from"], format!("{factory:#x}"));
+    assert_eq!(created[0]["hash"], format!("{factory_tx:#x}"));
+
     // Refusals in Etherscan's shape.
     for query in [
         "module=block&action=getblockcountdown&blockno=1",
@@ -333,6 +379,21 @@ async fn the_new_actions_refuse_hostile_parameters_in_etherscans_shape() {
             "account",
             "token1155tx",
             vec![("contractaddress", &address), ("sort", "desc")],
+        ),
+        (
+            "account",
+            "getminedblocks",
+            vec![("address", &address), ("blocktype", "blocks")],
+        ),
+        (
+            "account",
+            "txsBeaconWithdrawal",
+            vec![("address", &address), ("sort", "asc")],
+        ),
+        (
+            "account",
+            "txlistinternal",
+            vec![("startblock", "0"), ("endblock", "99")],
         ),
         ("contract", "getabi", vec![("address", &address)]),
         ("contract", "getsourcecode", vec![("address", &address)]),

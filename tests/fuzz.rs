@@ -368,6 +368,8 @@ impl Fuzzer {
             "txlistinternal",
             "tokentx",
             "tokennfttx",
+            "getminedblocks",
+            "txsBeaconWithdrawal",
             "token1155tx",
             "tokenbalance",
             "addresstokenbalance",

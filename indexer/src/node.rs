@@ -193,15 +193,25 @@ pub struct BlockSummary {
     /// EIP-4895 withdrawals, if the chain has them.
     #[serde(default)]
     pub withdrawals: Option<Vec<Withdrawal>>,
+    /// EIP-1559 base fee per gas, if the chain has one.
+    #[serde(default)]
+    pub base_fee_per_gas: Option<U256>,
 }
 
 /// An EIP-4895 withdrawal: a credit outside any transaction.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
 pub struct Withdrawal {
     /// Credited address.
     pub address: Address,
     /// Amount in Gwei.
     pub amount: U64,
+    /// Its index.
+    #[serde(default)]
+    pub index: U64,
+    /// The validator's index.
+    #[serde(default)]
+    pub validator_index: U64,
 }
 
 /// Which block a state query refers to.

@@ -186,6 +186,7 @@ mod tests {
             transactions: vec![B256::repeat_byte(1), B256::repeat_byte(2)],
             uncles: vec![],
             withdrawals: None,
+            base_fee_per_gas: None,
         };
         let empty: Vec<Option<B256>> = vec![];
         assert!(check_coverage("m", &block, empty.into_iter()).is_err());

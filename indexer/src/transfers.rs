@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use alloy_primitives::{Address, B256, Bytes, U64, U256, b256};
 use serde::Deserialize;
 use weiport_storage::{
-    Cursor, HistoryIndex, IndexBatch, InternalTransfer, NftTransfer, StorageError, Store,
-    TokenInfo, TokenTransfer, TransactionRow, Transfer,
+    BLOCK_LEVEL, BeaconWithdrawal, Cursor, HistoryIndex, IndexBatch, InternalTransfer, MinedBlock,
+    NftTransfer, StorageError, Store, TokenInfo, TokenTransfer, TransactionRow, Transfer,
 };
 
 use crate::node::{BlockSummary, NodeClient, NodeError};
@@ -78,6 +78,7 @@ pub(crate) fn history_marks(
             HistoryIndex::Transactions => histories.transactions,
             HistoryIndex::Internal => histories.internal,
             HistoryIndex::Tokens | HistoryIndex::Nfts => histories.tokens,
+            HistoryIndex::Blocks => true,
         };
         match (kept, store.history_indexed_from(index)?) {
             (true, None) => {
@@ -107,6 +108,8 @@ pub struct BlockHistory {
     pub token_balances: Vec<(Address, Address, U256)>,
     /// Descriptions of tokens first seen in this block.
     pub token_infos: Vec<(Address, TokenInfo)>,
+    /// Rows of the block itself: its miner's fees, its beacon withdrawals.
+    pub block_level: Vec<Transfer>,
 }
 
 impl BlockHistory {
@@ -119,6 +122,7 @@ impl BlockHistory {
         for (index, transfers) in &self.transfers {
             batch.put_transfers(block, *index, transfers);
         }
+        batch.put_transfers(block, BLOCK_LEVEL, &self.block_level);
         for (holder, token, balance) in &self.token_balances {
             batch.put_token_balance(holder, token, block, balance);
         }
@@ -136,12 +140,45 @@ pub async fn block_history(
     histories: Histories,
     store: &Store,
 ) -> Result<BlockHistory, NodeError> {
+    let block_level = |transactions: Option<&[TransactionRow]>| {
+        let timestamp = block.timestamp.to::<u64>();
+        // What the miner got: each transaction's tip (effective price over
+        // the base fee); known only with the transactions.
+        let base_fee = block.base_fee_per_gas.unwrap_or(U256::ZERO);
+        let reward = transactions.map(|rows| {
+            rows.iter().fold(U256::ZERO, |sum, row| {
+                let tip = U256::from(row.gas_price).saturating_sub(base_fee);
+                sum.saturating_add(tip.saturating_mul(U256::from(row.gas_used)))
+            })
+        });
+        let mut rows = vec![Transfer::Mined(
+            block.miner,
+            MinedBlock { timestamp, reward },
+        )];
+        for w in block.withdrawals.iter().flatten() {
+            rows.push(Transfer::Withdrawal(
+                w.address,
+                BeaconWithdrawal {
+                    index: w.index.to::<u64>(),
+                    validator: w.validator_index.to::<u64>(),
+                    amount_gwei: w.amount.to::<u64>(),
+                    timestamp,
+                },
+            ));
+        }
+        rows
+    };
     if !histories.any() || block.transactions.is_empty() {
-        return Ok(BlockHistory::default());
+        let known = (histories.transactions || block.transactions.is_empty()).then_some(&[][..]);
+        return Ok(BlockHistory {
+            block_level: block_level(known),
+            ..BlockHistory::default()
+        });
     }
     let (transactions, receipts) =
         crate::transactions::block_transactions(node, plan, block).await?;
     let mut history = BlockHistory {
+        block_level: block_level(Some(&transactions)),
         transactions,
         ..BlockHistory::default()
     };

@@ -70,6 +70,7 @@ fn label(index: HistoryIndex) -> (&'static str, &'static str) {
         ),
         HistoryIndex::Tokens => ("Token transfers are", "indexer.tokens is off"),
         HistoryIndex::Nfts => ("NFT transfers are", "indexer.tokens is off"),
+        HistoryIndex::Blocks => ("Mined blocks and withdrawals are", "the index is empty"),
     }
 }
 

@@ -120,6 +120,8 @@ fn account(chain: &ChainState, params: &Params, action: &str) -> Result<Response
         "tokentx" => transfers::tokentx(store, params, &indexed),
         "tokennfttx" => transfers::nft_transfers(store, params, &indexed, false),
         "token1155tx" => transfers::nft_transfers(store, params, &indexed, true),
+        "getminedblocks" => transfers::block_rows(store, params, &indexed, false),
+        "txsBeaconWithdrawal" => transfers::block_rows(store, params, &indexed, true),
         "tokenbalance" => transfers::tokenbalance(store, params),
         "addresstokenbalance" => transfers::addresstokenbalance(store, params),
         _ => Err(QueryError::bad(MSG_BAD_ACTION)),

@@ -44,15 +44,20 @@ pub(crate) fn txlistinternal(
     if let Some(hash) = params.get("txhash").filter(|h| !h.is_empty()) {
         return by_transaction(store, hash);
     }
-    let address = parse_address(params.get("address").unwrap_or(""))
-        .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+    let address = match params.get("address") {
+        // Without an address: every internal transfer of the block range.
+        None | Some("") => None,
+        Some(text) => Some(parse_address(text).map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?),
+    };
     let page = match paging(params, indexed, store, HistoryIndex::Internal)? {
         Ok(page) => page,
         Err(window) => return Ok(window),
     };
-    let found = store
-        .address_transfers(&address, TransferKind::Internal, page, |_| true)
-        .map_err(unavailable)?;
+    let found = match address {
+        Some(address) => store.address_transfers(&address, TransferKind::Internal, page, |_| true),
+        None => store.transfers_in_blocks(TransferKind::Internal, page),
+    }
+    .map_err(unavailable)?;
     if found.is_empty() {
         return Ok(empty(NO_TRANSACTIONS, "[]"));
     }
@@ -141,6 +146,59 @@ fn write_internal(
     );
 }
 
+/// `module=account&action=getminedblocks` (`blocktype=blocks`; uncles,
+/// which a proof-of-stake chain has none of, list nothing) and
+/// `txsBeaconWithdrawal`: rows of whole blocks listed under the address.
+pub(crate) fn block_rows(
+    store: &Store,
+    params: &Params,
+    indexed: &Indexed,
+    withdrawals: bool,
+) -> Result<Response, QueryError> {
+    let address = parse_address(params.get("address").unwrap_or(""))
+        .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+    if !withdrawals {
+        match params.get("blocktype") {
+            None | Some("") | Some("blocks") => {}
+            Some("uncles") => return Ok(empty(NO_TRANSACTIONS, "[]")),
+            Some(_) => return Err(QueryError::bad("Error! Invalid blocktype")),
+        }
+    }
+    let page = match paging(params, indexed, store, HistoryIndex::Blocks)? {
+        Ok(page) => page,
+        Err(window) => return Ok(window),
+    };
+    let listing = if withdrawals {
+        TransferKind::Withdrawal
+    } else {
+        TransferKind::Mined
+    };
+    let found = store
+        .address_listing(&address, listing, page, |_| true)
+        .map_err(unavailable)?;
+    if found.is_empty() {
+        return Ok(empty(NO_TRANSACTIONS, "[]"));
+    }
+    Ok(list(&found, |out, (block, _, row)| match row {
+        Transfer::Mined(_, mined) => {
+            let reward = mined.reward.map(|r| r.to_string()).unwrap_or_default();
+            let _ = write!(
+                out,
+                r#"{{"blockNumber":"{block}","timeStamp":"{}","blockReward":"{reward}"}}"#,
+                mined.timestamp
+            );
+        }
+        Transfer::Withdrawal(to, w) => {
+            let _ = write!(
+                out,
+                r#"{{"withdrawalIndex":"{}","validatorIndex":"{}","address":"{to:#x}","amount":"{}","blockNumber":"{block}","timestamp":"{}"}}"#,
+                w.index, w.validator, w.amount_gwei, w.timestamp
+            );
+        }
+        _ => {}
+    }))
+}
+
 /// A page of token transfers of one standard by `address`, by contract
 /// (`contractaddress`), or both: the address's list (`by_address`) kept to
 /// that contract, or the contract's own list (`by_contract`).
@@ -159,7 +217,7 @@ fn token_page(
     let contract_of = |t: &Transfer| match t {
         Transfer::Token(t) => Some(t.token),
         Transfer::Nft(t) | Transfer::MultiToken(t) => Some(t.token),
-        Transfer::Internal(_) => None,
+        _ => None,
     };
     let found = match (address, token) {
         (Some(address), token) => store.address_transfers(&address, by_address, page, |t| {

@@ -25,8 +25,8 @@ pub use history::{
 pub use store::{IndexBatch, Store, StoreOptions};
 pub use transactions::{HistoryPage, IndexedTransaction, TransactionRow};
 pub use transfers::{
-    HistoryIndex, IndexedTransfer, InternalTransfer, NftTransfer, TokenHolding, TokenInfo,
-    TokenTransfer, Transfer, TransferKind,
+    BLOCK_LEVEL, BeaconWithdrawal, HistoryIndex, IndexedTransfer, InternalTransfer, MinedBlock,
+    NftTransfer, TokenHolding, TokenInfo, TokenTransfer, Transfer, TransferKind,
 };
 pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 

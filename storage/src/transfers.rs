@@ -44,6 +44,37 @@ pub enum TransferKind {
     NftContract = 5,
     /// Every ERC-1155 transfer of the contract at that address.
     MultiTokenContract = 6,
+    /// The blocks the address mined (received the fees of).
+    Mined = 7,
+    /// The beacon chain withdrawals credited to the address.
+    Withdrawal = 8,
+}
+
+/// Rows of a whole block rather than of one of its transactions stand at
+/// this transaction index.
+pub const BLOCK_LEVEL: u32 = u32::MAX;
+
+/// A block an address mined, as `getminedblocks` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MinedBlock {
+    /// The block's time, seconds.
+    pub timestamp: u64,
+    /// The priority fees it paid its miner; none when the transactions
+    /// (and so their fees) are not indexed.
+    pub reward: Option<U256>,
+}
+
+/// An EIP-4895 withdrawal from the beacon chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BeaconWithdrawal {
+    /// Its index.
+    pub index: u64,
+    /// The validator's index.
+    pub validator: u64,
+    /// Amount in Gwei.
+    pub amount_gwei: u64,
+    /// The block's time, seconds.
+    pub timestamp: u64,
 }
 
 impl TransferKind {
@@ -54,6 +85,8 @@ impl TransferKind {
             Self::Token | Self::TokenContract => Self::Token as u8,
             Self::Nft | Self::NftContract => Self::Nft as u8,
             Self::MultiToken | Self::MultiTokenContract => Self::MultiToken as u8,
+            Self::Mined => Self::Mined as u8,
+            Self::Withdrawal => Self::Withdrawal as u8,
         }
     }
 }
@@ -130,6 +163,12 @@ pub enum Transfer {
     Nft(NftTransfer),
     /// From an ERC-1155 `TransferSingle` or `TransferBatch` log.
     MultiToken(NftTransfer),
+    /// A block's fees to its miner (at [`BLOCK_LEVEL`], listed under the
+    /// miner).
+    Mined(Address, MinedBlock),
+    /// A beacon chain withdrawal (at [`BLOCK_LEVEL`], listed under its
+    /// recipient).
+    Withdrawal(Address, BeaconWithdrawal),
 }
 
 impl Transfer {
@@ -139,6 +178,8 @@ impl Transfer {
             Self::Token(_) => TransferKind::Token as u8,
             Self::Nft(_) => TransferKind::Nft as u8,
             Self::MultiToken(_) => TransferKind::MultiToken as u8,
+            Self::Mined(..) => TransferKind::Mined as u8,
+            Self::Withdrawal(..) => TransferKind::Withdrawal as u8,
         }
     }
 
@@ -179,6 +220,24 @@ impl Transfer {
                 w.opt_address(t.operator.as_ref());
                 w.u64(u64::from(t.log_index));
             }
+            Self::Mined(miner, block) => {
+                w.bytes(miner.as_slice());
+                w.u64(block.timestamp);
+                match &block.reward {
+                    Some(reward) => {
+                        w.u8(1);
+                        w.bytes(&reward.to_be_bytes_trimmed_vec());
+                    }
+                    None => w.u8(0),
+                }
+            }
+            Self::Withdrawal(to, withdrawal) => {
+                w.bytes(to.as_slice());
+                w.u64(withdrawal.index);
+                w.u64(withdrawal.validator);
+                w.u64(withdrawal.amount_gwei);
+                w.u64(withdrawal.timestamp);
+            }
         }
         w.0
     }
@@ -214,6 +273,24 @@ impl Transfer {
                 trace_id,
                 error,
             })
+        } else if kind == TransferKind::Mined as u8 {
+            let miner = r.address()?;
+            let timestamp = r.u64()?;
+            let reward = match r.u8()? {
+                0 => None,
+                _ => Some(amount(&mut r)?),
+            };
+            Self::Mined(miner, MinedBlock { timestamp, reward })
+        } else if kind == TransferKind::Withdrawal as u8 {
+            Self::Withdrawal(
+                r.address()?,
+                BeaconWithdrawal {
+                    index: r.u64()?,
+                    validator: r.u64()?,
+                    amount_gwei: r.u64()?,
+                    timestamp: r.u64()?,
+                },
+            )
         } else if kind == TransferKind::Nft as u8 || kind == TransferKind::MultiToken as u8 {
             let transfer = NftTransfer {
                 token: r.address()?,
@@ -277,6 +354,8 @@ impl Transfer {
                 add(t.to, TransferKind::MultiToken);
                 add(t.token, TransferKind::MultiTokenContract);
             }
+            Self::Mined(miner, _) => add(*miner, TransferKind::Mined),
+            Self::Withdrawal(to, _) => add(*to, TransferKind::Withdrawal),
         }
         listings
     }
@@ -412,11 +491,19 @@ pub enum HistoryIndex {
     /// ERC-721 and ERC-1155 transfers (`indexer.tokens`; kept from the
     /// first block a build that reads them indexed).
     Nfts,
+    /// Blocks mined and beacon withdrawals, by address (always kept).
+    Blocks,
 }
 
 impl HistoryIndex {
     /// Every history.
-    pub const ALL: [Self; 4] = [Self::Transactions, Self::Internal, Self::Tokens, Self::Nfts];
+    pub const ALL: [Self; 5] = [
+        Self::Transactions,
+        Self::Internal,
+        Self::Tokens,
+        Self::Nfts,
+        Self::Blocks,
+    ];
 
     fn meta_key(self) -> &'static [u8] {
         match self {
@@ -424,6 +511,7 @@ impl HistoryIndex {
             Self::Internal => meta_key::INTERNAL_FROM,
             Self::Tokens => meta_key::TOKENS_FROM,
             Self::Nfts => meta_key::NFTS_FROM,
+            Self::Blocks => meta_key::BLOCKS_FROM,
         }
     }
 }
@@ -445,6 +533,35 @@ impl Store {
         page: HistoryPage,
         keep: impl Fn(&Transfer) -> bool,
     ) -> Result<Vec<IndexedTransfer>, StorageError> {
+        let found = self.address_listing(address, listing, page, keep)?;
+        let transactions = self.transactions_at(found.iter().map(|(b, i, _)| (*b, *i)))?;
+        found
+            .into_iter()
+            .zip(transactions)
+            .map(|((block, tx_index, transfer), transaction)| {
+                Ok(IndexedTransfer {
+                    block,
+                    tx_index,
+                    transaction: transaction.ok_or(StorageError::Corrupt {
+                        what: "transfer without its transaction",
+                        len: 0,
+                    })?,
+                    transfer,
+                })
+            })
+            .collect()
+    }
+
+    /// A page of the rows listed under `address` as `listing` with their
+    /// block and transaction index, without the transactions (block-level
+    /// rows have none).
+    pub fn address_listing(
+        &self,
+        address: &Address,
+        listing: TransferKind,
+        page: HistoryPage,
+        keep: impl Fn(&Transfer) -> bool,
+    ) -> Result<Vec<(u64, u32, Transfer)>, StorageError> {
         if page.from_block > page.to_block || page.take == 0 {
             return Ok(Vec::new());
         }
@@ -491,21 +608,64 @@ impl Store {
             }
         }
         iter.status()?;
+        Ok(found)
+    }
+
+    /// A page of every transfer of one row kind in the page's blocks (all
+    /// addresses), in block order, with the transactions that carried them.
+    pub fn transfers_in_blocks(
+        &self,
+        kind: TransferKind,
+        page: HistoryPage,
+    ) -> Result<Vec<IndexedTransfer>, StorageError> {
+        if page.from_block > page.to_block || page.take == 0 {
+            return Ok(Vec::new());
+        }
+        let row_kind = kind.row_kind();
+        let lower = place(page.from_block, 0, 0, 0);
+        let upper = place(page.to_block, u32::MAX, u8::MAX, u32::MAX);
+        let mut iter = self.db.raw_iterator_cf(self.cf(cf::TRANSFER));
+        if page.descending {
+            iter.seek_for_prev(upper);
+        } else {
+            iter.seek(lower);
+        }
+        let (mut found, mut skipped) = (Vec::new(), 0);
+        while iter.valid() && found.len() < page.take {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            if key < &lower[..] || key > &upper[..] {
+                break;
+            }
+            let (block, tx_index, row, _) = decode_place(key)?;
+            if row == row_kind && tx_index != BLOCK_LEVEL {
+                if skipped < page.skip {
+                    skipped += 1;
+                } else {
+                    found.push((block, tx_index, Transfer::decode(row, value)?));
+                }
+            }
+            if page.descending {
+                iter.prev();
+            } else {
+                iter.next();
+            }
+        }
+        iter.status()?;
         let transactions = self.transactions_at(found.iter().map(|(b, i, _)| (*b, *i)))?;
         found
             .into_iter()
             .zip(transactions)
-            .map(|((block, tx_index, transfer), transaction)| {
-                Ok(IndexedTransfer {
+            .filter_map(|((block, tx_index, transfer), transaction)| {
+                Some(IndexedTransfer {
                     block,
                     tx_index,
-                    transaction: transaction.ok_or(StorageError::Corrupt {
-                        what: "transfer without its transaction",
-                        len: 0,
-                    })?,
+                    transaction: transaction?,
                     transfer,
                 })
             })
+            .map(Ok)
             .collect()
     }
 
@@ -689,8 +849,8 @@ impl IndexBatch {
     /// Records `transfers` of transaction `tx_index` of `block`, in order,
     /// and lists each under its addresses.
     pub fn put_transfers(&mut self, block: u64, tx_index: u32, transfers: &[Transfer]) {
-        // One sequence per row kind (internal, token, ERC-721, ERC-1155).
-        let mut sequences = [0u32; TransferKind::MultiToken as usize + 1];
+        // One sequence per row kind.
+        let mut sequences = [0u32; TransferKind::Withdrawal as usize + 1];
         for transfer in transfers {
             let kind = transfer.kind();
             let sequence = sequences[usize::from(kind)];

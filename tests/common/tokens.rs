@@ -308,6 +308,7 @@ pub async fn assert_transfers_indexed(
                         Transfer::Token(token) => token.value,
                         Transfer::Internal(internal) => internal.value,
                         Transfer::Nft(nft) | Transfer::MultiToken(nft) => nft.value,
+                        Transfer::Mined(..) | Transfer::Withdrawal(..) => U256::ZERO,
                     };
                     (
                         t.block.to_string(),

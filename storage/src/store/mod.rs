@@ -37,6 +37,7 @@ pub(crate) mod meta_key {
     pub const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
     pub const TOKENS_FROM: &[u8] = b"token_transfers_from";
     pub const NFTS_FROM: &[u8] = b"nft_transfers_from";
+    pub const BLOCKS_FROM: &[u8] = b"block_rows_from";
     pub const TOKEN_HOLDERS_BUILT: &[u8] = b"token_holders_built";
 }
 

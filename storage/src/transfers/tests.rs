@@ -89,6 +89,28 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     };
     batch.put_transfers(
         2,
+        BLOCK_LEVEL,
+        &[
+            Transfer::Mined(
+                three,
+                MinedBlock {
+                    timestamp: 12,
+                    reward: Some(U256::from(33)),
+                },
+            ),
+            Transfer::Withdrawal(
+                two,
+                BeaconWithdrawal {
+                    index: 1,
+                    validator: 2,
+                    amount_gwei: 44,
+                    timestamp: 12,
+                },
+            ),
+        ],
+    );
+    batch.put_transfers(
+        2,
         0,
         &[
             token(2, 1, 4, 0),
@@ -112,6 +134,8 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
                 Transfer::Token(token) => (t.block, token.value),
                 Transfer::Internal(internal) => (t.block, internal.value),
                 Transfer::Nft(nft) | Transfer::MultiToken(nft) => (t.block, nft.token_id),
+                Transfer::Mined(_, mined) => (t.block, mined.reward.unwrap_or_default()),
+                Transfer::Withdrawal(_, w) => (t.block, U256::from(w.amount_gwei)),
             })
             .collect()
     };
@@ -137,6 +161,19 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     assert_eq!(
         values(&collection, TransferKind::NftContract, all()),
         [(2, u(42))]
+    );
+    let block_rows = |address: &Address, listing| -> Vec<(u64, u32)> {
+        store
+            .address_listing(address, listing, all(), |_| true)
+            .unwrap()
+            .into_iter()
+            .map(|(block, index, _)| (block, index))
+            .collect()
+    };
+    assert_eq!(block_rows(&three, TransferKind::Mined), [(2, BLOCK_LEVEL)]);
+    assert_eq!(
+        block_rows(&two, TransferKind::Withdrawal),
+        [(2, BLOCK_LEVEL)]
     );
     assert_eq!(
         values(&three, TransferKind::Token, all()),
@@ -203,6 +240,8 @@ fn transfers_list_under_their_addresses_and_undo_with_their_block() {
     undo.commit().unwrap();
     assert_eq!(values(&one, TransferKind::Token, all()), [(1, u(10))]);
     assert!(values(&three, TransferKind::Nft, all()).is_empty());
+    assert!(block_rows(&three, TransferKind::Mined).is_empty());
+    assert!(block_rows(&two, TransferKind::Withdrawal).is_empty());
     assert!(values(&collection, TransferKind::MultiTokenContract, all()).is_empty());
     assert_eq!(balance(&one, None), Some(u(90)));
     assert_eq!(balance(&three, None), None);
