@@ -387,6 +387,16 @@ async fn the_new_actions_refuse_hostile_parameters_in_etherscans_shape() {
         ),
         (
             "account",
+            "addresstokennftbalance",
+            vec![("address", &address), ("page", "1")],
+        ),
+        (
+            "account",
+            "addresstokennftinventory",
+            vec![("address", &address), ("contractaddress", &address)],
+        ),
+        (
+            "account",
             "txsBeaconWithdrawal",
             vec![("address", &address), ("sort", "asc")],
         ),

@@ -369,6 +369,8 @@ impl Fuzzer {
             "tokentx",
             "tokennfttx",
             "getminedblocks",
+            "addresstokennftbalance",
+            "addresstokennftinventory",
             "txsBeaconWithdrawal",
             "token1155tx",
             "tokenbalance",

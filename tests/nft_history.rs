@@ -9,7 +9,7 @@ mod common;
 use alloy_primitives::{Address, B256, U256};
 use common::chain::Chain;
 use common::tokens::{address_word, call, deploy, nft_code};
-use common::{Anvil, Weiport, history_env, run_client_with_input};
+use common::{Anvil, DevNode, DevNodeKind, Weiport, history_env, run_client_with_input};
 use serde_json::{Value, json};
 
 const TRANSFER: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -124,9 +124,22 @@ async fn raw(weiport: &Weiport, key: &str, query: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nft_and_multi_token_transfers_equal_the_nodes_logs_across_a_reorganisation() {
+async fn nft_and_multi_token_transfers_equal_anvils_logs_across_a_reorganisation() {
     let anvil = Anvil::start(&[]);
-    let chain = Chain::new(&anvil.url);
+    nfts_on(&anvil.url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nft_and_multi_token_transfers_equal_hardhats_logs_across_a_reorganisation() {
+    let hardhat = DevNode::start(DevNodeKind::Hardhat);
+    nfts_on(&hardhat.url).await;
+}
+
+/// Mints, transfers, batches and burns on the node at `url`, then checks
+/// every list and holding against the node's logs and calls, before and
+/// after a reorganisation that takes a transfer away.
+async fn nfts_on(url: &str) {
+    let chain = Chain::new(url);
     let dev = chain.accounts().await;
     let (collection_code, multi_code) = nft_code();
     let collection = deploy(&chain, dev[0], collection_code).await;
@@ -216,7 +229,7 @@ async fn nft_and_multi_token_transfers_equal_the_nodes_logs_across_a_reorganisat
     .await;
 
     let dir = tempfile::tempdir().unwrap();
-    let weiport = Weiport::serve(dir.path(), &history_env(&anvil.url, &[]));
+    let weiport = Weiport::serve(dir.path(), &history_env(url, &[]));
     let key = weiport.key(json!({ "permissions": ["read"] })).await.id;
     let check = |head: u64| {
         let (weiport, chain, key) = (&weiport, &chain, key.clone());
@@ -251,6 +264,50 @@ async fn nft_and_multi_token_transfers_equal_the_nodes_logs_across_a_reorganisat
                     assert_eq!(listed(&answer, multi), mine, "{action} of {holder}");
                     if mine.is_empty() {
                         assert_eq!(answer["message"], "No transactions found", "{answer}");
+                    }
+                }
+                if !multi {
+                    // What each holder holds, against ownerOf at the head.
+                    for holder in [one, two, three] {
+                        let mut owned = Vec::new();
+                        for id in [1u64, 2] {
+                            let owner = chain
+                                .rpc(
+                                    "eth_call",
+                                    json!([{ "to": contract, "data": call("ownerOf(uint256)", &[word(id)]) }, format!("{head:#x}")]),
+                                )
+                                .await;
+                            let owner = &owner.as_str().unwrap()[26..];
+                            if owner == format!("{holder:x}") {
+                                owned.push(id.to_string());
+                            }
+                        }
+                        let inventory = raw(
+                            weiport,
+                            &key,
+                            &format!("module=account&action=addresstokennftinventory&address={holder:#x}&contractaddress={contract:#x}"),
+                        )
+                        .await;
+                        let ids: Vec<&str> = inventory["result"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|t| t["TokenId"].as_str().unwrap())
+                            .collect();
+                        assert_eq!(ids, owned, "inventory of {holder}");
+                        let balance = raw(
+                            weiport,
+                            &key,
+                            &format!(
+                                "module=account&action=addresstokennftbalance&address={holder:#x}"
+                            ),
+                        )
+                        .await;
+                        let quantity = balance["result"][0]["TokenQuantity"]
+                            .as_str()
+                            .map(str::to_owned);
+                        let want = (!owned.is_empty()).then(|| owned.len().to_string());
+                        assert_eq!(quantity, want, "{balance}");
                     }
                 }
                 let first = &by_contract["result"][0];

@@ -10,7 +10,8 @@ use alloy_primitives::{Address, B256, Bytes, U64, U256, b256};
 use serde::Deserialize;
 use weiport_storage::{
     BLOCK_LEVEL, BeaconWithdrawal, Cursor, HistoryIndex, IndexBatch, InternalTransfer, MinedBlock,
-    NftTransfer, StorageError, Store, TokenInfo, TokenTransfer, TransactionRow, Transfer,
+    NftStandard, NftTransfer, StorageError, Store, TokenInfo, TokenTransfer, TransactionRow,
+    Transfer,
 };
 
 use crate::node::{BlockSummary, NodeClient, NodeError};
@@ -110,6 +111,9 @@ pub struct BlockHistory {
     pub token_infos: Vec<(Address, TokenInfo)>,
     /// Rows of the block itself: its miner's fees, its beacon withdrawals.
     pub block_level: Vec<Transfer>,
+    /// `(holder, contract, token id, standard, amount)` after the block,
+    /// for every holder an ERC-721 or ERC-1155 transfer touched.
+    pub nft_holdings: Vec<(Address, Address, U256, NftStandard, U256)>,
 }
 
 impl BlockHistory {
@@ -125,6 +129,9 @@ impl BlockHistory {
         batch.put_transfers(block, BLOCK_LEVEL, &self.block_level);
         for (holder, token, balance) in &self.token_balances {
             batch.put_token_balance(holder, token, block, balance);
+        }
+        for (holder, contract, id, standard, amount) in &self.nft_holdings {
+            batch.put_nft_holding((holder, contract, id), *standard, block, amount);
         }
         for (token, info) in &self.token_infos {
             batch.put_token_info(token, info);
@@ -204,14 +211,24 @@ pub async fn block_history(
             transfers[index].push(Transfer::Token(token));
         }
         let mut collections = BTreeSet::new();
+        let mut held = BTreeSet::new();
         for (index, nft) in nft_transfers(&receipts) {
-            if let Transfer::Nft(t) | Transfer::MultiToken(t) = &nft {
-                collections.insert(t.token);
+            let (t, standard) = match &nft {
+                Transfer::Nft(t) => (t, NftStandard::Erc721),
+                Transfer::MultiToken(t) => (t, NftStandard::Erc1155),
+                _ => continue,
+            };
+            collections.insert(t.token);
+            for holder in [t.from, t.to] {
+                if holder != Address::ZERO {
+                    held.insert((holder, t.token, t.token_id, standard as u8));
+                }
             }
             transfers[index].push(nft);
         }
         let at = (block.number.to::<u64>(), block.hash);
         history.token_balances = token_balances(node, plan, at, &touched).await?;
+        history.nft_holdings = nft_holdings(node, plan, at, &held).await?;
         let mut tokens: BTreeSet<Address> = touched.iter().map(|(_, token)| *token).collect();
         // An NFT contract's name and symbol are read the same way (its
         // decimals, which it has none of, stay none).
@@ -513,6 +530,56 @@ async fn token_balances(
         .filter_map(|((holder, token), answer)| {
             let answer = answer.filter(|a| a.len() >= 32)?;
             Some((*holder, *token, U256::from_be_slice(&answer[..32])))
+        })
+        .collect())
+}
+
+/// What each holder holds of each token a transfer of the block touched,
+/// after it: ERC-721's `ownerOf(id)` (1 when it is the holder; 0 when it is
+/// another or the token is burnt) and ERC-1155's `balanceOf(holder, id)`.
+async fn nft_holdings(
+    node: &NodeClient,
+    plan: &NodePlan,
+    at: (u64, B256),
+    held: &BTreeSet<(Address, Address, U256, u8)>,
+) -> Result<Vec<(Address, Address, U256, NftStandard, U256)>, NodeError> {
+    const OWNER_OF: [u8; 4] = [0x63, 0x52, 0x21, 0x1e];
+    const BALANCE_OF_ID: [u8; 4] = [0x00, 0xfd, 0xd5, 0x8e];
+    let calls = held
+        .iter()
+        .map(|(holder, contract, id, standard)| {
+            let mut input = if *standard == NftStandard::Erc721 as u8 {
+                OWNER_OF.to_vec()
+            } else {
+                let mut input = BALANCE_OF_ID.to_vec();
+                input.extend_from_slice(&[0u8; 12]);
+                input.extend_from_slice(holder.as_slice());
+                input
+            };
+            input.extend_from_slice(&id.to_be_bytes::<32>());
+            CallRequest {
+                to: *contract,
+                input: input.into(),
+            }
+        })
+        .collect();
+    let answers = calls_at(node, plan, at, calls).await?;
+    Ok(held
+        .iter()
+        .zip(answers)
+        .filter_map(|((holder, contract, id, standard), answer)| {
+            if *standard == NftStandard::Erc721 as u8 {
+                // A burnt token's ownerOf reverts: nobody holds it.
+                let owner = answer
+                    .filter(|a| a.len() >= 32)
+                    .map(|a| Address::from_slice(&a[12..32]));
+                let amount = U256::from(u8::from(owner == Some(*holder)));
+                Some((*holder, *contract, *id, NftStandard::Erc721, amount))
+            } else {
+                let answer = answer.filter(|a| a.len() >= 32)?;
+                let amount = U256::from_be_slice(&answer[..32]);
+                Some((*holder, *contract, *id, NftStandard::Erc1155, amount))
+            }
         })
         .collect())
 }

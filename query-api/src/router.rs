@@ -121,6 +121,8 @@ fn account(chain: &ChainState, params: &Params, action: &str) -> Result<Response
         "tokennfttx" => transfers::nft_transfers(store, params, &indexed, false),
         "token1155tx" => transfers::nft_transfers(store, params, &indexed, true),
         "getminedblocks" => transfers::block_rows(store, params, &indexed, false),
+        "addresstokennftbalance" => transfers::nft_holdings(store, params, false),
+        "addresstokennftinventory" => transfers::nft_holdings(store, params, true),
         "txsBeaconWithdrawal" => transfers::block_rows(store, params, &indexed, true),
         "tokenbalance" => transfers::tokenbalance(store, params),
         "addresstokenbalance" => transfers::addresstokenbalance(store, params),

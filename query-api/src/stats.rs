@@ -115,6 +115,10 @@ pub(crate) async fn stats(
                 "TotalNodeCount": (peers + 1).to_string(),
             })))
         }
+        // A node does not report its size on disk over JSON-RPC: not made up.
+        "chainsize" => Err(QueryError::bad(
+            "Error! The chain's size on disk is not known to this server: nodes do not report it over JSON-RPC",
+        )),
         "tokensupply" | "tokensupplyhistory" => {
             let token = address_param(params, "contractaddress")?;
             let at = match action {

@@ -199,6 +199,71 @@ pub(crate) fn block_rows(
     }))
 }
 
+/// `module=account&action=addresstokennftbalance` (each ERC-721 collection
+/// the address holds tokens of, and how many) and `addresstokennftinventory`
+/// (the ids it holds of one collection): from what `ownerOf` answered after
+/// each block that moved a token; `page` and `offset` (100 by default, at
+/// most 1,000).
+pub(crate) fn nft_holdings(
+    store: &Store,
+    params: &Params,
+    inventory: bool,
+) -> Result<Response, QueryError> {
+    let holder = parse_address(params.get("address").unwrap_or(""))
+        .map_err(|_| QueryError::bad(MSG_BAD_ADDRESS))?;
+    let contract = if inventory {
+        Some(
+            optional_address(params, "contractaddress", MSG_BAD_CONTRACT)?
+                .ok_or_else(|| QueryError::bad(MSG_BAD_CONTRACT))?,
+        )
+    } else {
+        None
+    };
+    indexed_from(store, HistoryIndex::Nfts)?;
+    let page = number(params, "page", 1)?.max(1);
+    let offset = number(params, "offset", 100)?.clamp(1, 1_000) as usize;
+    let skip = usize::try_from(page - 1)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(offset);
+    let standard = weiport_storage::NftStandard::Erc721;
+    if inventory {
+        let held = store
+            .nft_holdings(&holder, contract.as_ref(), standard, (skip, offset))
+            .map_err(unavailable)?;
+        return Ok(list(&held, |out, holding| {
+            let _ = write!(
+                out,
+                r#"{{"TokenAddress":"{:#x}","TokenId":"{}"}}"#,
+                holding.contract, holding.token_id
+            );
+        }));
+    }
+    // Per collection: how many of its tokens are held, by contract address.
+    let mut counts: Vec<(Address, u64)> = Vec::new();
+    for holding in store
+        .nft_holdings(&holder, None, standard, (0, 100_000))
+        .map_err(unavailable)?
+    {
+        match counts.last_mut() {
+            Some((contract, count)) if *contract == holding.contract => *count += 1,
+            _ => counts.push((holding.contract, 1)),
+        }
+    }
+    let mut infos = TokenInfos::new(store);
+    let mut entries = Vec::new();
+    for (contract, count) in counts.into_iter().skip(skip).take(offset) {
+        entries.push((contract, count, infos.get(&contract)?));
+    }
+    Ok(list(&entries, |out, (contract, count, info)| {
+        let _ = write!(
+            out,
+            r#"{{"TokenAddress":"{contract:#x}","TokenName":{},"TokenSymbol":{},"TokenQuantity":"{count}"}}"#,
+            serde_json::Value::from(info.name.as_str()),
+            serde_json::Value::from(info.symbol.as_str()),
+        );
+    }))
+}
+
 /// A page of token transfers of one standard by `address`, by contract
 /// (`contractaddress`), or both: the address's list (`by_address`) kept to
 /// that contract, or the contract's own list (`by_contract`).

@@ -14,9 +14,7 @@ use std::hint::black_box;
 
 use alloy_primitives::{Address, B256, U256};
 use criterion::{Criterion, criterion_group, criterion_main};
-use weiport_storage::{
-    HistoryPage, NftTransfer, Store, TransactionRow, Transfer, TransferKind,
-};
+use weiport_storage::{HistoryPage, NftTransfer, Store, TransactionRow, Transfer, TransferKind};
 
 const PER_BLOCK: u64 = 100;
 const HOLDERS: u64 = 50;
@@ -64,7 +62,11 @@ fn store(dir: &std::path::Path, size: u64) -> Store {
                 }
                 let (from, to) = (address(sent % HOLDERS), address((sent + 1) % HOLDERS));
                 sent += 1;
-                batch.put_transaction(block, index as u32, &row(from, Some(collection), sent, block));
+                batch.put_transaction(
+                    block,
+                    index as u32,
+                    &row(from, Some(collection), sent, block),
+                );
                 let transfer = Transfer::Nft(NftTransfer {
                     token: collection,
                     from,
@@ -103,15 +105,23 @@ fn bench(c: &mut Criterion) {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path(), size);
         let label = if size >= 1_000_000 { "1M" } else { "10k" };
-        group.bench_function(format!("tokennfttx by contract, 100 newest ({label})"), |b| {
-            b.iter(|| {
-                let found = store
-                    .address_transfers(&collection, TransferKind::NftContract, newest(100), |_| true)
-                    .unwrap();
-                assert_eq!(found.len(), 100);
-                black_box(found)
-            })
-        });
+        group.bench_function(
+            format!("tokennfttx by contract, 100 newest ({label})"),
+            |b| {
+                b.iter(|| {
+                    let found = store
+                        .address_transfers(
+                            &collection,
+                            TransferKind::NftContract,
+                            newest(100),
+                            |_| true,
+                        )
+                        .unwrap();
+                    assert_eq!(found.len(), 100);
+                    black_box(found)
+                })
+            },
+        );
         group.bench_function(format!("tokennfttx by holder, 100 newest ({label})"), |b| {
             b.iter(|| {
                 let found = store

@@ -26,7 +26,8 @@ pub use store::{IndexBatch, Store, StoreOptions};
 pub use transactions::{HistoryPage, IndexedTransaction, TransactionRow};
 pub use transfers::{
     BLOCK_LEVEL, BeaconWithdrawal, HistoryIndex, IndexedTransfer, InternalTransfer, MinedBlock,
-    NftTransfer, TokenHolding, TokenInfo, TokenTransfer, Transfer, TransferKind,
+    NftHolding, NftStandard, NftTransfer, TokenHolding, TokenInfo, TokenTransfer, Transfer,
+    TransferKind,
 };
 pub use wallet::{DepositRow, SentTx, WithdrawalTxRow};
 
@@ -58,6 +59,9 @@ pub mod cf {
     /// `token ‖ holder ‖ block` → the holder's balance after the block: the
     /// token balances again, by token (its holders).
     pub const TOKEN_HOLDER: &str = "token_holder";
+    /// `holder ‖ contract ‖ token id ‖ block` → the ERC-721 or ERC-1155
+    /// amount the holder held after the block.
+    pub const NFT_HOLDING: &str = "nft_holding";
     /// `account id` → account record.
     pub const ACCOUNT: &str = "account";
     /// `key id` → API key record (secrets sealed).
@@ -119,6 +123,7 @@ pub mod cf {
         TOKEN_BALANCE,
         TOKEN,
         TOKEN_HOLDER,
+        NFT_HOLDING,
         CHAIN_META,
         CHAIN_WALLET,
     ];
@@ -152,6 +157,7 @@ pub mod cf {
         TOKEN_BALANCE,
         TOKEN,
         TOKEN_HOLDER,
+        NFT_HOLDING,
         ACCOUNT,
         API_KEY,
         COMMAND_LOG,

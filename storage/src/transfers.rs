@@ -26,8 +26,10 @@ use crate::{HistoryPage, IndexBatch, StorageError, Store, TransactionRow, cf};
 /// Length of a transfer's place: block, transaction index, kind, sequence.
 const PLACE_LEN: usize = BLOCK_NUMBER_LEN + 4 + 1 + 4;
 
+mod holdings;
 mod rows;
 
+pub use holdings::{NftHolding, NftStandard};
 pub use rows::{
     BLOCK_LEVEL, BeaconWithdrawal, InternalTransfer, MinedBlock, NftTransfer, TokenTransfer,
     Transfer, TransferKind,
@@ -579,6 +581,12 @@ impl IndexBatch {
                     cf::ADDRESS_TRANSFER,
                     listing_key(&address, listing, block, tx_index, sequence),
                 );
+            }
+            if let Transfer::Nft(t) | Transfer::MultiToken(t) = &transfer {
+                for holder in [t.from, t.to] {
+                    let key = holdings::holding_key(&holder, &t.token, &t.token_id, block);
+                    self.delete(cf::NFT_HOLDING, key);
+                }
             }
             if let Transfer::Token(t) = &transfer {
                 for holder in [t.from, t.to] {

@@ -39,7 +39,11 @@ contract Collection {
 contract MultiToken {
     string public name = "Weiport Test Items";
     string public symbol = "WTI";
-    mapping(uint256 => mapping(address => uint256)) public balances;
+    mapping(uint256 => mapping(address => uint256)) private balances;
+
+    function balanceOf(address account, uint256 id) external view returns (uint256) {
+        return balances[id][account];
+    }
 
     event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value);
     event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values);

@@ -149,6 +149,7 @@ fn column_family_options(name: &str, cache: &Cache, write_buffer_bytes: usize) -
         cf::ADDRESS_TRANSFER,
         cf::TOKEN_BALANCE,
         cf::TOKEN_HOLDER,
+        cf::NFT_HOLDING,
     ]
     .contains(&cf::base(name))
     {
