@@ -21,12 +21,7 @@ fn no_transactions(answer: &Value) -> bool {
 }
 
 async fn raw(weiport: &Weiport, query: &str) -> Value {
-    reqwest::get(format!("{}/api?{query}", weiport.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    weiport.etherscan(query).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,12 +17,7 @@ const FACTORY_INITCODE: &str = "0x6c6001600c60003960016000f300600052600d60136000
 const CHILD_INITCODE: &str = "0x6001600c60003960016000f300";
 
 async fn raw(weiport: &Weiport, key: &str, query: &str) -> Value {
-    reqwest::get(format!("{}/api?{query}&apikey={key}", weiport.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    weiport.etherscan(&format!("{query}&apikey={key}")).await
 }
 
 fn quantity(value: &Value) -> U256 {

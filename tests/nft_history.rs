@@ -115,12 +115,7 @@ fn listed(answer: &Value, multi: bool) -> Vec<(u64, String, String, String, Stri
 }
 
 async fn raw(weiport: &Weiport, key: &str, query: &str) -> Value {
-    reqwest::get(format!("{}/api?{query}&apikey={key}", weiport.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    weiport.etherscan(&format!("{query}&apikey={key}")).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

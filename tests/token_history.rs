@@ -21,12 +21,7 @@ fn text(address: &Address) -> String {
 }
 
 async fn raw(weiport: &Weiport, query: &str) -> Value {
-    reqwest::get(format!("{}/api?{query}", weiport.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    weiport.etherscan(query).await
 }
 
 /// What etherscan-python reads for `addresses`, and the balances of

@@ -323,13 +323,10 @@ pub(crate) fn nft_transfers(
         Ok(found) => found,
         Err(answer) => return Ok(answer),
     };
-    let mut infos = TokenInfos::new(store);
-    let mut entries = Vec::with_capacity(found.len());
-    for entry in &found {
-        if let Transfer::Nft(transfer) | Transfer::MultiToken(transfer) = &entry.transfer {
-            entries.push((entry, transfer, infos.get(&transfer.token)?));
-        }
-    }
+    let entries = described(store, &found, |t| match t {
+        Transfer::Nft(t) | Transfer::MultiToken(t) => Some((t, t.token)),
+        _ => None,
+    })?;
     Ok(list(&entries, |out, (entry, transfer, info)| {
         let row = &entry.transaction;
         let _ = write!(
@@ -386,13 +383,10 @@ pub(crate) fn tokentx(
         Ok(found) => found,
         Err(answer) => return Ok(answer),
     };
-    let mut infos = TokenInfos::new(store);
-    let mut entries = Vec::with_capacity(found.len());
-    for entry in &found {
-        if let Transfer::Token(transfer) = &entry.transfer {
-            entries.push((entry, transfer, infos.get(&transfer.token)?));
-        }
-    }
+    let entries = described(store, &found, |t| match t {
+        Transfer::Token(t) => Some((t, t.token)),
+        _ => None,
+    })?;
     Ok(list(&entries, |out, (entry, transfer, info)| {
         let row = &entry.transaction;
         let _ = write!(
@@ -419,6 +413,23 @@ pub(crate) fn tokentx(
             indexed.head.saturating_sub(entry.block) + 1,
         );
     }))
+}
+
+/// Each found transfer `pick` takes (its row and its token), with the
+/// token's description.
+fn described<'a, T>(
+    store: &Store,
+    found: &'a [IndexedTransfer],
+    pick: impl Fn(&'a Transfer) -> Option<(&'a T, Address)>,
+) -> Result<Vec<(&'a IndexedTransfer, &'a T, TokenInfo)>, QueryError> {
+    let mut infos = TokenInfos::new(store);
+    let mut entries = Vec::with_capacity(found.len());
+    for entry in found {
+        if let Some((transfer, token)) = pick(&entry.transfer) {
+            entries.push((entry, transfer, infos.get(&token)?));
+        }
+    }
+    Ok(entries)
 }
 
 /// Token descriptions, each read once a request.

@@ -440,6 +440,16 @@ impl Weiport {
         }
     }
 
+    /// `GET /api?{query}` (the Etherscan face); its JSON answer.
+    pub async fn etherscan(&self, query: &str) -> serde_json::Value {
+        reqwest::get(format!("{}/api?{query}", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Calls the admin API; returns the status and the JSON answer.
     pub async fn admin(
         &self,
