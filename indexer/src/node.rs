@@ -240,6 +240,11 @@ impl serde::Serialize for StateAt {
     }
 }
 
+/// Most requests sent in one JSON-RPC batch: geth's and reth's default
+/// `--rpc.batch-request-limit`; a node refuses a longer batch whole, so
+/// longer ones (mainnet's 8,893 genesis accounts) go as several.
+pub const MAX_BATCH: usize = 1_000;
+
 /// A JSON-RPC connection to one node.
 #[derive(Debug, Clone)]
 pub struct NodeClient {
@@ -354,9 +359,18 @@ impl NodeClient {
         method: &'static str,
         params: &[P],
     ) -> Result<Vec<Result<R, NodeError>>, NodeError> {
-        if params.is_empty() {
-            return Ok(Vec::new());
+        let mut answers = Vec::with_capacity(params.len());
+        for chunk in params.chunks(MAX_BATCH) {
+            answers.extend(self.one_batch(method, chunk).await?);
         }
+        Ok(answers)
+    }
+
+    async fn one_batch<P: RpcSend, R: RpcRecv>(
+        &self,
+        method: &'static str,
+        params: &[P],
+    ) -> Result<Vec<Result<R, NodeError>>, NodeError> {
         self.with_retries(method, || async move {
             let mut batch = self.rpc.new_batch();
             let mut waiters = Vec::with_capacity(params.len());
