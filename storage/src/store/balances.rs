@@ -13,8 +13,9 @@
 use std::sync::atomic::Ordering;
 
 use alloy_primitives::{Address, B256, U256};
-use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
+use rocksdb::{DB, Direction, IteratorMode, ReadOptions};
 
+use super::sorted::SortedWrites;
 use super::{Store, meta_key};
 use crate::codec::{self, balance_at_key, decode_balance_at_key, encode_block_number, encode_wei};
 use crate::{BlockRecord, Cursor, LatestBalance, StorageError, cf};
@@ -193,7 +194,7 @@ impl Store {
     pub fn index_batch(&self) -> IndexBatch {
         IndexBatch {
             store: self.clone(),
-            batch: WriteBatch::default(),
+            writes: SortedWrites::default(),
             head: None,
             start: None,
         }
@@ -209,7 +210,7 @@ impl Store {
 /// [`IndexBatch::commit`] keeps the latest-balance table exact.
 pub struct IndexBatch {
     store: Store,
-    batch: WriteBatch,
+    writes: SortedWrites,
     /// The cursor and start block this batch records, published to
     /// [`Store::indexed_head`] and [`Store::indexed_start`] once committed.
     head: Option<u64>,
@@ -222,51 +223,37 @@ impl IndexBatch {
     /// only, as every balance must be (see the module's note).
     pub fn set_balance(&mut self, address: &Address, block: u64, wei: &U256) {
         let latest = LatestBalance { wei: *wei, block };
-        self.batch.put_cf(
-            self.store.handle(cf::BALANCE),
-            address.as_slice(),
-            latest.encode(),
-        );
-        self.batch.put_cf(
-            self.store.handle(cf::BALANCE_AT),
-            balance_at_key(address, block),
-            encode_wei(wei),
+        self.writes
+            .put(cf::BALANCE, address.as_slice(), &latest.encode());
+        self.writes.put(
+            cf::BALANCE_AT,
+            &balance_at_key(address, block),
+            &encode_wei(wei),
         );
     }
 
     /// Stores block `number`'s record.
     pub fn put_block(&mut self, number: u64, record: &BlockRecord) {
-        self.batch.put_cf(
-            self.store.cf(cf::BLOCK),
-            encode_block_number(number),
-            record.encode(),
-        );
+        self.put(cf::BLOCK, encode_block_number(number), record.encode());
     }
 
     /// Removes block `number`'s record.
     pub fn delete_block(&mut self, number: u64) {
-        self.batch
-            .delete_cf(self.store.cf(cf::BLOCK), encode_block_number(number));
+        self.delete(cf::BLOCK, encode_block_number(number));
     }
 
     /// Moves the indexer cursor.
     pub fn set_cursor(&mut self, cursor: &Cursor) {
-        self.batch.put_cf(
-            self.store.cf(cf::CHAIN_META),
-            meta_key::CURSOR,
-            cursor.encode(),
-        );
+        self.put(cf::CHAIN_META, meta_key::CURSOR, cursor.encode());
         self.head = Some(cursor.number);
     }
 
     /// Records the chain the index belongs to and the block it starts at.
     pub fn set_chain(&mut self, chain_id: u64, genesis_hash: &B256, start_block: u64) {
-        let meta = self.store.cf(cf::CHAIN_META);
-        self.batch
-            .put_cf(meta, meta_key::CHAIN_ID, encode_block_number(chain_id));
-        self.batch
-            .put_cf(meta, meta_key::GENESIS_HASH, genesis_hash.as_slice());
-        self.batch.put_cf(
+        let meta = cf::CHAIN_META;
+        self.put(meta, meta_key::CHAIN_ID, encode_block_number(chain_id));
+        self.put(meta, meta_key::GENESIS_HASH, genesis_hash.as_slice());
+        self.put(
             meta,
             meta_key::INDEX_START,
             encode_block_number(start_block),
@@ -295,43 +282,48 @@ impl IndexBatch {
             if found != *address {
                 break;
             }
-            self.batch.delete_cf(history, key);
+            self.writes.delete(cf::BALANCE_AT, key);
             iter.next();
         }
         iter.status()?;
         match self.store.history_at_or_before(address, keep_through)? {
-            Some((block, wei)) => self.batch.put_cf(
-                self.store.handle(cf::BALANCE),
+            Some((block, wei)) => self.writes.put(
+                cf::BALANCE,
                 address.as_slice(),
-                LatestBalance { wei, block }.encode(),
+                &LatestBalance { wei, block }.encode(),
             ),
-            None => self
-                .batch
-                .delete_cf(self.store.handle(cf::BALANCE), address.as_slice()),
+            None => self.writes.delete(cf::BALANCE, address.as_slice()),
         }
         Ok(())
     }
 
     /// Number of operations queued.
     pub fn len(&self) -> usize {
-        self.batch.len()
+        self.writes.len()
     }
 
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
-        self.batch.is_empty()
+        self.writes.len() == 0
     }
 
     /// Queues `value` under `key` in `family`, written with the batch. For
     /// the rows other modules add; the balance families are refused.
-    pub(crate) fn put(&mut self, family: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.batch.put_cf(self.store.cf(family), key, value);
+    pub(crate) fn put(
+        &mut self,
+        family: &'static str,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) {
+        refuse_balances(family);
+        self.writes.put(family, key.as_ref(), value.as_ref());
     }
 
     /// Queues the removal of `key` from `family`; the balance families are
     /// refused.
-    pub(crate) fn delete(&mut self, family: &str, key: impl AsRef<[u8]>) {
-        self.batch.delete_cf(self.store.cf(family), key);
+    pub(crate) fn delete(&mut self, family: &'static str, key: impl AsRef<[u8]>) {
+        refuse_balances(family);
+        self.writes.delete(family, key.as_ref());
     }
 
     /// The store this batch commits to, for reads of committed data.
@@ -346,7 +338,8 @@ impl IndexBatch {
     /// only write of a balance and moves the table's generation after the
     /// write and before the head: keep both, in this order.
     pub fn commit(self) -> Result<(), StorageError> {
-        self.store.db.write_opt(self.batch, &Store::synced())?;
+        let batch = self.writes.into_batch(|family| self.store.handle(family));
+        self.store.db.write_opt(batch, &Store::synced())?;
         // Before the head: a reader that sees the new head reads afresh.
         self.store.latest.committed();
         let range = &self.store.indexed;
@@ -358,6 +351,15 @@ impl IndexBatch {
         }
         Ok(())
     }
+}
+
+/// The balance families are written only by [`IndexBatch::set_balance`]
+/// and [`IndexBatch::rewind_address`] (see the module's note).
+fn refuse_balances(family: &str) {
+    assert!(
+        family != cf::BALANCE && family != cf::BALANCE_AT,
+        "the balance families are written only through IndexBatch::commit"
+    );
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::{BlockRecord, Cursor, SCHEMA_VERSION, StorageError, cf};
 
 mod balances;
 mod latest;
+mod sorted;
 
 use latest::LatestCache;
 
@@ -317,7 +318,7 @@ impl Store {
 
     /// The handle of any column family, the balances' included: only this
     /// module and `balances` (which owns their writes) ask for it.
-    fn handle(&self, name: &str) -> &ColumnFamily {
+    pub(super) fn handle(&self, name: &str) -> &ColumnFamily {
         let name = self.resolve(name);
         // Every name in `cf::ALL` and every configured chain's copies are
         // opened in `open`; a miss is a programming error.
@@ -446,6 +447,26 @@ impl Store {
             self.db
                 .compact_range_cf(family, None::<&[u8]>, None::<&[u8]>);
         }
+    }
+
+    /// Bytes of table files each family holds on disk, largest first
+    /// (benchmarks, capacity planning).
+    pub fn family_sizes(&self) -> Vec<(String, u64)> {
+        let mut sizes: Vec<(String, u64)> = self
+            .families
+            .iter()
+            .filter_map(|name| {
+                let family = self.db.cf_handle(name)?;
+                let bytes = self
+                    .db
+                    .property_int_value_cf(family, "rocksdb.total-sst-files-size")
+                    .ok()
+                    .flatten()?;
+                Some((name.clone(), bytes))
+            })
+            .collect();
+        sizes.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+        sizes
     }
 
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.
