@@ -4,8 +4,8 @@
 # mainnet-shaped chain of SCALE_TRANSACTIONS transactions (default 10
 # million) and serves it on CPU 0; on CPU 1:
 #   1. its bare serving rate (what the indexer asks, fetched raw);
-#   2. the indexer from genesis to SCALE_SMALL transactions (default 1
-#      million), every history on: rate, peak memory, bytes per transaction
+#   2. the indexer (CPU 1, or SCALE_INDEXER_CPUS) from genesis to
+#      SCALE_SMALL transactions (default 1 million), every history on: rate, peak memory, bytes per transaction
 #      once compacted, then read latencies on that index;
 #   3. the indexer on to the head: the same figures on the larger index,
 #      the index checked against the recording;
@@ -33,8 +33,11 @@ url="$(cat "$work/url")"
 echo "replay node at $url (CPU 0); measurements on CPU 1"
 
 taskset -c 1 "$bin" bare "$url"
-taskset -c 1 "$bin" index "$url" "$work/db" "$work/genesis.json" "$small"
+# SCALE_INDEXER_CPUS=0,1 gives the indexer both cores (sharing CPU 0 with the
+# replay node) instead of CPU 1 alone.
+cpus="${SCALE_INDEXER_CPUS:-1}"
+taskset -c "$cpus" "$bin" index "$url" "$work/db" "$work/genesis.json" "$small"
 taskset -c 1 "$bin" reads "$work/db" "$url"
-taskset -c 1 "$bin" index "$url" "$work/db" "$work/genesis.json" "$total"
+taskset -c "$cpus" "$bin" index "$url" "$work/db" "$work/genesis.json" "$total"
 taskset -c 1 "$bin" reads "$work/db" "$url"
 taskset -c 1 "$bin" bare "$url"

@@ -212,6 +212,11 @@ async fn bare(url: &str, concurrency: usize) {
     );
 }
 
+/// A number from the environment: the knobs tried while profiling.
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 /// Peak resident memory of this process, from the kernel.
 fn peak_rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -252,16 +257,21 @@ async fn index(url: &str, dir: &Path, genesis: PathBuf, transactions: u64) {
                 .expect("replay_transactionsThrough")
         }
     };
-    let store = Store::open(dir, &StoreOptions::default()).expect("store");
+    let defaults = StoreOptions::default();
+    let options = StoreOptions {
+        write_buffer_bytes: env_number("WRITE_BUFFER_MB")
+            .map_or(defaults.write_buffer_bytes, |mb| (mb as usize) << 20),
+        ..defaults
+    };
+    let store = Store::open(dir, &options).expect("store");
     let from = store.cursor().expect("cursor").map_or(0, |c| c.number);
     let before = through(from).await;
     let config = IndexerConfig {
         genesis_file: Some(genesis),
         until: Some(until),
-        concurrency: std::env::var("CONCURRENCY")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(8),
+        concurrency: env_number("CONCURRENCY").map_or(8, |c| c as usize),
+        batch_blocks: env_number("BATCH_BLOCKS")
+            .map_or(IndexerConfig::default().batch_blocks, |b| b as usize),
         ..IndexerConfig::default()
     };
     let indexer = Indexer::new(node.clone(), store.clone(), config);

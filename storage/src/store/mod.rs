@@ -65,7 +65,7 @@ impl Default for StoreOptions {
         Self {
             block_cache_bytes: 256 << 20,
             background_jobs: 4,
-            write_buffer_bytes: 64 << 20,
+            write_buffer_bytes: 16 << 20,
             memtable_budget_bytes: 256 << 20,
             further_chains: Vec::new(),
         }
