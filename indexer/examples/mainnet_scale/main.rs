@@ -298,10 +298,10 @@ async fn index(url: &str, dir: &Path, genesis: PathBuf, transactions: u64) {
         bytes as f64 / total as f64
     );
     for (family, size) in store.family_sizes() {
-        println!(
-            "  {family}: {:.1} bytes a transaction",
-            size as f64 / total as f64
-        );
+        let each = size as f64 / total as f64;
+        if each >= 0.05 {
+            println!("  {family}: {each:.1} bytes a transaction");
+        }
     }
     let Stats { head, .. } = stats(&node).await;
     if until == head {
