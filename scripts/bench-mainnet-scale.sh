@@ -20,7 +20,8 @@ total="${SCALE_TRANSACTIONS:-10000000}"
 small="${SCALE_SMALL:-1000000}"
 work="$(mktemp -d -t weiport-scale.XXXXXX)"
 node_pid=
-trap '[ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+# SCALE_KEEP=1 keeps the index (its directory is printed) for a look after.
+trap '[ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null; wait 2>/dev/null || true; [ -n "${SCALE_KEEP:-}" ] && echo "kept $work/db" || rm -rf "$work"' EXIT
 
 export RUST_LOG="${RUST_LOG:-warn}"
 WORKERS=1 taskset -c 0 "$bin" serve "$total" "$work/genesis.json" >"$work/url" &
