@@ -217,6 +217,20 @@ fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
+/// The store in `dir`, with the sizes the environment sets
+/// (`WRITE_BUFFER_MB`, `BLOCK_CACHE_MB`) over the defaults.
+fn open_store(dir: &Path) -> Store {
+    let defaults = StoreOptions::default();
+    let mebibytes =
+        |name: &str, default: usize| env_number(name).map_or(default, |mb| (mb as usize) << 20);
+    let options = StoreOptions {
+        write_buffer_bytes: mebibytes("WRITE_BUFFER_MB", defaults.write_buffer_bytes),
+        block_cache_bytes: mebibytes("BLOCK_CACHE_MB", defaults.block_cache_bytes),
+        ..defaults
+    };
+    Store::open(dir, &options).expect("store")
+}
+
 /// Peak resident memory of this process, from the kernel.
 fn peak_rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -257,13 +271,7 @@ async fn index(url: &str, dir: &Path, genesis: PathBuf, transactions: u64) {
                 .expect("replay_transactionsThrough")
         }
     };
-    let defaults = StoreOptions::default();
-    let options = StoreOptions {
-        write_buffer_bytes: env_number("WRITE_BUFFER_MB")
-            .map_or(defaults.write_buffer_bytes, |mb| (mb as usize) << 20),
-        ..defaults
-    };
-    let store = Store::open(dir, &options).expect("store");
+    let store = open_store(dir);
     let from = store.cursor().expect("cursor").map_or(0, |c| c.number);
     let before = through(from).await;
     let config = IndexerConfig {
@@ -404,13 +412,7 @@ async fn reads(dir: &Path, url: &str) {
         .call("replay_blockAfterTransactions", (1_000_000u64,))
         .await
         .expect("replay_blockAfterTransactions");
-    let defaults = StoreOptions::default();
-    let options = StoreOptions {
-        block_cache_bytes: env_number("BLOCK_CACHE_MB")
-            .map_or(defaults.block_cache_bytes, |mb| (mb as usize) << 20),
-        ..defaults
-    };
-    let store = Store::open(dir, &options).expect("store");
+    let store = open_store(dir);
     let head = store.cursor().expect("cursor").expect("indexed").number;
     let indexed: u64 = node
         .call("replay_transactionsThrough", (head,))
