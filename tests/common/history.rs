@@ -53,7 +53,16 @@ pub async fn node_blocks(chain: &Chain, head: u64) -> Vec<NodeBlock> {
     for number in 1..=head {
         let tag = format!("{number:#x}");
         let block = chain.rpc("eth_getBlockByNumber", json!([tag, true])).await;
-        let receipts = chain.rpc("eth_getBlockReceipts", json!([tag])).await;
+        // anvil can answer null for a block it has just mined while its
+        // receipts are still being stored: ask again until it has them.
+        let mut receipts = chain.rpc("eth_getBlockReceipts", json!([tag])).await;
+        for _ in 0..100 {
+            if receipts.is_array() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            receipts = chain.rpc("eth_getBlockReceipts", json!([tag])).await;
+        }
         blocks.push(NodeBlock {
             number,
             block,
