@@ -14,7 +14,6 @@
 # core, so the run shows what replication costs the fan-out, not the
 # capacity three machines would add.
 source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
-apt_install nats-server
 cargo build -j2 --locked --release --example stream_fanout --example fanout_baseline
 ulimit -n "$(ulimit -Hn)"
 
@@ -62,8 +61,8 @@ pids=("${pids[@]:0:${#pids[@]}-1}")
 nats_port=$(free_port)
 mkdir -p "$work/nats"
 echo "listen: 127.0.0.1:$nats_port
-jetstream { store_dir: \"$work/nats/js\" }" >"$work/nats/nats.conf"
-nats-server -c "$work/nats/nats.conf" >/dev/null 2>&1 & pids+=($!)
+jetstream { store_dir: \"$work/nats/js\", sync_interval: always }" >"$work/nats/nats.conf"
+"$WEIPORT_NATS_SERVER" -c "$work/nats/nats.conf" >/dev/null 2>&1 & pids+=($!)
 nats_urls="[\"nats://127.0.0.1:$nats_port\"]"
 urls=""
 for port in 18082 18084 18086; do

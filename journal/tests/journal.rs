@@ -229,3 +229,13 @@ async fn three_servers_keep_taking_entries_when_one_is_killed() {
     assert_eq!(entries.len(), 20);
     assert!(entries.windows(2).all(|w| w[1].0 == w[0].0 + 1));
 }
+
+#[test]
+fn the_test_servers_are_the_pinned_version_and_sync_before_they_acknowledge() {
+    for server in NatsServer::cluster() {
+        let varz: serde_json::Value = serde_json::from_str(&server.varz().unwrap()).unwrap();
+        let version = varz["version"].as_str().unwrap();
+        weiport_journal::check_server_version(version).unwrap();
+        assert_eq!(varz["jetstream"]["config"]["sync_always"], true, "{varz}");
+    }
+}
