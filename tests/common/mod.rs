@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod chain;
+pub mod drill;
 pub mod history;
 pub mod hostile;
 pub mod log;

@@ -34,6 +34,19 @@ impl Shared {
         }
     }
 
+    /// Redis and the NATS servers given (e.g. on a disk whose power a drill cuts).
+    pub fn with_nats(nats: Vec<NatsServer>) -> Self {
+        Self {
+            redis: RedisServer::start(),
+            nats,
+        }
+    }
+
+    /// The journal's URLs, as `cluster.nats_urls` takes them.
+    pub fn nats_urls(&self) -> Vec<String> {
+        self.nats.iter().map(NatsServer::url).collect()
+    }
+
     /// A replicated exchange process on `dir`, without the chain.
     pub async fn process(&self, dir: &std::path::Path, name: &str) -> Weiport {
         self.process_with(dir, name, &GENEROUS).await
@@ -48,9 +61,9 @@ impl Shared {
     ) -> Weiport {
         let redis = self.redis.url();
         let urls: Vec<String> = self
-            .nats
+            .nats_urls()
             .iter()
-            .map(|n| format!("\"{}\"", n.url()))
+            .map(|url| format!("\"{url}\""))
             .collect();
         let nats = format!("[{}]", urls.join(","));
         let mut env: Vec<(&str, &str)> = extra.to_vec();
