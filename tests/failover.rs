@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use common::Weiport;
 use common::drill::{self, TRADERS, Traders, cluster, percentile};
 use common::replicated::Shared;
+use weiport_journal::testing::NatsServer;
 
 /// A process of the drill: its name and disk, and the process while it runs.
 struct Node {
@@ -99,8 +100,36 @@ async fn the_primary_killed_again_and_again_under_load_loses_and_doubles_nothing
     let victims: &[usize] = if kills > 2 { &[1, 0, 2] } else { &[1] };
     for &victim in victims {
         let acked_before = traders.acks();
+        let led = |stream: &str| shared.nats[victim].stream_leader(stream);
+        let led_journal = led("WEIPORT_EXCHANGE") == Some(shared.nats[victim].name());
+        let led_lease = led("WEIPORT_EXCHANGE_LEASES") == Some(shared.nats[victim].name());
         shared.nats[victim].kill();
         let nats_down = Instant::now();
+        let reelected = led_journal.then(|| {
+            let survivors: Vec<usize> = (0..3).filter(|n| *n != victim).collect();
+            let watched = shared
+                .nats
+                .iter()
+                .map(NatsServer::monitor)
+                .collect::<Vec<_>>();
+            let dead = shared.nats[victim].name();
+            std::thread::spawn(move || {
+                // When a survivor names a new leader of the journal's stream.
+                loop {
+                    if survivors.iter().any(|n| {
+                        watched[*n]
+                            .stream_leader("WEIPORT_EXCHANGE")
+                            .is_some_and(|leader| leader != dead)
+                    }) {
+                        return nats_down.elapsed();
+                    }
+                    if nats_down.elapsed() > Duration::from_secs(60) {
+                        return nats_down.elapsed();
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        });
         let resumed = traders
             .wait_for(
                 acked_before,
@@ -127,8 +156,17 @@ async fn the_primary_killed_again_and_again_under_load_loses_and_doubles_nothing
         tokio::time::sleep(Duration::from_secs(2)).await;
         let while_down = traders.acks() - acked_before;
         let pause = traders.longest_pause(nats_down, Instant::now());
+        let led = match (reelected.map(|watcher| watcher.join().unwrap()), led_lease) {
+            (Some(after), lease) => format!(
+                "it led the journal's stream{}: a new leader after {:.2} s (nats-server's Raft election timeout, 4 to 9 s)",
+                if lease { " and the lease's" } else { "" },
+                after.as_secs_f64()
+            ),
+            (None, true) => "it led the lease's stream".to_owned(),
+            (None, false) => "it led neither stream".to_owned(),
+        };
         println!(
-            "drill: NATS server n{victim} of three killed while trading: longest pause without an acknowledgement {:.2} s; {} orders acknowledged within {resumed:?}, {while_down} in the {:.1} s it was down",
+            "drill: NATS server n{victim} of three killed while trading ({led}): longest pause without an acknowledgement {:.2} s; {} orders acknowledged within {resumed:?}, {while_down} in the {:.1} s it was down",
             pause.as_secs_f64(),
             10 * TRADERS,
             nats_down.elapsed().as_secs_f64()

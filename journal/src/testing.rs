@@ -172,6 +172,29 @@ impl NatsServer {
         monitor_get(self.monitor_port(), "/varz")
     }
 
+    /// Its monitoring endpoint, to watch from another thread.
+    pub fn monitor(&self) -> Monitor {
+        Monitor {
+            port: self.monitor_port(),
+        }
+    }
+
+    /// The server that leads `stream`'s replicas, as this server sees it
+    /// (None: no leader now, or this server does not answer).
+    pub fn stream_leader(&self, stream: &str) -> Option<String> {
+        self.monitor().stream_leader(stream)
+    }
+
+    /// Its `server_name` (n0, n1, n2 in a cluster).
+    pub fn name(&self) -> String {
+        let text = std::fs::read_to_string(&self.config).expect("nats.conf");
+        text.lines()
+            .find_map(|line| line.strip_prefix("server_name: "))
+            .expect("a server name")
+            .trim()
+            .to_owned()
+    }
+
     /// SIGKILL.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -184,6 +207,30 @@ impl NatsServer {
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "already running");
         self.spawn();
+    }
+}
+
+/// A server's monitoring port.
+#[derive(Debug, Clone, Copy)]
+pub struct Monitor {
+    port: u16,
+}
+
+impl Monitor {
+    /// The server that leads `stream`'s replicas, as this server sees it
+    /// (None: no leader now, or this server does not answer).
+    pub fn stream_leader(&self, stream: &str) -> Option<String> {
+        let jsz = monitor_get(self.port, "/jsz?accounts=true&streams=true")?;
+        let jsz: serde_json::Value = serde_json::from_str(&jsz).ok()?;
+        jsz["account_details"]
+            .as_array()?
+            .iter()
+            .filter_map(|account| account["stream_detail"].as_array())
+            .flatten()
+            .find(|detail| detail["name"] == stream)?["cluster"]["leader"]
+            .as_str()
+            .filter(|leader| !leader.is_empty())
+            .map(str::to_owned)
     }
 }
 
