@@ -34,6 +34,7 @@ const ENV_NOT_CONFIG: &[&str] = &[
     "WEIPORT_MASTER_KEY",
     "WEIPORT_ANVIL",
     "WEIPORT_PYTHON",
+    "WEIPORT_NATS_SERVER",
 ];
 
 /// A configuration that could not be loaded; the message names the key.
