@@ -189,17 +189,7 @@ async fn the_primary_killed_again_and_again_under_load_loses_and_doubles_nothing
         .chain([&replayed])
         .collect();
     // Acknowledged: in the books exactly once. Anything else: at most once.
-    let audit = drill::audit(&processes, &keys, &told).await;
-    assert!(
-        audit.doubled.is_empty(),
-        "applied twice: {:?}",
-        audit.doubled
-    );
-    assert!(
-        audit.lost.is_empty(),
-        "acknowledged and lost: {:?}",
-        audit.lost
-    );
+    drill::audit(&processes, &keys, &told).await.assert_kept();
 
     takeovers.sort();
     println!(

@@ -49,14 +49,6 @@ impl Disk {
     }
 }
 
-fn signal(weiport: &Weiport, name: &str) {
-    let sent = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &weiport.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-}
-
 /// The journal's last sequence as its servers report it, asked as a client
 /// of its own would (waiting out an election after a restart).
 async fn journal_length(urls: Vec<String>) -> u64 {
@@ -116,7 +108,7 @@ async fn cut_every_nats_server(sync: Sync, disk: &mut Disk) -> NatsCut {
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     for (_, process) in &nodes {
-        signal(process, "STOP");
+        process.signal("STOP");
     }
     let before = journal_length(shared.nats_urls()).await;
     for server in &mut shared.nats {
@@ -135,7 +127,7 @@ async fn cut_every_nats_server(sync: Sync, disk: &mut Disk) -> NatsCut {
         "drill: {sync:?} sync: the journal held {before} entries when its three servers lost power together ({unsynced} bytes not yet synced were lost with it); {after} after they came back"
     );
     for (_, process) in &nodes {
-        signal(process, "CONT");
+        process.signal("CONT");
     }
     NatsCut {
         shared,
@@ -185,16 +177,7 @@ async fn all_three_nats_servers_lose_power_together_and_no_acknowledged_order_is
         audit.doubled.len(),
         resumed.as_secs_f64()
     );
-    assert!(
-        audit.lost.is_empty(),
-        "acknowledged and lost: {:?}",
-        audit.lost
-    );
-    assert!(
-        audit.doubled.is_empty(),
-        "applied twice: {:?}",
-        audit.doubled
-    );
+    audit.assert_kept();
 }
 
 /// JetStream's default acknowledges before it syncs: the same cut loses
@@ -282,14 +265,5 @@ async fn the_primary_machine_loses_power_and_the_new_primary_serves_every_acknow
         audit.lost.len(),
         audit.doubled.len()
     );
-    assert!(
-        audit.lost.is_empty(),
-        "acknowledged and lost: {:?}",
-        audit.lost
-    );
-    assert!(
-        audit.doubled.is_empty(),
-        "applied twice: {:?}",
-        audit.doubled
-    );
+    audit.assert_kept();
 }

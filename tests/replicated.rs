@@ -140,14 +140,6 @@ async fn place(weiport: &Weiport, key: &Key, params: &str) -> (u16, Value) {
     .await
 }
 
-fn signal(weiport: &Weiport, name: &str) {
-    let sent = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &weiport.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     let shared = Shared::start();
@@ -158,7 +150,7 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     assert_eq!(cluster(&a).await["role"], "primary");
 
     // Frozen past its lease: another process takes the lease and leads.
-    signal(&a, "STOP");
+    a.signal("STOP");
     tokio::time::sleep(LEASE_LAPSE).await;
     let b = shared.process(disks[1].path(), "b").await;
     let c = shared.process(disks[2].path(), "c").await;
@@ -232,7 +224,7 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     // either fenced (refused, applied nowhere) or, once it has stepped
     // down, forwarded to the new primary; either way it ends at the
     // journal's state.
-    signal(&a, "CONT");
+    a.signal("CONT");
     let late = "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.5&price=2500";
     let (status, answer) = place(&a, &maker, late).await;
     assert!(status == 503 || status == 200, "{answer}");

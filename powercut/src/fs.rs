@@ -62,6 +62,23 @@ impl PowerCutFs {
         FileHandle(fh)
     }
 
+    /// Makes a node named `name` in `parent`, owned by the caller, and
+    /// answers with its entry.
+    fn make(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        content: Content,
+        perm: u16,
+        reply: ReplyEntry,
+    ) {
+        let result = self
+            .images()
+            .make(parent.0, name, content, perm, req.uid(), req.gid());
+        self.reply_entry(result, reply);
+    }
+
     fn reply_entry(&self, result: Result<u64, i32>, reply: ReplyEntry) {
         let images = self.images();
         match result.and_then(|ino| Ok((ino, images.node(ino)?))) {
@@ -198,15 +215,8 @@ impl Filesystem for PowerCutFs {
             reply.error(Errno::EPERM);
             return;
         }
-        let result = self.images().make(
-            parent.0,
-            name,
-            Content::File(Vec::new()),
-            permissions(mode, umask),
-            req.uid(),
-            req.gid(),
-        );
-        self.reply_entry(result, reply);
+        let perm = permissions(mode, umask);
+        self.make(req, parent, name, Content::File(Vec::new()), perm, reply);
     }
 
     fn mkdir(
@@ -218,15 +228,15 @@ impl Filesystem for PowerCutFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let result = self.images().make(
-            parent.0,
+        let perm = permissions(mode, umask);
+        self.make(
+            req,
+            parent,
             name,
             Content::Directory(BTreeMap::new()),
-            permissions(mode, umask),
-            req.uid(),
-            req.gid(),
+            perm,
+            reply,
         );
-        self.reply_entry(result, reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -245,15 +255,8 @@ impl Filesystem for PowerCutFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let result = self.images().make(
-            parent.0,
-            link_name,
-            Content::Symlink(target.as_os_str().to_owned()),
-            0o777,
-            req.uid(),
-            req.gid(),
-        );
-        self.reply_entry(result, reply);
+        let target = Content::Symlink(target.as_os_str().to_owned());
+        self.make(req, parent, link_name, target, 0o777, reply);
     }
 
     fn rename(
@@ -438,14 +441,14 @@ impl Filesystem for PowerCutFs {
 
     fn fsyncdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
+        fh: FileHandle,
+        datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.images().sync(ino.0);
-        reply.ok();
+        // A directory's sync commits the metadata journal, as any sync does.
+        self.fsync(req, ino, fh, datasync, reply);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

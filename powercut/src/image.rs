@@ -507,6 +507,13 @@ mod tests {
             .unwrap()
     }
 
+    fn directory(images: &mut Images, parent: u64, name: &str) -> u64 {
+        let entries = Content::Directory(BTreeMap::new());
+        images
+            .make(parent, OsStr::new(name), entries, 0o755, 0, 0)
+            .unwrap()
+    }
+
     fn bytes(images: &Images, dir: u64, name: &str) -> Option<Vec<u8>> {
         let ino = images.lookup(dir, OsStr::new(name)).ok()?;
         Some(images.read(ino, 0, usize::MAX).unwrap().to_vec())
@@ -531,16 +538,7 @@ mod tests {
     #[test]
     fn names_wait_for_a_commit() {
         let mut images = Images::new(0, 0);
-        let dir = images
-            .make(
-                ROOT,
-                OsStr::new("d"),
-                Content::Directory(BTreeMap::new()),
-                0o755,
-                0,
-                0,
-            )
-            .unwrap();
+        let dir = directory(&mut images, ROOT, "d");
         images.sync(dir);
         let a = file(&mut images, dir, "a");
         images.write(a, 0, b"x").unwrap();
@@ -607,16 +605,7 @@ mod tests {
     #[test]
     fn directories_refuse_what_posix_refuses() {
         let mut images = Images::new(0, 0);
-        let dir = images
-            .make(
-                ROOT,
-                OsStr::new("d"),
-                Content::Directory(BTreeMap::new()),
-                0o755,
-                0,
-                0,
-            )
-            .unwrap();
+        let dir = directory(&mut images, ROOT, "d");
         file(&mut images, dir, "f");
         assert_eq!(
             images.remove(ROOT, OsStr::new("d"), true),

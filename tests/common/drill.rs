@@ -288,6 +288,18 @@ pub struct Audit {
     pub doubled: Vec<String>,
 }
 
+impl Audit {
+    /// Fails the test unless every acknowledged order is there exactly once.
+    pub fn assert_kept(&self) {
+        assert!(
+            self.lost.is_empty(),
+            "acknowledged and lost: {:?}",
+            self.lost
+        );
+        assert!(self.doubled.is_empty(), "applied twice: {:?}", self.doubled);
+    }
+}
+
 /// Waits until every process has applied the primary's whole journal, then
 /// asserts they all show the same exchange; what its books hold of `told`.
 pub async fn audit(processes: &[&Weiport], keys: &[Key], told: &Told) -> Audit {

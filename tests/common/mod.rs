@@ -624,6 +624,15 @@ impl Weiport {
         }
     }
 
+    /// Sends `signal` (STOP, CONT, TERM…) and returns at once.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+    }
+
     /// Sends `signal` and waits for the exit, at most `timeout`.
     pub fn stop(&mut self, signal: &str, timeout: Duration) -> Option<std::process::ExitStatus> {
         let status = Command::new("kill")
