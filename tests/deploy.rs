@@ -1,5 +1,6 @@
 //! The deployment files in `deploy/`, checked by the tools that read them:
-//! the systemd unit by `systemd-analyze verify`, the alerting rules by
+//! the systemd unit by `systemd-analyze verify`, the NATS server's
+//! configuration by the pinned `nats-server -t`, the alerting rules by
 //! `promtool`, and every metric the rules and the Grafana dashboard read
 //! against a live server's `/metrics`.
 
@@ -30,6 +31,28 @@ fn the_service_unit_verifies_clean() {
         .filter(|line| line.contains("weiport.service"))
         .collect();
     assert!(findings.is_empty(), "{findings:#?}");
+}
+
+#[test]
+fn the_nats_configuration_parses_and_syncs_before_it_acknowledges() {
+    let path = common::repo_path("deploy/nats/nats-server.conf");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.lines().any(|line| line.trim() == "sync_interval: always"),
+        "{text}"
+    );
+    let output = Command::new(weiport_journal::testing::binary())
+        .arg("-t")
+        .arg("-c")
+        .arg(&path)
+        .output()
+        .expect("the pinned nats-server (scripts/setup.sh installs it)");
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// The metric names `expr` reads (not the rules' own recorded series).
