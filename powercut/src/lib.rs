@@ -56,9 +56,40 @@ impl PowerCut {
     }
 
     fn detach(&mut self) -> io::Result<()> {
+        if self.session.is_none() {
+            return Ok(());
+        }
+        let unmounted = self.unmount_when_idle()?;
         match self.session.take() {
+            // Its own unmount would find nothing mounted and fail.
+            Some(session) if unmounted => session.join(),
             Some(session) => session.umount_and_join(),
             None => Ok(()),
+        }
+    }
+
+    /// Unmounts as root, waiting out the requests of killed processes that
+    /// the kernel has not finished yet (the mount is busy until they are
+    /// answered); false without root, where the session unmounts through
+    /// fusermount.
+    fn unmount_when_idle(&self) -> io::Result<bool> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(self.mountpoint.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the mountpoint"))?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            // SAFETY: `path` is a NUL-terminated string that outlives the call.
+            if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+                return Ok(true);
+            }
+            let error = io::Error::last_os_error();
+            match error.raw_os_error() {
+                Some(libc::EBUSY) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Some(libc::EPERM) => return Ok(false),
+                _ => return Err(error),
+            }
         }
     }
 
