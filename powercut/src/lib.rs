@@ -60,11 +60,17 @@ impl PowerCut {
             return Ok(());
         }
         let unmounted = self.unmount_when_idle()?;
-        match self.session.take() {
+        let ended = match self.session.take() {
             // Its own unmount would find nothing mounted and fail.
             Some(session) if unmounted => session.join(),
             Some(session) => session.umount_and_join(),
             None => Ok(()),
+        };
+        match ended {
+            // A request of a killed process was still being answered when
+            // the kernel let go of the mount: the session ended all the same.
+            Err(error) if error.kind() == io::ErrorKind::ConnectionAborted => Ok(()),
+            other => other,
         }
     }
 
