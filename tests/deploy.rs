@@ -38,7 +38,8 @@ fn the_nats_configuration_parses_and_syncs_before_it_acknowledges() {
     let path = common::repo_path("deploy/nats/nats-server.conf");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(
-        text.lines().any(|line| line.trim() == "sync_interval: always"),
+        text.lines()
+            .any(|line| line.trim() == "sync_interval: always"),
         "{text}"
     );
     let output = Command::new(weiport_journal::testing::binary())
