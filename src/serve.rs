@@ -713,14 +713,25 @@ impl weiport_query_api::NodeProxy for ProxiedNode {
                 .call::<_, serde_json::Value>(method, params)
                 .await
                 .map_err(|error| match error {
-                    NodeError::Rpc { code, message, .. } => ProxyFailure::Refused { code, message },
+                    NodeError::Rpc {
+                        code,
+                        message,
+                        data,
+                        ..
+                    } => ProxyFailure::Refused {
+                        code,
+                        message,
+                        data: data.and_then(|raw| serde_json::from_str(&raw).ok()),
+                    },
                     NodeError::Unsupported { message, .. } => ProxyFailure::Refused {
                         code: -32601,
                         message,
+                        data: None,
                     },
                     NodeError::StateUnavailable { message, .. } => ProxyFailure::Refused {
                         code: -32000,
                         message,
+                        data: None,
                     },
                     other => ProxyFailure::Unreachable(other.to_string()),
                 })

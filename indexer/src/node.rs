@@ -89,6 +89,9 @@ pub enum NodeError {
         code: i64,
         /// The node's message.
         message: String,
+        /// The error's `data` as the node sent it (raw JSON), e.g. a
+        /// reverted call's return data.
+        data: Option<String>,
     },
 }
 
@@ -125,6 +128,7 @@ impl NodeError {
                 method,
                 code,
                 message,
+                data: None,
             }
         }
     }
@@ -132,7 +136,12 @@ impl NodeError {
     fn classify(method: &'static str, error: TransportError) -> Self {
         match error {
             TransportError::ErrorResp(payload) => {
-                Self::from_rpc_error(method, payload.code, payload.message.to_string())
+                let mut error =
+                    Self::from_rpc_error(method, payload.code, payload.message.to_string());
+                if let Self::Rpc { data, .. } = &mut error {
+                    *data = payload.data.as_ref().map(|raw| raw.get().to_owned());
+                }
+                error
             }
             TransportError::NullResp => Self::Malformed {
                 method,
@@ -149,6 +158,7 @@ impl NodeError {
                     method,
                     code: i64::from(http.status),
                     message: truncate(&http.body, 200).to_owned(),
+                    data: None,
                 }
             }
             other => Self::Unreachable {

@@ -50,16 +50,20 @@ pub(crate) fn list<T>(items: &[T], mut write: impl FnMut(&mut String, &T)) -> Re
     ([(header::CONTENT_TYPE, weiport_access::JSON)], body).into_response()
 }
 
-/// A JSON-RPC answer to request `id`: its result, or its error's code and
-/// message.
+/// A JSON-RPC answer to request `id`: its result, or its error's code,
+/// message and data (when the node gave one).
 pub(crate) fn rpc_envelope(
     id: &serde_json::Value,
-    outcome: Result<serde_json::Value, (i64, String)>,
+    outcome: Result<serde_json::Value, (i64, String, Option<serde_json::Value>)>,
 ) -> Response {
     let body = match outcome {
         Ok(result) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err((code, message)) => {
-            serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+        Err((code, message, data)) => {
+            let mut error = serde_json::json!({ "code": code, "message": message });
+            if let Some(data) = data {
+                error["data"] = data;
+            }
+            serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error })
         }
     };
     (

@@ -28,6 +28,8 @@ pub enum ProxyFailure {
         code: i64,
         /// Its message.
         message: String,
+        /// Its data (a reverted call's return data: the revert reason).
+        data: Option<Value>,
     },
     /// The node could not be reached.
     Unreachable(String),
@@ -117,6 +119,26 @@ impl Digits {
     }
 }
 
+/// A storage slot as the node takes it: Etherscan takes it in hex (`0x…`)
+/// or in decimal, as ethers sends it.
+fn storage_slot(value: Option<&str>) -> Result<String, String> {
+    let invalid = || "invalid position".to_owned();
+    let value = value.ok_or_else(invalid)?;
+    let slot = match value.strip_prefix("0x") {
+        Some(digits) if !digits.is_empty() && digits.len() <= 64 => {
+            alloy_primitives::U256::from_str_radix(digits, 16)
+        }
+        None if !value.is_empty()
+            && value.len() <= 78
+            && value.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            alloy_primitives::U256::from_str_radix(value, 10)
+        }
+        _ => return Err(invalid()),
+    };
+    slot.map(|slot| format!("{slot:#x}")).map_err(|_| invalid())
+}
+
 /// The node parameters of `action`, from Etherscan's query parameters.
 fn node_params(action: &Action, get: impl Fn(&str) -> Option<String>) -> Result<Value, String> {
     const ADDRESS: Digits = Digits::Exactly(40);
@@ -143,6 +165,23 @@ fn node_params(action: &Action, get: impl Fn(&str) -> Option<String>) -> Result<
             Some(_) => Err(format!("invalid {name}")),
         }
     };
+    // The call a client describes, every field it sent passed on.
+    let call_object = || -> Result<serde_json::Map<String, Value>, String> {
+        let mut call = serde_json::Map::new();
+        for (name, digits) in [
+            ("from", ADDRESS),
+            ("to", ADDRESS),
+            ("data", DATA),
+            ("value", QUANTITY),
+            ("gasPrice", QUANTITY),
+            ("gas", QUANTITY),
+        ] {
+            if let Some(value) = optional(name, digits)? {
+                call.insert(name.into(), value.into());
+            }
+        }
+        Ok(call)
+    };
     Ok(match action.method {
         "eth_getBlockByNumber" => {
             let full = match get("boolean").as_deref() {
@@ -167,28 +206,18 @@ fn node_params(action: &Action, get: impl Fn(&str) -> Option<String>) -> Result<
         }
         "eth_getStorageAt" => json!([
             required("address", ADDRESS)?,
-            required("position", QUANTITY)?,
+            storage_slot(get("position").as_deref())?,
             tag(get("tag").as_deref())?
         ]),
-        "eth_call" => json!([
-            { "to": required("to", ADDRESS)?, "data": optional("data", DATA)?.unwrap_or_else(|| "0x".into()) },
-            tag(get("tag").as_deref())?
-        ]),
-        "eth_estimateGas" => {
-            let mut call = serde_json::Map::new();
-            for (name, field, digits) in [
-                ("to", "to", ADDRESS),
-                ("data", "data", DATA),
-                ("value", "value", QUANTITY),
-                ("gasPrice", "gasPrice", QUANTITY),
-                ("gas", "gas", QUANTITY),
-            ] {
-                if let Some(value) = optional(name, digits)? {
-                    call.insert(field.into(), value.into());
-                }
-            }
-            json!([call])
+        "eth_call" => {
+            // A call needs its target; the sender, value and gas are the
+            // client's to give (a token transfer estimated from its holder).
+            let mut call = call_object()?;
+            call.insert("to".into(), required("to", ADDRESS)?.into());
+            call.entry("data").or_insert_with(|| "0x".into());
+            json!([call, tag(get("tag").as_deref())?])
         }
+        "eth_estimateGas" => json!([call_object()?]),
         "eth_sendRawTransaction" => json!([required("hex", DATA)?]),
         _ => json!([]),
     })
@@ -278,7 +307,7 @@ pub(crate) async fn answer(
         .get("id")
         .and_then(|id| id.parse::<u64>().ok().map(Into::into))
         .unwrap_or_else(|| 1.into());
-    let invalid = |message: String| Ok(rpc_envelope(&id, Err((-32602, message))));
+    let invalid = |message: String| Ok(rpc_envelope(&id, Err((-32602, message, None))));
     let indexed = Indexed::of(store)?;
     let result = match action_name {
         "eth_blockNumber" => format!("{:#x}", indexed.head),
@@ -312,9 +341,13 @@ pub(crate) async fn answer(
                     cache.offer(&action, &node_params, &result, indexed.head);
                     Ok(rpc_envelope(&id, Ok(result)))
                 }
-                Err(ProxyFailure::Refused { code, message }) => {
-                    Ok(rpc_envelope(&id, Err((code, message))))
-                }
+                // Every field the node gave: clients decode a revert's
+                // reason from `data`.
+                Err(ProxyFailure::Refused {
+                    code,
+                    message,
+                    data,
+                }) => Ok(rpc_envelope(&id, Err((code, message, data)))),
                 Err(ProxyFailure::Unreachable(reason)) => Err(QueryError::unavailable(format!(
                     "Error! The node did not answer: {reason}"
                 ))),
@@ -361,7 +394,47 @@ mod tests {
             params("eth_call", &[("to", &to), ("data", "0x70a08231")]),
             Ok(json!([{ "to": to, "data": "0x70a08231" }, "latest"]))
         );
+        let holder = format!("0x{}", "22".repeat(20));
+        assert_eq!(
+            params(
+                "eth_call",
+                &[
+                    ("to", &to),
+                    ("from", &holder),
+                    ("value", "0x1"),
+                    ("gas", "0x5208")
+                ]
+            ),
+            Ok(
+                json!([{ "to": to, "from": holder, "data": "0x", "value": "0x1", "gas": "0x5208" }, "latest"])
+            )
+        );
+        assert_eq!(
+            params(
+                "eth_estimateGas",
+                &[("from", &holder), ("to", &to), ("data", "0xa9059cbb")]
+            ),
+            Ok(json!([{ "from": holder, "to": to, "data": "0xa9059cbb" }]))
+        );
+        for (position, slot) in [("0", "0x0"), ("10", "0xa"), ("0x0a", "0xa"), ("0x0", "0x0")] {
+            assert_eq!(
+                params(
+                    "eth_getStorageAt",
+                    &[("address", &to), ("position", position)]
+                ),
+                Ok(json!([to, slot, "latest"])),
+                "{position}"
+            );
+        }
         for bad in [
+            params("eth_getStorageAt", &[("address", &to), ("position", "")]),
+            params("eth_getStorageAt", &[("address", &to), ("position", "-1")]),
+            params("eth_getStorageAt", &[("address", &to), ("position", "0x")]),
+            params(
+                "eth_getStorageAt",
+                &[("address", &to), ("position", &"9".repeat(79))],
+            ),
+            params("eth_call", &[("to", &to), ("from", "0x12")]),
             params("eth_getTransactionByHash", &[("txhash", "0x12zz")]),
             params("eth_getTransactionByHash", &[]),
             params("eth_getBlockByNumber", &[("tag", "12")]),
