@@ -38,6 +38,10 @@ pub trait Face: Clone + Send + Sync + 'static {
     fn reject(&self, error: &AccessError) -> Response;
     /// Adds this API's usage headers to a response.
     fn usage_headers(&self, _usage: &Usage, _headers: &mut HeaderMap) {}
+    /// Whether a refusal for a limit says when to come back (`Retry-After`).
+    fn says_retry_after(&self) -> bool {
+        true
+    }
 }
 
 /// How much an endpoint costs against the request-weight limits.
@@ -340,7 +344,7 @@ impl<F: Face> Shared<F> {
     /// A refusal in the face's shape, with `Retry-After` where it applies.
     fn refuse(&self, error: AccessError) -> Response {
         let mut response = self.face.reject(&error);
-        if let Some(wait) = error.retry_after() {
+        if let Some(wait) = error.retry_after().filter(|_| self.face.says_retry_after()) {
             let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             response
                 .headers_mut()

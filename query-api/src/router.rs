@@ -93,6 +93,13 @@ impl Face for EtherscanFace {
     fn reject(&self, error: &AccessError) -> Response {
         QueryError::from_access(error).into_response(self.http_200_errors)
     }
+
+    /// Etherscan sends no `Retry-After`, and its clients do not expect one:
+    /// ethers reads it as milliseconds and gives up after a dozen tries in
+    /// half a second, where without it it backs off by itself.
+    fn says_retry_after(&self) -> bool {
+        false
+    }
 }
 
 struct QueryState {
