@@ -318,28 +318,51 @@ pub(crate) async fn gastracker(
                 .ok_or_else(|| QueryError::bad("Error! Invalid gasprice"))?;
             let fees = fee_history(node).await?;
             let (_, block_time) = head_and_block_time(node).await?;
-            // The share of recent blocks whose median transaction paid no
-            // more: one such block in n is a wait of n blocks.
-            let enough = fees
-                .blocks
-                .iter()
-                .filter(|(base, _, tips)| price >= *base + tips[1])
-                .count();
-            if enough == 0 {
-                return Err(QueryError::bad(
-                    "Error! The gas price is below what the last blocks took",
-                ));
-            }
-            let blocks = fees.blocks.len() as f64 / enough as f64;
-            Ok(ok_string(&format!("{:.0}", (blocks * block_time).max(1.0))))
+            Ok(ok_string(&format!(
+                "{:.0}",
+                confirmation_seconds(price, &fees.blocks, block_time)
+            )))
         }
         _ => Err(QueryError::bad(MSG_BAD_ACTION)),
     }
 }
 
+/// Seconds until a transaction paying `price` a gas is likely mined, from
+/// recent blocks (base fee, gas used ratio, 25th/50th/75th percentile tips):
+/// a block took it if it paid at least that block's base fee and its
+/// cheapest quarter's tip; one such block in n is a wait of n blocks. A price
+/// below every recent block waits past the window, longer the further below
+/// it is: every price gets an estimate, as Etherscan gives.
+fn confirmation_seconds(price: U256, blocks: &[(U256, f64, [U256; 3])], block_time: f64) -> f64 {
+    let needed = |(base, _, tips): &(U256, f64, [U256; 3])| *base + tips[0];
+    let taken = blocks.iter().filter(|block| price >= needed(block)).count();
+    let waited = if taken > 0 {
+        blocks.len() as f64 / taken as f64
+    } else {
+        let cheapest = blocks.iter().map(needed).min().unwrap_or(price);
+        let short_by = f64::from(cheapest) / f64::from(price.max(U256::from(1)));
+        (blocks.len() as f64 + 1.0) * short_by.max(1.0)
+    };
+    (waited * block_time).max(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_gas_price_gets_an_estimate_and_lower_ones_wait_longer() {
+        let gwei = |n: u64| U256::from(n) * U256::from(1_000_000_000u64);
+        // Base fee 10 gwei, tips 1/2/3 gwei, in twenty blocks of 2 s.
+        let blocks = vec![(gwei(10), 0.5, [gwei(1), gwei(2), gwei(3)]); 20];
+        let at = |price| confirmation_seconds(price, &blocks, 2.0);
+        assert_eq!(at(gwei(11)), 2.0);
+        assert_eq!(at(gwei(100)), 2.0);
+        let (below, far_below) = (at(gwei(10)), at(gwei(1)));
+        assert!(below > 2.0 && far_below > below, "{below} {far_below}");
+        assert!(at(U256::from(1)).is_finite());
+        assert_eq!(confirmation_seconds(gwei(1), &[], 12.0), 12.0);
+    }
 
     #[test]
     fn gwei_keeps_its_decimals_and_drops_trailing_zeros() {
