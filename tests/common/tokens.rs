@@ -32,6 +32,13 @@ pub fn nft_code() -> &'static (String, String) {
     })
 }
 
+/// Creation code of `Reverts`: calls reverting with a reason, a panic and a
+/// custom error.
+pub fn reverts_code() -> &'static String {
+    static CODE: OnceLock<String> = OnceLock::new();
+    CODE.get_or_init(|| compile("Reverts.sol")("Reverts"))
+}
+
 /// Compiles tests/contracts/`file` with the pinned solc; each contract's
 /// creation code by name.
 fn compile(file: &str) -> impl Fn(&str) -> String {
