@@ -174,6 +174,25 @@ async fn every_module_answers_like_the_node() {
             .is_some_and(|s| s.parse::<u64>().is_ok()),
         "{answer}"
     );
+    // Every price the oracle proposes, the safe one included, gets an estimate.
+    for field in ["SafeGasPrice", "ProposeGasPrice", "FastGasPrice"] {
+        let gwei = oracle[field].as_str().unwrap();
+        let (whole, fraction) = gwei.split_once('.').unwrap_or((gwei, ""));
+        let wei = format!("{whole}{fraction:0<9}")
+            .trim_start_matches('0')
+            .to_owned();
+        let estimate = raw(
+            &weiport,
+            &key.id,
+            &format!("module=gastracker&action=gasestimate&gasprice={wei}"),
+        )
+        .await;
+        assert_eq!(estimate["status"], "1", "{field} {wei}: {estimate}");
+        assert!(
+            estimate["result"].as_str().unwrap().parse::<u64>().unwrap() >= 1,
+            "{estimate}"
+        );
+    }
 
     // The supply: every balance the node holds for every address the
     // chain ever touched (dev accounts, senders, recipients, coinbase).
