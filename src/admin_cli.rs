@@ -288,7 +288,7 @@ pub fn backup(config: &Config, dir: &Path, secrets: bool) -> anyhow::Result<()> 
 }
 
 /// `weiport restore DIR`: the backup in DIR into the configured data dir,
-/// which must hold no database.
+/// which must be empty or missing.
 pub fn restore(config: &Config, dir: &Path) -> anyhow::Result<()> {
     let manifest = weiport_storage::backup::restore(dir, &config.data_dir).with_context(|| {
         format!(

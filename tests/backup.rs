@@ -170,6 +170,26 @@ async fn a_backup_taken_while_serving_restores_the_exchange_and_the_index_at_its
         !again.status.success(),
         "a restore never writes over a database"
     );
+    // Nor into a directory holding anything at all, and it says what.
+    let cluttered = tempfile::tempdir().unwrap();
+    std::fs::write(cluttered.path().join("notes.txt"), "mine").unwrap();
+    let refused = weiport_command(
+        &["restore", backup_path.to_str().unwrap()],
+        &[("WEIPORT_DATA_DIR", cluttered.path().to_str().unwrap())],
+    )
+    .output()
+    .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("the data directory is not empty (it holds notes.txt)"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(cluttered.path()).unwrap().count(),
+        1,
+        "nothing was restored beside it"
+    );
 
     {
         // The restored log is the source's, to the backup's point.

@@ -114,10 +114,11 @@ pub fn read_manifest(dir: &Path) -> Result<BackupManifest, StorageError> {
     serde_json::from_slice(&text).map_err(|e| failed(&path, e.to_string()))
 }
 
-/// Restores the backup in `dir` into `data_dir`, which must hold no
-/// database: the database's files, and the secrets the backup holds where
-/// `data_dir` has none of its own. The restored database is opened and
-/// checked against the manifest before this returns it.
+/// Restores the backup in `dir` into `data_dir`, which must be empty or
+/// missing (as database restore tools ask: nothing there is overwritten or
+/// mixed in): the database's files and the secrets the backup holds. The
+/// restored database is opened and checked against the manifest before
+/// this returns it.
 pub fn restore(dir: &Path, data_dir: &Path) -> Result<BackupManifest, StorageError> {
     let manifest = read_manifest(dir)?;
     if manifest.format != FORMAT || manifest.schema_version != SCHEMA_VERSION {
@@ -130,10 +131,26 @@ pub fn restore(dir: &Path, data_dir: &Path) -> Result<BackupManifest, StorageErr
         ));
     }
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
-    if data_dir.join("CURRENT").exists() {
+    let mut present: Vec<String> = std::fs::read_dir(data_dir)
+        .map_err(io(data_dir))?
+        .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(io(data_dir))?;
+    if !present.is_empty() {
+        present.sort();
+        let more = present.len().saturating_sub(5);
+        present.truncate(5);
+        let also = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
         return Err(failed(
             data_dir,
-            "the data directory already holds a database",
+            format!(
+                "the data directory is not empty (it holds {}{also}): restore into an empty or new directory",
+                present.join(", ")
+            ),
         ));
     }
     let copy = dir.join(BACKUP_DB);
@@ -148,9 +165,7 @@ pub fn restore(dir: &Path, data_dir: &Path) -> Result<BackupManifest, StorageErr
     }
     for secret in &manifest.secrets {
         let target = data_dir.join(secret);
-        if !target.exists() {
-            std::fs::copy(dir.join(secret), &target).map_err(io(&target))?;
-        }
+        std::fs::copy(dir.join(secret), &target).map_err(io(&target))?;
     }
     let restored = manifest_of(data_dir, manifest.secrets.clone())?;
     if (restored.indexed_block, restored.last_command_sequence)
