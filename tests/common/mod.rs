@@ -36,18 +36,7 @@ pub fn repo_path(relative: &str) -> PathBuf {
 /// Runs `tests/clients/<script>` with `args` under [`python`] (off the async
 /// workers), asserts that it succeeded, and returns what it printed.
 pub async fn run_client(script: &str, args: Vec<String>) -> String {
-    let script = repo_text(&format!("tests/clients/{script}"));
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args(&args)
-            .output()
-            .unwrap_or_else(|e| panic!("{script}: {e} (scripts/setup.sh installs the clients)"))
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let output = client_output(script, args, None).await;
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -58,30 +47,73 @@ pub async fn run_client_with_input(
     args: Vec<String>,
     input: serde_json::Value,
 ) -> serde_json::Value {
+    let output = client_output(script, args, Some(input)).await;
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Runs a client script to its end (at most 170 s), its output in
+/// files rather than pipes: the run ends when the script's process does,
+/// even if something it started still holds its output open (once, under
+/// load, a client that had exited was never read to the end of its pipe).
+async fn client_output(
+    script: &str,
+    args: Vec<String>,
+    input: Option<serde_json::Value>,
+) -> std::process::Output {
     let script = repo_text(&format!("tests/clients/{script}"));
     let output = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
+        use std::io::{Read, Seek, Write};
+        let mut stdout = tempfile::tempfile().unwrap();
+        let mut stderr = tempfile::tempfile().unwrap();
         let mut child = Command::new(python())
             .arg(&script)
             .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(stdout.try_clone().unwrap())
+            .stderr(stderr.try_clone().unwrap())
             .spawn()
             .unwrap_or_else(|e| panic!("{script}: {e} (scripts/setup.sh installs the clients)"));
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.to_string().as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.to_string().as_bytes()).unwrap();
+        }
+        // Under nextest's three minutes, so a hang says what the client printed.
+        let deadline = std::time::Instant::now() + Duration::from_secs(170);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let mut said = String::new();
+                stderr.rewind().unwrap();
+                let _ = stderr.read_to_string(&mut said);
+                panic!("{script} did not end within 170 s: {said}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let read = |file: &mut std::fs::File| {
+            let mut bytes = Vec::new();
+            file.rewind().unwrap();
+            file.read_to_end(&mut bytes).unwrap();
+            bytes
+        };
+        std::process::Output {
+            status,
+            stdout: read(&mut stdout),
+            stderr: read(&mut stderr),
+        }
     })
     .await
     .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    serde_json::from_slice(&output.stdout).unwrap()
+    output
 }
 
 /// Wall-clock time in ms since the Unix epoch.
