@@ -474,6 +474,18 @@ async fn one_eth_balance_is_fed_and_drained_over_both_networks() {
         .map(|d| d["id"].to_string())
         .collect();
     assert_eq!(ids.len(), 2, "{deposits}");
+    // One network's deposits (`network` on deposit/hisrec, as ccxt sends
+    // it): one row each, the two of them the two listed above (ccxt names
+    // networks its own way, ETH as ERC20).
+    let mut one_each = Vec::new();
+    for network in ["ETH", "ARBITRUM"] {
+        let one = ccxt(&weiport, &alice, &format!("deposits@{network}"), &[]).await;
+        let rows = one.as_array().unwrap_or_else(|| panic!("{one}"));
+        assert_eq!(rows.len(), 1, "{network}: {one}");
+        one_each.push(rows[0]["network"].as_str().unwrap_or("").to_owned());
+    }
+    one_each.sort();
+    assert_eq!(one_each, networks, "{deposits}");
 
     // A withdrawal on each network lands on its own chain.
     let (to_eth, to_l2) = (Address::repeat_byte(0x61), Address::repeat_byte(0x62));
@@ -537,6 +549,15 @@ async fn one_eth_balance_is_fed_and_drained_over_both_networks() {
     networks.sort();
     assert_eq!(networks.len(), 2, "{listed}");
     assert_ne!(networks[0], networks[1], "{listed}");
+    let mut one_each = Vec::new();
+    for network in ["ETH", "ARBITRUM"] {
+        let one = ccxt(&weiport, &alice, &format!("withdrawals@{network}"), &[]).await;
+        let rows = one.as_array().unwrap_or_else(|| panic!("{one}"));
+        assert_eq!(rows.len(), 1, "{network}: {one}");
+        one_each.push(rows[0]["network"].as_str().unwrap_or("").to_owned());
+    }
+    one_each.sort();
+    assert_eq!(one_each, networks, "{listed}");
     assert_eq!(eth_free(&weiport, &alice).await, "2.49940000");
 
     // The coin lists both networks with their own settings; the books hold

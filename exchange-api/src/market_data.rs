@@ -155,11 +155,26 @@ pub(crate) async fn depth(State(exchange): State<Arc<Exchange>>, Query(params): 
     Ok(json_body(body))
 }
 
-pub(crate) async fn trades(State(exchange): State<Arc<Exchange>>, Query(params): Query) -> Answer {
+/// `GET /api/v3/trades`: the latest trades.
+pub(crate) async fn recent_trades(exchange: State<Arc<Exchange>>, query: Query) -> Answer {
+    trades(exchange, query, false)
+}
+
+/// `GET /api/v3/historicalTrades`: trades from `fromId` on, else the latest.
+pub(crate) async fn historical_trades(exchange: State<Arc<Exchange>>, query: Query) -> Answer {
+    trades(exchange, query, true)
+}
+
+fn trades(State(exchange): State<Arc<Exchange>>, Query(params): Query, from_id: bool) -> Answer {
     let (id, _) = market(&exchange.catalog, &params)?;
     let limit = limit(&params, 500, 1000)?;
     let history = &exchange.history;
-    let trades = match integer(&params, "fromId")? {
+    let from = if from_id {
+        integer(&params, "fromId")?
+    } else {
+        None
+    };
+    let trades = match from {
         Some(from) => first(history.trades(id, from, ScanDirection::Forward), limit)?,
         None => latest(history.trades(id, u64::MAX, ScanDirection::Backward), limit)?,
     };

@@ -17,6 +17,12 @@ pub struct Params {
     /// Where each name and value ends in `text`; a name starts where the
     /// previous value ended.
     ends: smallvec::SmallVec<[Ends; 16]>,
+    /// The names the route lists, kept in debug builds: a handler reading a
+    /// name its route does not list is a bug that -1104 hides (a client
+    /// sending it is refused before the handler runs), so every test that
+    /// reaches such a read fails. None: any name (tests' own parameters).
+    #[cfg(debug_assertions)]
+    listed: Option<Vec<String>>,
 }
 
 /// The ends of one parameter's name and value in [`Params::text`].
@@ -44,6 +50,15 @@ impl Params {
         let mut params = Self {
             text: String::with_capacity(query.len() + body.len()),
             ends: smallvec::SmallVec::new(),
+            #[cfg(debug_assertions)]
+            listed: Some(
+                accepted
+                    .iter()
+                    .flat_map(|groups| groups.iter())
+                    .flat_map(|group| group.iter())
+                    .map(|name| (*name).to_owned())
+                    .collect(),
+            ),
         };
         let (mut count, mut unread) = (0, 0);
         let mut duplicate = false;
@@ -110,11 +125,31 @@ impl Params {
             .map(|(name, _)| name.into_owned())
             .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        Self::parse(query, b"", BodyKind::Form, &[&[&names]])
+        let mut params = Self::parse(query, b"", BodyKind::Form, &[&[&names]])?;
+        params.read_anything();
+        Ok(params)
+    }
+
+    /// Lifts the check that only listed names are read (tests that parse
+    /// parameters of their own and read what a handler would).
+    #[cfg(test)]
+    pub(crate) fn read_anything(&mut self) {
+        #[cfg(debug_assertions)]
+        {
+            self.listed = None;
+        }
     }
 
     /// A parameter's value; empty counts as absent.
     pub fn get(&self, name: &str) -> Option<&str> {
+        // An order list's leg without a field reads the empty name.
+        #[cfg(debug_assertions)]
+        if let Some(listed) = &self.listed {
+            assert!(
+                name.is_empty() || listed.iter().any(|n| n == name),
+                "a handler reads `{name}`, which its route does not list (a client sending it is refused -1104); listed: {listed:?}"
+            );
+        }
         self.sent(name).filter(|v| !v.is_empty())
     }
 
@@ -268,7 +303,9 @@ mod tests {
             "recvWindow",
             "n\u{e9}",
         ];
-        let params = Params::parse(&query, body.as_bytes(), BodyKind::Form, &[&[names]]).unwrap();
+        let mut params =
+            Params::parse(&query, body.as_bytes(), BodyKind::Form, &[&[names]]).unwrap();
+        params.read_anything();
         let read: Vec<_> = params.pairs().collect();
         assert_eq!(
             read,

@@ -236,7 +236,7 @@ fn routes() -> Vec<Route> {
             "Recent trades",
             public(25),
             &[reads::SYMBOL, reads::LIMIT],
-            |g| g.on(market_data::trades),
+            |g| g.on(market_data::recent_trades),
         )
         .ws("trades.recent"),
         route(
@@ -245,7 +245,7 @@ fn routes() -> Vec<Route> {
             "Older trades from an id",
             public(25),
             &[reads::SYMBOL, reads::LIMIT, &["fromId"]],
-            |g| g.on(market_data::trades),
+            |g| g.on(market_data::historical_trades),
         )
         .ws("trades.historical"),
         route(
@@ -597,6 +597,7 @@ fn routes() -> Vec<Route> {
             read(1),
             &[&[
                 "coin",
+                "network",
                 "status",
                 "startTime",
                 "endTime",
@@ -634,6 +635,7 @@ fn routes() -> Vec<Route> {
             read(1),
             &[&[
                 "coin",
+                "network",
                 "withdrawOrderId",
                 "status",
                 "offset",

@@ -42,14 +42,14 @@ try:
         found = client.fetch_deposit_address("ETH", on_network)
         result = {"address": found["address"], "currency": found["currency"]}
     elif action == "deposits":
-        result = [transaction(t) for t in client.fetch_deposits("ETH")]
+        result = [transaction(t) for t in client.fetch_deposits("ETH", params=on_network)]
     elif action == "withdraw":
         address, amount, *client_id = rest
         params = {"withdrawOrderId": client_id[0]} if client_id else {}
         params.update(on_network)
         result = {"id": client.withdraw("ETH", float(amount), address, params=params)["id"]}
     elif action == "withdrawals":
-        result = [transaction(t) for t in client.fetch_withdrawals("ETH")]
+        result = [transaction(t) for t in client.fetch_withdrawals("ETH", params=on_network)]
     else:
         sys.exit(f"unknown action {action}")
 except ccxt.BaseError as error:
