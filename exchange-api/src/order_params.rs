@@ -406,9 +406,10 @@ mod tests {
         order("symbol=ETHUSDT&side=BUY&type=MARKET&quoteOrderQty=100").unwrap();
         let json = br#"{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT_MAKER","quantity":"0.01","price":"3100.5"}"#;
         let names: &[&str] = &["symbol", "side", "type", "quantity", "price", "timestamp"];
-        let mut maker = Params::parse("timestamp=1", json, BodyKind::Json, &[&[names]]).unwrap();
-        maker.read_anything();
-        let maker = maker.new_order(&exchange()).unwrap();
+        let maker = Params::collect("timestamp=1", json, BodyKind::Json, &[&[names]])
+            .unwrap()
+            .new_order(&exchange())
+            .unwrap();
         assert_eq!(
             (maker.order_type, maker.response_type),
             (OrderType::LimitMaker, ResponseType::Ack)
