@@ -71,7 +71,7 @@ impl Params {
         let price = self.amount(names.price)?;
         match (order_type, working) {
             (OrderType::Market, _) => {
-                self.not_required("price")?;
+                self.not_required(names.price)?;
                 match (quantity, quote_quantity) {
                     (None, None) => {
                         return Err(Refusal::EitherOf("quantity", "quoteOrderQty").into());
