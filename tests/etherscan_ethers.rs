@@ -10,7 +10,7 @@ mod common;
 use alloy_primitives::U256;
 use common::chain::Chain;
 use common::tokens::{call, deploy, reverts_code, token_code, transfer_call};
-use common::{Anvil, Weiport, history_env, repo_path};
+use common::{Anvil, Weiport, history_env, json_rpc, repo_path};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,21 +102,8 @@ async fn ethers_etherscan_provider_reads_reverts_estimates_storage_and_waits_out
             key["id"].as_str().unwrap()
         ))
         .await;
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "eth_call",
-        "params": [{ "to": format!("{reverts:#x}"), "data": data }, "latest"],
-    });
-    let node: Value = reqwest::Client::new()
-        .post(&anvil.url)
-        .json(&request)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let call = json!([{ "to": format!("{reverts:#x}"), "data": data }, "latest"]);
+    let node = json_rpc(&anvil.url, "eth_call", call).await;
     let node = &node["error"];
     assert_eq!(&answer["error"], node, "{answer}");
     assert!(

@@ -75,17 +75,7 @@ async fn description(sandbox: &Sandbox) -> (PathBuf, Value) {
 }
 
 async fn rpc(url: &str, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let answer: Value = reqwest::Client::new()
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    answer["result"].clone()
+    common::json_rpc(url, method, params).await["result"].clone()
 }
 
 async fn last_price(rest: &str) -> String {

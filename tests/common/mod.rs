@@ -116,6 +116,21 @@ async fn client_output(
     output
 }
 
+/// One JSON-RPC call to the node at `url`: its whole answer, `result` or
+/// `error` as the node sent it.
+pub async fn json_rpc(url: &str, method: &str, params: serde_json::Value) -> serde_json::Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Wall-clock time in ms since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
