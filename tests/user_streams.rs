@@ -147,7 +147,7 @@ async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_accou
             reqwest::Method::DELETE,
             "/api/v3/order",
             &maker,
-            "symbol=ETHUSDT&origClientOrderId=maker-1",
+            "symbol=ETHUSDT&origClientOrderId=maker-1&newClientOrderId=cancel-1",
         )
         .await;
     let (status, _) = weiport
@@ -168,7 +168,16 @@ async fn a_listen_key_stream_reports_every_order_change_and_balance_of_its_accou
                 e["i"], placed["orderId"],
                 "only the account's own order: {e}"
             );
-            assert_eq!(e["c"], "maker-1");
+            // A cancel's report names the cancel in `c`, its order in `C`.
+            let (client, original) = match e["x"].as_str() {
+                Some("CANCELED") => ("cancel-1", "maker-1"),
+                _ => ("maker-1", ""),
+            };
+            assert_eq!(
+                (e["c"].as_str(), e["C"].as_str()),
+                (Some(client), Some(original)),
+                "{e}"
+            );
             let text = |k: &str| e[k].as_str().unwrap().to_owned();
             (text("x"), text("X"), text("l"), text("z"))
         })
@@ -445,6 +454,127 @@ async fn a_stop_order_is_reported_waiting_then_working_when_its_trigger_trades()
         "{reports:#?}"
     );
     assert_eq!(reports[0]["W"], -1);
+}
+
+/// The `(c, C)` of every CANCELED report in `events`, in order.
+fn canceled_ids(events: &[Value]) -> Vec<(Value, Value)> {
+    events
+        .iter()
+        .filter(|e| e["e"] == "executionReport" && e["x"] == "CANCELED")
+        .map(|e| (e["c"].clone(), e["C"].clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_is_reported_under_the_client_id_its_answer_gave() {
+    let (weiport, _dir, maker, _taker) = two_traders().await;
+    let mut stream = user_stream(&weiport, &maker).await;
+    let rest = |name: &str| {
+        format!(
+            "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&quantity=0.1&price=3500&newClientOrderId={name}"
+        )
+    };
+    let mut expected: Vec<(Value, Value)> = Vec::new();
+
+    // Without an id of its own: the one the answer made up, on both.
+    order(&weiport, &maker, &rest("plain")).await;
+    let (status, canceled) = weiport
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/order",
+            &maker,
+            "symbol=ETHUSDT&origClientOrderId=plain",
+        )
+        .await;
+    assert_eq!(status, 200, "{canceled}");
+    let made_up = canceled["clientOrderId"].as_str().unwrap().to_owned();
+    assert_eq!(made_up.len(), 22, "{canceled}");
+    expected.push((json!(made_up), json!("plain")));
+
+    // A malformed id is refused before anything is canceled.
+    let (status, refused) = weiport
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/order",
+            &maker,
+            &format!(
+                "symbol=ETHUSDT&origClientOrderId=plain&newClientOrderId={}",
+                "x".repeat(37)
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["code"].clone()),
+        (400, json!(-1100)),
+        "{refused}"
+    );
+
+    // The cancel part of a cancel-replace.
+    order(&weiport, &maker, &rest("replaced")).await;
+    let (status, replaced) = weiport
+        .signed(
+            reqwest::Method::POST,
+            "/api/v3/order/cancelReplace",
+            &maker,
+            &format!(
+                "{}&cancelReplaceMode=STOP_ON_FAILURE&cancelOrigClientOrderId=replaced&cancelNewClientOrderId=cancel-part",
+                rest("replacement")
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{replaced}");
+    assert_eq!(replaced["cancelResponse"]["clientOrderId"], "cancel-part");
+    expected.push((json!("cancel-part"), json!("replaced")));
+
+    // A list's orders, canceled together, share the list cancel's id.
+    let (status, oco) = weiport
+        .signed(
+            reqwest::Method::POST,
+            "/api/v3/orderList/oco",
+            &maker,
+            "symbol=ETHUSDT&side=SELL&quantity=0.1&aboveType=LIMIT_MAKER&abovePrice=3600&belowType=STOP_LOSS&belowStopPrice=2800&listClientOrderId=pair",
+        )
+        .await;
+    assert_eq!(status, 200, "{oco}");
+    let (status, list) = weiport
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/orderList",
+            &maker,
+            "symbol=ETHUSDT&listClientOrderId=pair&newClientOrderId=cancel-pair",
+        )
+        .await;
+    assert_eq!(status, 200, "{list}");
+    for report in list["orderReports"].as_array().unwrap() {
+        assert_eq!(report["clientOrderId"], "cancel-pair", "{list}");
+        expected.push((json!("cancel-pair"), report["origClientOrderId"].clone()));
+    }
+
+    // Every order of the account at once: one request, one id.
+    order(&weiport, &maker, &rest("all-1")).await;
+    order(&weiport, &maker, &rest("all-2")).await;
+    let (status, all) = weiport
+        .signed(
+            reqwest::Method::DELETE,
+            "/api/v3/openOrders",
+            &maker,
+            "symbol=ETHUSDT",
+        )
+        .await;
+    assert_eq!(status, 200, "{all}");
+    for report in all.as_array().unwrap() {
+        expected.push((
+            report["clientOrderId"].clone(),
+            report["origClientOrderId"].clone(),
+        ));
+    }
+
+    let events = drain(&weiport, &maker, &mut stream).await;
+    let mut seen = canceled_ids(&events);
+    // A list's two reports come in the engine's order; the answer's may differ.
+    seen.sort_by_key(|(c, original)| (c.to_string(), original.to_string()));
+    expected.sort_by_key(|(c, original)| (c.to_string(), original.to_string()));
+    assert_eq!(seen, expected, "{events:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

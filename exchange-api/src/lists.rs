@@ -18,7 +18,7 @@ use crate::exchange::{Exchange, first, latest, stored};
 use crate::extract::Signed;
 use crate::order_params::{OrderNames, validated_order_named};
 use crate::params::{CLIENT_ID_RANGE, Params, integer, limit, market};
-use crate::wire::{cancel_json, generated_client_id, list_json, placed_json};
+use crate::wire::{cancel_client_id, cancel_json, generated_client_id, list_json, placed_json};
 
 /// The price an order of a pair is placed at: its limit for a post-only
 /// order, else its stop price (none for a trailing order without one).
@@ -318,15 +318,14 @@ pub(crate) async fn cancel_list(
             account,
             market,
             list_id: list.list_id,
+            cancel_client_id: params.client_id("newClientOrderId")?,
             time_ms: 0,
         })
         .await?;
     if outcome.changes.orders.is_empty() {
         return Err(BinanceError::from(Refusal::UnknownOrder));
     }
-    let cancel_id = params
-        .get("newClientOrderId")
-        .map_or_else(generated_client_id, str::to_owned);
+    let cancel_id = cancel_client_id(&outcome);
     Ok(Json(list_canceled(
         &exchange,
         &list,

@@ -20,8 +20,8 @@ use crate::params::{integer, market};
 use crate::trading::referenced_order;
 
 use crate::wire::{
-    cancel_json, generated_client_id, list_id, list_json, placed_json, side_name, status_name,
-    stp_name, tif_name, type_name,
+    cancel_client_id, cancel_json, generated_client_id, list_id, list_json, placed_json, side_name,
+    status_name, stp_name, tif_name, type_name,
 };
 
 /// `POST /api/v3/order/cancelReplace`: cancels an order and places another
@@ -87,9 +87,7 @@ pub(crate) async fn cancel_replace(
         Some(o) if o.is_open() => Some(BinanceError::from(Refusal::CancelRestricted)),
         _ => Some(BinanceError::from(Refusal::UnknownOrder)),
     };
-    let cancel_id = params
-        .get("cancelNewClientOrderId")
-        .map_or_else(generated_client_id, str::to_owned);
+    let cancel_given = params.client_id("cancelNewClientOrderId")?;
     let parts = |cancel: Result<Value, &BinanceError>,
                  placed: Option<Result<Value, &BinanceError>>| {
         let result = |part: &Result<Value, &BinanceError>| {
@@ -133,11 +131,16 @@ pub(crate) async fn cancel_replace(
                 account,
                 market,
                 order_id: target.order_id,
+                cancel_client_id: cancel_given,
                 time_ms: 0,
             })
             .await?;
         let canceled = canceled_order(&outcome, target.order_id)?;
-        let cancel = Ok(cancel_json(&exchange.catalog, canceled, &cancel_id));
+        let cancel = Ok(cancel_json(
+            &exchange.catalog,
+            canceled,
+            &cancel_client_id(&outcome),
+        ));
         return failed(
             axum::http::StatusCode::TOO_MANY_REQUESTS,
             parts(cancel, Some(Err(&limited))),
@@ -159,6 +162,7 @@ pub(crate) async fn cancel_replace(
             order_id: target.order_id,
             order: Box::new(order),
             allow_failure,
+            cancel_client_id: cancel_given,
             time_ms: 0,
         },
         _ => Command::Place {
@@ -203,7 +207,7 @@ pub(crate) async fn cancel_replace(
         Ok(cancel_json(
             &exchange.catalog,
             canceled_order(&outcome, order_id)?,
-            &cancel_id,
+            &cancel_client_id(&outcome),
         ))
     };
     let part_refused = outcome.events.iter().find_map(|e| match e {
@@ -268,8 +272,8 @@ pub(crate) async fn amend_order(
         .filter(|o| o.is_open())
         .ok_or_else(unknown)?;
     let name = params
-        .get("newClientOrderId")
-        .map_or_else(generated_client_id, str::to_owned);
+        .client_id("newClientOrderId")?
+        .unwrap_or_else(generated_client_id);
     let outcome = exchange
         .sequencer
         .submit(Command::Amend {

@@ -13,6 +13,26 @@ use crate::params::{CLIENT_ID_RANGE, INTEGER_RANGE, Params};
 use crate::ticker::five_minute_price;
 
 impl Params {
+    /// The client id sent as `name`, if any: at most 36 letters, digits,
+    /// `.`, `_` and `-`, as Binance allows.
+    pub(crate) fn client_id(&self, name: &'static str) -> Result<Option<String>, BinanceError> {
+        match self.get(name) {
+            Some(id)
+                if id.len() > 36
+                    || !id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
+            {
+                Err(Refusal::IllegalCharacters {
+                    name,
+                    range: CLIENT_ID_RANGE,
+                }
+                .into())
+            }
+            id => Ok(id.map(str::to_owned)),
+        }
+    }
+
     fn not_required(&self, name: &str) -> Result<(), BinanceError> {
         match self.get(name) {
             Some(_) => Err(Refusal::NotRequired(name).into()),
@@ -128,21 +148,7 @@ impl Params {
             }
         };
         let stp = stp(market, self.get("selfTradePreventionMode"))?;
-        let client_order_id = match self.get(names.client_order_id) {
-            Some(id)
-                if id.len() > 36
-                    || !id
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
-            {
-                return Err(Refusal::IllegalCharacters {
-                    name: names.client_order_id,
-                    range: CLIENT_ID_RANGE,
-                }
-                .into());
-            }
-            id => id.map(str::to_owned),
-        };
+        let client_order_id = self.client_id(names.client_order_id)?;
         Ok(NewOrder {
             market: market_id,
             side,

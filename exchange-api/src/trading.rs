@@ -17,7 +17,9 @@ use crate::extract::Signed;
 use crate::lists::{list_canceled, list_of};
 use crate::order_params::validated_order;
 use crate::params::{Params, integer, market, query_has, query_value};
-use crate::wire::{acknowledgement, cancel_json, generated_client_id, order_json, placed_json};
+use crate::wire::{
+    acknowledgement, cancel_client_id, cancel_json, generated_client_id, order_json, placed_json,
+};
 
 pub(crate) async fn new_order(
     State(exchange): State<Arc<Exchange>>,
@@ -103,12 +105,11 @@ pub(crate) async fn cancel_order(
             account,
             market,
             order_id,
+            cancel_client_id: params.client_id("newClientOrderId")?,
             time_ms: 0,
         })
         .await?;
-    let cancel_id = params
-        .get("newClientOrderId")
-        .map_or_else(generated_client_id, str::to_owned);
+    let cancel_id = cancel_client_id(&outcome);
     let (order, _) = outcome
         .changes
         .orders
@@ -140,11 +141,11 @@ pub(crate) async fn cancel_open_orders(
     // Orders on their own one by one, each list once in its own shape.
     let mut out: Vec<Value> = Vec::new();
     let mut lists_done: Vec<u64> = Vec::new();
+    let cancel_id = cancel_client_id(&outcome);
     for (order, _) in &outcome.changes.orders {
         if order.status != OrderStatus::Canceled {
             continue;
         }
-        let cancel_id = generated_client_id();
         match list_of(&exchange, order)? {
             Some(list) if !lists_done.contains(&list.list_id) => {
                 lists_done.push(list.list_id);

@@ -11,6 +11,7 @@ use weiport_exchange::history::{ListView, OrderView};
 use weiport_exchange::market::StpMode;
 use weiport_exchange::now_ms;
 use weiport_exchange::order::{Contingency, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange::sequencer::Outcome;
 use weiport_storage::CandleRow;
 
 pub(crate) fn status_name(status: OrderStatus) -> &'static str {
@@ -188,6 +189,18 @@ pub(crate) fn generated_client_id() -> String {
         COUNTER.fetch_add(1, Ordering::Relaxed),
         rand::rng().random(),
     )
+}
+
+/// The client id of the cancel `outcome` made: the one its client gave,
+/// else one made from the command's place in the log, so that the REST
+/// answer and the user stream (on every process of a cluster) name it alike.
+/// One request, one id: a list's or an account's orders canceled together
+/// share it.
+pub(crate) fn cancel_client_id(outcome: &Outcome) -> String {
+    match &outcome.changes.cancel_client_id {
+        Some(id) => id.clone(),
+        None => client_id_at(outcome.time_ms.unwrap_or(0), 0, outcome.sequence),
+    }
 }
 
 /// Milliseconds in 8 digits (62^8 ms is some 6,900 years), the counter in 6

@@ -75,6 +75,7 @@ fn mix(count: usize, seed: u64) -> Vec<Command> {
                     account: owners[order_id as usize - 1],
                     market: MarketId(0),
                     order_id,
+                    cancel_client_id: None,
                     time_ms: 0,
                 };
             }

@@ -211,6 +211,7 @@ fn run(orders: usize, mode: Readers, pause: Duration) -> (Duration, Duration, us
                     account: 1,
                     market: MARKET,
                     order_id: id,
+                    cancel_client_id: None,
                     time_ms: 0,
                 }
             };

@@ -120,6 +120,7 @@ fn commands() -> Vec<Command> {
             account: 2,
             market: ETHUSDT,
             order_id: 3,
+            cancel_client_id: None,
             time_ms: 0,
         },
         place(

@@ -131,6 +131,8 @@ pub enum CommandRecord {
         symbol: String,
         /// Order id.
         order_id: u64,
+        /// The cancel request's own client id, if its client gave one.
+        cancel_client_id: Option<String>,
     },
     /// An order list placed.
     PlaceList {
@@ -159,6 +161,8 @@ pub enum CommandRecord {
         allow_failure: bool,
         /// The order placed.
         order: OrderRecord,
+        /// The cancel request's own client id, if its client gave one.
+        cancel_client_id: Option<String>,
     },
     /// An order's quantity reduced in place.
     Amend {
@@ -185,6 +189,8 @@ pub enum CommandRecord {
         symbol: String,
         /// List id.
         list_id: u64,
+        /// The cancel request's own client id, if its client gave one.
+        cancel_client_id: Option<String>,
     },
     /// Every open order of an account on one market canceled.
     CancelAll {
@@ -195,6 +201,22 @@ pub enum CommandRecord {
         /// Market.
         symbol: String,
     },
+}
+
+/// A cancel's own client id, appended only when given: records from before
+/// cancels carried one, and cancels without one, stay byte for byte the same.
+fn write_cancel_client_id(w: &mut Writer, id: Option<&str>) {
+    if let Some(id) = id {
+        w.bytes(id.as_bytes());
+    }
+}
+
+/// What [`write_cancel_client_id`] appended, if anything.
+fn read_cancel_client_id(r: &mut Reader<'_>) -> Result<Option<String>, StorageError> {
+    if r.at_end() {
+        return Ok(None);
+    }
+    r.string().map(Some)
 }
 
 fn write_opt_string(w: &mut Writer, text: Option<&str>) {
@@ -412,11 +434,13 @@ impl CommandRecord {
                 time_ms,
                 symbol,
                 order_id,
+                cancel_client_id,
             } => {
                 w.u64(*account);
                 w.u64(*time_ms);
                 w.bytes(symbol.as_bytes());
                 w.u64(*order_id);
+                write_cancel_client_id(&mut w, cancel_client_id.as_deref());
             }
             Self::CancelAll {
                 account,
@@ -451,11 +475,13 @@ impl CommandRecord {
                 time_ms,
                 symbol,
                 list_id,
+                cancel_client_id,
             } => {
                 w.u64(*account);
                 w.u64(*time_ms);
                 w.bytes(symbol.as_bytes());
                 w.u64(*list_id);
+                write_cancel_client_id(&mut w, cancel_client_id.as_deref());
             }
             Self::Replace {
                 account,
@@ -463,6 +489,7 @@ impl CommandRecord {
                 order_id,
                 allow_failure,
                 order,
+                cancel_client_id,
             } => {
                 w.u64(*account);
                 w.u64(*time_ms);
@@ -470,6 +497,7 @@ impl CommandRecord {
                 w.u8(u8::from(*allow_failure));
                 write_order(&mut w, order);
                 write_trigger(&mut w, order);
+                write_cancel_client_id(&mut w, cancel_client_id.as_deref());
             }
             Self::Amend {
                 account,
@@ -585,6 +613,7 @@ impl CommandRecord {
                 time_ms: r.u64()?,
                 symbol: r.string()?,
                 order_id: r.u64()?,
+                cancel_client_id: read_cancel_client_id(&mut r)?,
             },
             CommandTag::CancelAll => Self::CancelAll {
                 account: r.u64()?,
@@ -621,6 +650,7 @@ impl CommandRecord {
                 time_ms: r.u64()?,
                 symbol: r.string()?,
                 list_id: r.u64()?,
+                cancel_client_id: read_cancel_client_id(&mut r)?,
             },
             CommandTag::Replace => {
                 let (account, time_ms, order_id) = (r.u64()?, r.u64()?, r.u64()?);
@@ -633,6 +663,7 @@ impl CommandRecord {
                     order_id,
                     allow_failure,
                     order,
+                    cancel_client_id: read_cancel_client_id(&mut r)?,
                 }
             }
             CommandTag::Amend => Self::Amend {

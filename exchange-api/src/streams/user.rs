@@ -14,7 +14,8 @@ use weiport_exchange::sequencer::Outcome;
 use weiport_exchange::{Amount, Catalog, MarketId};
 
 use crate::wire::{
-    contingency_name, list_id, side_name, status_name, stp_name, tif_name, type_name,
+    cancel_client_id, contingency_name, list_id, side_name, status_name, stp_name, tif_name,
+    type_name,
 };
 
 /// What the hub remembers between commands to describe the next one.
@@ -148,12 +149,14 @@ fn list_events(
 }
 
 /// Binance's `executionReport` of one `execution` of `order` (the order as
-/// the command left it), numbered `execution_id`.
+/// the command left it), numbered `execution_id`. A cancel's report names
+/// the cancel request in `c` (`cancel_id`) and the order in `C`.
 fn execution_report(
     catalog: &Catalog,
     order: &OrderView,
     execution: &Execution,
     execution_id: u64,
+    cancel_id: &str,
     now: u64,
 ) -> Value {
     let symbol = catalog.symbol(order.market);
@@ -179,10 +182,10 @@ fn execution_report(
             execution.status,
             OrderStatus::New | OrderStatus::PartiallyFilled
         );
-    let original = if name == "CANCELED" {
-        order.client_order_id.as_str()
+    let (client_id, original) = if name == "CANCELED" {
+        (cancel_id, order.client_order_id.as_str())
     } else {
-        ""
+        (order.client_order_id.as_str(), "")
     };
     let (last_qty, last_price, last_quote, fee, fee_asset, trade_id, maker) = match fill {
         Some(fill) => (
@@ -206,7 +209,7 @@ fn execution_report(
     };
     let mut event = json!({
         "e": "executionReport", "E": now, "s": symbol,
-        "c": order.client_order_id, "S": side_name(order.side),
+        "c": client_id, "S": side_name(order.side),
         "o": type_name(order.order_type), "f": tif_name(order.time_in_force),
         "q": order.orig_qty.to_string(), "p": order.price.to_string(),
         "P": order.stop_price.unwrap_or_default().to_string(), "F": "0.00000000", "g": list_id(order), "C": original,
@@ -259,12 +262,13 @@ pub(super) fn user_events(
                     .push(execution);
             }
         }
+        let cancel_id = cancel_client_id(outcome);
         for (order, _) in orders.iter().filter(|(order, _)| wanted(order.account)) {
             let key = (order.market, order.order_id);
             for execution in executions.get(&key).into_iter().flatten() {
                 state.next_execution += 1;
                 let id = state.next_execution;
-                let report = execution_report(catalog, order, execution, id, now);
+                let report = execution_report(catalog, order, execution, id, &cancel_id, now);
                 out.push((order.account, report));
             }
         }

@@ -530,6 +530,7 @@ mod tests {
             account: 1,
             market: ETHUSDT,
             order_id: 2,
+            cancel_client_id: None,
             time_ms: 0,
         });
         assert_eq!(status(&events, 2), OrderStatus::Canceled);

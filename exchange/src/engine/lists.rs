@@ -632,6 +632,7 @@ mod tests {
             account: 1,
             market: ETHUSDT,
             order_id: 4,
+            cancel_client_id: None,
             time_ms: 0,
         });
         assert_eq!(
@@ -666,6 +667,7 @@ mod tests {
             account: 2,
             market: ETHUSDT,
             list_id: 2,
+            cancel_client_id: None,
             time_ms: 0,
         });
         assert_eq!(

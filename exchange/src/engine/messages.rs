@@ -124,6 +124,9 @@ pub enum Command {
         market: MarketId,
         /// Order id.
         order_id: u64,
+        /// The cancel request's own client id, if its client gave one
+        /// (reports of what it canceled carry it).
+        cancel_client_id: Option<String>,
         /// Engine time, ms.
         time_ms: u64,
     },
@@ -144,6 +147,9 @@ pub enum Command {
         market: MarketId,
         /// List id.
         list_id: u64,
+        /// The cancel request's own client id, if its client gave one
+        /// (reports of what it canceled carry it).
+        cancel_client_id: Option<String>,
         /// Engine time, ms.
         time_ms: u64,
     },
@@ -160,6 +166,9 @@ pub enum Command {
         order: Box<NewOrder>,
         /// Place the new order even if the cancel fails (ALLOW_FAILURE).
         allow_failure: bool,
+        /// The cancel request's own client id, if its client gave one
+        /// (reports of what it canceled carry it).
+        cancel_client_id: Option<String>,
         /// Engine time, ms.
         time_ms: u64,
     },
@@ -274,6 +283,23 @@ impl Command {
             | Self::SettleWithdrawal { .. }
             | Self::WithdrawalSigned { .. }
             | Self::AssignDepositAddress { .. } => None,
+        }
+    }
+
+    /// The client id its client gave this cancel (or the cancel part of a
+    /// cancel-replace), if any.
+    pub fn cancel_client_id(&self) -> Option<&str> {
+        match self {
+            Self::Cancel {
+                cancel_client_id, ..
+            }
+            | Self::CancelList {
+                cancel_client_id, ..
+            }
+            | Self::Replace {
+                cancel_client_id, ..
+            } => cancel_client_id.as_deref(),
+            _ => None,
         }
     }
 

@@ -201,6 +201,7 @@ pub(crate) fn command_strategy() -> impl proptest::strategy::Strategy<Value = Co
                         account,
                         market,
                         order_id: quantity.units() / 1_000_000,
+                        cancel_client_id: None,
                         time_ms: 0,
                     },
                     8 => {

@@ -76,6 +76,9 @@ pub struct Changes {
     pub withdrawal_tx: Option<(u64, weiport_storage::WithdrawalTxRow)>,
     /// The deposit address this command assigned.
     pub deposit_address: Option<(AccountId, [u8; 20])>,
+    /// The client id the cancel's client gave it (reports of what it
+    /// canceled carry it).
+    pub cancel_client_id: Option<String>,
 }
 
 impl Changes {
@@ -206,6 +209,7 @@ impl Recorder {
         if matches!(events.first(), Some(Event::Rejected(_))) {
             return changes;
         }
+        changes.cancel_client_id = command.cancel_client_id().map(str::to_owned);
         for event in events {
             match event {
                 Event::Order(state) => {

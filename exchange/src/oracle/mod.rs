@@ -476,6 +476,7 @@ impl Model {
                 market,
                 order_id,
                 time_ms,
+                ..
             } => {
                 if let Some(list_id) = self.list_holding(market, order_id) {
                     return self.cancel_list(account, market, list_id, time_ms, outcome);
@@ -540,6 +541,7 @@ impl Model {
                 market,
                 list_id,
                 time_ms,
+                ..
             } => self.cancel_list(account, market, list_id, time_ms, outcome),
             Command::Amend {
                 account,
@@ -563,12 +565,14 @@ impl Model {
                 ref order,
                 allow_failure,
                 time_ms,
+                ..
             } => {
                 // The cancel as a command of its own, then the order.
                 let cancel = Command::Cancel {
                     account,
                     market,
                     order_id,
+                    cancel_client_id: None,
                     time_ms,
                 };
                 let canceled = self.run(&cancel, outcome);

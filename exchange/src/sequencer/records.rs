@@ -108,12 +108,14 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             account,
             market,
             order_id,
+            cancel_client_id,
             time_ms,
         } => CommandRecord::Cancel {
             account: *account,
             time_ms: *time_ms,
             symbol: catalog.symbol(*market).to_owned(),
             order_id: *order_id,
+            cancel_client_id: cancel_client_id.clone(),
         },
         Command::CancelAll {
             account,
@@ -144,12 +146,14 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             account,
             market,
             list_id,
+            cancel_client_id,
             time_ms,
         } => CommandRecord::CancelList {
             account: *account,
             time_ms: *time_ms,
             symbol: catalog.symbol(*market).to_owned(),
             list_id: *list_id,
+            cancel_client_id: cancel_client_id.clone(),
         },
         Command::Replace {
             account,
@@ -157,6 +161,7 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             order_id,
             order,
             allow_failure,
+            cancel_client_id,
             time_ms,
         } => CommandRecord::Replace {
             account: *account,
@@ -164,6 +169,7 @@ pub(super) fn to_record(catalog: &Catalog, command: &Command) -> CommandRecord {
             order_id: *order_id,
             allow_failure: *allow_failure,
             order: order_record(catalog, order),
+            cancel_client_id: cancel_client_id.clone(),
         },
         Command::Amend {
             account,
@@ -290,10 +296,12 @@ pub(super) fn from_record(
             time_ms,
             symbol,
             order_id,
+            cancel_client_id,
         } => Command::Cancel {
             account,
             market: market(&symbol)?,
             order_id,
+            cancel_client_id,
             time_ms,
         },
         CommandRecord::CancelAll {
@@ -341,10 +349,12 @@ pub(super) fn from_record(
             time_ms,
             symbol,
             list_id,
+            cancel_client_id,
         } => Command::CancelList {
             account,
             market: market(&symbol)?,
             list_id,
+            cancel_client_id,
             time_ms,
         },
         CommandRecord::Replace {
@@ -353,6 +363,7 @@ pub(super) fn from_record(
             order_id,
             allow_failure,
             order,
+            cancel_client_id,
         } => {
             let order = logged_order(catalog, sequence, order)?;
             Command::Replace {
@@ -361,6 +372,7 @@ pub(super) fn from_record(
                 order_id,
                 order: Box::new(order),
                 allow_failure,
+                cancel_client_id,
                 time_ms,
             }
         }

@@ -100,6 +100,7 @@ async fn a_restart_replays_the_log_into_an_identical_engine() {
         account: 1,
         market: crate::catalog::MarketId(0),
         order_id: 1,
+        cancel_client_id: Some("cancel-1".into()),
         time_ms: 2,
     });
     submissions.push(place(1, Side::Buy, "100000", "3000")); // refused: not logged

@@ -127,6 +127,7 @@ fn every_command_round_trips() {
             time_ms: 8,
             symbol: "ETHUSDT".into(),
             list_id: 2,
+            cancel_client_id: Some("cancel-list".into()),
         },
         CommandRecord::Amend {
             account: 4,
@@ -142,12 +143,21 @@ fn every_command_round_trips() {
             order_id: 12,
             allow_failure: true,
             order: conditional.clone(),
+            cancel_client_id: Some("cancel-part".into()),
         },
         CommandRecord::Cancel {
             account: 4,
             time_ms: 8,
             symbol: "ETHUSDT".into(),
             order_id: 11,
+            cancel_client_id: Some("cancel".into()),
+        },
+        CommandRecord::Cancel {
+            account: 4,
+            time_ms: 8,
+            symbol: "ETHUSDT".into(),
+            order_id: 11,
+            cancel_client_id: None,
         },
         CommandRecord::CancelAll {
             account: 5,
@@ -180,9 +190,26 @@ fn every_command_round_trips() {
                 // The network, appended last, is left out of older records.
                 || (cut == bytes.len() - 8
                     && matches!(&record, CommandRecord::Deposit { network, .. }
-                        | CommandRecord::Withdraw { network, .. } if *network != 0));
+                        | CommandRecord::Withdraw { network, .. } if *network != 0))
+                // So is a cancel's own client id.
+                || record_cancel_id(&record).is_some_and(|id| cut == bytes.len() - 4 - id.len());
             assert_eq!(CommandRecord::decode(&bytes[..cut]).is_err(), !older);
         }
+    }
+}
+
+fn record_cancel_id(record: &CommandRecord) -> Option<&str> {
+    match record {
+        CommandRecord::Cancel {
+            cancel_client_id, ..
+        }
+        | CommandRecord::CancelList {
+            cancel_client_id, ..
+        }
+        | CommandRecord::Replace {
+            cancel_client_id, ..
+        } => cancel_client_id.as_deref(),
+        _ => None,
     }
 }
 

@@ -30,6 +30,7 @@ fn a_resting_buy_locks_quote_and_cancel_releases_it() {
         account: 1,
         market: ETHUSDT,
         order_id: 1,
+        cancel_client_id: None,
         time_ms: 0,
     });
     assert_eq!(status(&events, 1), OrderStatus::Canceled);
@@ -38,6 +39,7 @@ fn a_resting_buy_locks_quote_and_cancel_releases_it() {
         account: 1,
         market: ETHUSDT,
         order_id: 1,
+        cancel_client_id: None,
         time_ms: 0,
     });
     assert_eq!(again, vec![Event::Rejected(Reject::UnknownOrder)]);
@@ -96,6 +98,7 @@ fn partial_fills_walk_price_levels_and_the_rest_rests() {
         account: 2,
         market: ETHUSDT,
         order_id: 4,
+        cancel_client_id: None,
         time_ms: 0,
     });
     assert_eq!(status(&events, 4), OrderStatus::Canceled);

@@ -106,6 +106,7 @@ fn commands() -> impl Strategy<Value = Command> {
                         order_id: 1 + tick % 6,
                         order: Box::new(order.clone()),
                         allow_failure: twist == 22,
+                        cancel_client_id: None,
                         time_ms: *time_ms,
                     };
                 }
