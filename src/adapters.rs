@@ -179,3 +179,125 @@ impl ChainWallet for WalletFace {
         self.wallet.hot_address()
     }
 }
+
+/// What the operator endpoints show, read from the parts this process wired.
+pub struct OperatorFigures {
+    /// The data dir's store.
+    pub store: weiport_storage::Store,
+    /// Every chain served.
+    pub chains: Arc<Vec<crate::chains::ChainRun>>,
+    /// The exchange, unless another process serves it.
+    pub exchange: Option<Arc<Exchange>>,
+    /// This process's part in a cluster, when in one.
+    pub cluster: Option<Arc<crate::replication::ClusterStatus>>,
+    /// Keys and limits (the cluster's Redis).
+    pub access: Arc<weiport_access::Access>,
+}
+
+impl weiport_operator::Figures for OperatorFigures {
+    fn database(&self) -> Result<u32, String> {
+        self.store.schema_version().map_err(|e| e.to_string())
+    }
+
+    fn engine(&self) -> weiport_storage::EngineFigures {
+        self.store.figures()
+    }
+
+    fn chains(&self) -> Vec<weiport_operator::ChainFigures> {
+        self.chains
+            .iter()
+            .map(|run| weiport_operator::ChainFigures {
+                id: run.chain_id(),
+                name: run.chain.name.clone(),
+                indexer: run
+                    .indexer
+                    .as_ref()
+                    .map(|indexer| weiport_operator::IndexerFigures {
+                        head: indexer.progress.head(),
+                        indexed: indexer.progress.indexed(),
+                        lag: indexer.progress.lag(),
+                        following: indexer.progress.is_following(),
+                        problem: indexer.problem(),
+                    }),
+            })
+            .collect()
+    }
+
+    fn exchange(&self) -> Option<weiport_operator::ExchangeFigures> {
+        let exchange = self.exchange.as_ref()?;
+        let view = exchange.sequencer.view();
+        let markets = exchange
+            .catalog
+            .markets()
+            .map(|(id, market)| {
+                let last = view
+                    .markets
+                    .get(usize::from(id.0))
+                    .and_then(|m| m.last_trade.as_ref())
+                    .map(|t| t.price.to_string());
+                (market.symbol.clone(), last)
+            })
+            .collect();
+        let wallets = exchange
+            .wallets
+            .iter()
+            .map(|wallet| {
+                let coin = wallet.coin();
+                let books = view
+                    .accounts
+                    .values()
+                    .filter_map(|a| a.balances.get(&coin.asset))
+                    .fold(weiport_exchange::Amount::ZERO, |sum, (free, locked)| {
+                        sum.checked_add(*free)
+                            .and_then(|s| s.checked_add(*locked))
+                            .unwrap_or(sum)
+                    });
+                weiport_operator::WalletFigures {
+                    network: coin.network.clone(),
+                    coin: coin.coin.clone(),
+                    on_chain: wallet.holdings().map(ether).map_err(|e| e.to_string()),
+                    books: books.to_string(),
+                }
+            })
+            .collect();
+        Some(weiport_operator::ExchangeFigures {
+            commands: view.sequence,
+            markets,
+            wallets,
+        })
+    }
+
+    fn cluster(&self) -> Option<weiport_operator::ClusterFigures> {
+        let status = self.cluster.as_ref()?;
+        let (lease_holder, journal_entry) = status.observed();
+        let redis = self.access.cluster();
+        Some(weiport_operator::ClusterFigures {
+            node: status.node.clone(),
+            leading: !status.following(),
+            lease_holder,
+            applied_entry: status.applied_entry(),
+            journal_entry,
+            redis_reachable: redis.is_some_and(|r| r.is_up()),
+            processes: redis.map_or(1, |r| r.nodes()),
+        })
+    }
+}
+
+/// Wei as the coin with up to 8 decimals.
+fn ether(wei: U256) -> String {
+    let units = wei / U256::from(10_000_000_000u64); // 1e-8 of the coin
+    let whole = units / U256::from(100_000_000u64);
+    let fraction = units % U256::from(100_000_000u64);
+    format!("{whole}.{:08}", fraction.to::<u64>())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wei_is_shown_in_the_coin_to_eight_decimals() {
+        assert_eq!(
+            super::ether(alloy_primitives::U256::from(1_234_500_000_000_000_000u64)),
+            "1.23450000"
+        );
+    }
+}

@@ -8,7 +8,6 @@ mod config;
 mod replication;
 mod sandbox;
 mod serve;
-mod status;
 mod telemetry;
 
 use std::path::PathBuf;

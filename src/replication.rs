@@ -184,6 +184,10 @@ pub struct ClusterStatus {
     lease: weiport_journal::Lease,
     /// Whether this process leads, for the parts that run only on the primary.
     leading: tokio::sync::watch::Sender<bool>,
+    /// The lease's holder and the journal's last entry, as last read by
+    /// [`ClusterStatus::observe`] (metrics and the status page read them
+    /// without waiting on the journal).
+    observed: std::sync::Mutex<(Option<String>, u64)>,
 }
 
 impl ClusterStatus {
@@ -203,6 +207,46 @@ impl ClusterStatus {
             "appliedEntry": self.applied_entry.load(Ordering::Acquire),
             "appliedSequence": applied_command,
         })
+    }
+
+    /// The lease's holder and the journal's last entry, as last observed.
+    pub fn observed(&self) -> (Option<String>, u64) {
+        self.observed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The entry last applied (following) or appended (leading).
+    pub fn applied_entry(&self) -> u64 {
+        self.applied_entry.load(Ordering::Acquire)
+    }
+
+    /// Reads the lease's holder and the journal's last entry every `every`,
+    /// for as long as the runtime runs; a read that fails keeps the last.
+    pub fn observe(self: &Arc<Self>, journal: Journal, every: Duration) {
+        let status = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let Some(status) = status.upgrade() else {
+                    break;
+                };
+                let holder = status.lease.current().await;
+                let last = journal.last_sequence().await;
+                let mut observed = status
+                    .observed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Ok(holder) = holder {
+                    observed.0 = holder.map(|h| h.holder);
+                }
+                if let Ok(last) = last {
+                    observed.1 = last;
+                }
+            }
+        });
     }
 
     /// Whether this process follows.
@@ -258,6 +302,7 @@ pub async fn join(
         applied_entry: std::sync::atomic::AtomicU64::new(caught_up),
         lease,
         leading: tokio::sync::watch::channel(!following).0,
+        observed: std::sync::Mutex::new((None, caught_up)),
     });
     Ok(Joined {
         journal,

@@ -5,12 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 use weiport_exchange::sequencer::Role;
 use weiport_indexer::NodeClient;
@@ -20,14 +18,6 @@ use crate::adapters::{EngineLedger, ExchangeMarkets, WalletFace};
 use crate::chains::{ChainRun, chain_runs, check_chain_ids, start_indexers};
 use crate::config::Config;
 use crate::telemetry;
-
-/// What every operational handler can reach.
-#[derive(Clone)]
-struct Ops {
-    store: Store,
-    metrics: PrometheusHandle,
-    chains: Arc<Vec<ChainRun>>,
-}
 
 /// The data dir's store, with families for every further chain configured.
 pub fn open_store(config: &Config) -> anyhow::Result<Store> {
@@ -188,13 +178,6 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let local = listener.local_addr()?;
     let admin_local = admin_listener.local_addr()?;
 
-    let progress = runs[0].indexer.as_ref().map(|s| s.progress.clone());
-    let status_metrics = metrics.clone();
-    let ops = Ops {
-        store: store.clone(),
-        metrics,
-        chains: runs.clone(),
-    };
     let catalog = Arc::new(weiport_exchange::Catalog::new(
         config.exchange.markets.clone(),
     ));
@@ -243,6 +226,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     );
     let cluster_status = joined.map(|joined| {
         let status = joined.status.clone();
+        status.observe(joined.journal.clone(), Duration::from_secs(2));
         exchange.link_to_primary(Arc::new(crate::replication::ForwardToPrimary::new(
             status.clone(),
             access.keys.cluster_token(),
@@ -284,16 +268,33 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         ));
     }
     let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone())
-        .merge(cluster_router(cluster_status, exchange.clone()));
+        .merge(cluster_router(cluster_status.clone(), exchange.clone()));
     if !config.exchange.enabled {
         exchange_app = exchange_app.layer(axum::middleware::from_fn(exchange_elsewhere));
         exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
     }
-    let app = router(ops, query.merge(exchange_app));
-    let status = crate::status::Status::start(exchange.clone(), progress, status_metrics);
+    let operator = weiport_operator::Operator::new(
+        Arc::new(crate::adapters::OperatorFigures {
+            store: store.clone(),
+            chains: runs.clone(),
+            exchange: config.exchange.enabled.then(|| exchange.clone()),
+            cluster: cluster_status.clone(),
+            access: access.clone(),
+        }),
+        metrics,
+        weiport_operator::Build {
+            version: env!("CARGO_PKG_VERSION"),
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
+        },
+    );
+    let app = router(operator.router(), query.merge(exchange_app));
     let exchange_admin = exchange_admin
         .merge(crate::backup::router(store.clone()))
-        .merge(status.router());
+        .merge(operator.status_router());
     let admin_app = weiport_access::admin::router(access.clone(), &admin_token, exchange_admin);
 
     let limits = weiport_listener::ConnectionLimits {
@@ -547,17 +548,13 @@ fn open_exchange(
     Ok(exchange)
 }
 
-/// The public listener's routes: operations, plus the API faces in `faces`.
-/// Every face's route counts and times its own requests in its access
-/// guard; these count the rest. Bodies are bounded by the guard
-/// (`server.max_body_bytes`) before any handler reads them.
-fn router(ops: Ops, faces: Router) -> Router {
+/// The public listener's routes: the operator's, plus the API faces in
+/// `faces`. Every face's route counts and times its own requests in its
+/// access guard; the fallback counts the rest. Bodies are bounded by the
+/// guard (`server.max_body_bytes`) before any handler reads them.
+fn router(operator: Router, faces: Router) -> Router {
     use weiport_access::telemetry::tracked;
-    Router::new()
-        .route("/healthz", tracked(get(healthz)))
-        .route("/readyz", tracked(get(readyz)))
-        .route("/metrics", tracked(get(metrics)))
-        .with_state(ops)
+    operator
         .merge(faces)
         .fallback_service(tracked(axum::routing::any(|| async {
             StatusCode::NOT_FOUND
@@ -575,93 +572,6 @@ async fn exchange_elsewhere(
         "msg": "This process does not serve the exchange (exchange.enabled = false); send exchange requests to the process that does.",
     });
     (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
-}
-
-/// Liveness: the process answers.
-async fn healthz() -> &'static str {
-    "ok"
-}
-
-/// Readiness: the database answers a read and every chain's index is close
-/// to its node's head (`?chainid=N`: chain N's alone). The first chain's
-/// figures stay at the top level; `chains` lists each.
-async fn readyz(
-    State(ops): State<Ops>,
-    axum::extract::RawQuery(query): axum::extract::RawQuery,
-) -> Response {
-    let mut body = serde_json::Map::new();
-    let mut problem = None;
-    match ops.store.schema_version() {
-        Ok(version) => {
-            body.insert("schema_version".into(), version.into());
-        }
-        Err(error) => problem = Some(format!("database: {error}")),
-    }
-    let wanted = query.as_deref().and_then(|q| {
-        weiport_access::params::lenient_value(q, "chainid").map(|id| id.into_owned())
-    });
-    let mut chains = Vec::new();
-    for (n, run) in ops.chains.iter().enumerate() {
-        let chain_id = run.chain_id();
-        if wanted
-            .as_deref()
-            .is_some_and(|w| chain_id.map(|id| id.to_string()).as_deref() != Some(w))
-        {
-            continue;
-        }
-        let mut entry = serde_json::Map::new();
-        entry.insert("chainid".into(), chain_id.into());
-        entry.insert("name".into(), run.chain.name.clone().into());
-        if let Some(indexer) = &run.indexer {
-            let progress = &indexer.progress;
-            entry.insert("head".into(), progress.head().into());
-            entry.insert("indexed".into(), progress.indexed().into());
-            entry.insert("lag".into(), progress.lag().into());
-            if n == 0 || wanted.is_some() {
-                for key in ["head", "indexed", "lag"] {
-                    body.insert(key.into(), entry[key].clone());
-                }
-            }
-            if let Some(reason) = indexer.problem() {
-                entry.insert("status".into(), "unavailable".into());
-                problem.get_or_insert_with(|| match ops.chains.len() {
-                    1 => reason.clone(),
-                    _ => format!("chain {}: {reason}", run.chain.name),
-                });
-                entry.insert("reason".into(), reason.into());
-            } else {
-                entry.insert("status".into(), "ready".into());
-            }
-        }
-        chains.push(serde_json::Value::Object(entry));
-    }
-    if wanted.is_some() && chains.is_empty() {
-        problem = Some("no such chain".into());
-    }
-    body.insert("chains".into(), chains.into());
-    let status = match problem {
-        None => {
-            body.insert("status".into(), "ready".into());
-            StatusCode::OK
-        }
-        Some(reason) => {
-            body.insert("status".into(), "unavailable".into());
-            body.insert("reason".into(), reason.into());
-            StatusCode::SERVICE_UNAVAILABLE
-        }
-    };
-    (status, Json(serde_json::Value::Object(body))).into_response()
-}
-
-async fn metrics(State(ops): State<Ops>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        ops.metrics.render(),
-    )
-        .into_response()
 }
 
 /// SIGINT and SIGTERM handlers, installed before the process reports itself

@@ -40,6 +40,10 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
         "Time to answer an HTTP request, by route"
     );
     metrics::describe_counter!(PANICS, "Panics in any thread (each is a bug)");
+    metrics::describe_counter!(
+        weiport_access::telemetry::RATE_LIMITED,
+        "Requests refused for a rate limit (429) or a ban (418), by face"
+    );
     metrics::describe_gauge!(
         weiport_wallet::WITHDRAWALS_PROCESSING_METRIC,
         "Withdrawals asked for and not yet final on chain"
@@ -62,6 +66,12 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     // Shown at zero from the start: an alert on their increase needs a
     // series before the first event.
     metrics::counter!(PANICS).absolute(0);
+    for face in ["etherscan", "binance", "coingecko"] {
+        for status in ["429", "418"] {
+            metrics::counter!(weiport_access::telemetry::RATE_LIMITED, "face" => face, "status" => status)
+                .absolute(0);
+        }
+    }
     count_panics();
     Ok(handle)
 }

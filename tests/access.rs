@@ -345,6 +345,18 @@ async fn bursts_get_429_with_retry_after_then_recover_and_hammering_gets_418() {
         vec![429, 429, 418, 418, 418],
         "kept hammering after 429"
     );
+    // The operator sees them by face, throttles apart from bans.
+    let (_, _, metrics) = server.get("/metrics", &[]).await;
+    let count = |labels: &str| {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("weiport_rate_limited_total{{{labels}}} ")))
+            .unwrap_or_else(|| panic!("no {labels} in {metrics}"))
+            .to_owned()
+    };
+    assert_eq!(count(r#"face="binance",status="429""#), "3");
+    assert_eq!(count(r#"face="binance",status="418""#), "3");
+    assert_eq!(count(r#"face="etherscan",status="429""#), "0");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

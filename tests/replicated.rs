@@ -178,6 +178,33 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
         state(&c, &maker, &taker).await == led
     })
     .await;
+    // Its metrics say so: its role, who holds the lease, no entry behind,
+    // Redis answering, three processes heartbeating.
+    eventually(
+        "the follower's metrics show its place in the cluster",
+        async || {
+            let text = reqwest::get(format!("{}/metrics", c.url))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            [
+                r#"weiport_cluster_role{role="follower"} 1"#,
+                r#"weiport_cluster_role{role="primary"} 0"#,
+                r#"weiport_cluster_lease_holder{holder="b"} 1"#,
+                "weiport_journal_lag_entries 0",
+                "weiport_cluster_redis_up 1",
+            ]
+            .iter()
+            .all(|line| text.lines().any(|l| l == *line))
+                && text.lines().any(|l| {
+                    l.strip_prefix("weiport_journal_applied_entry ")
+                        .is_some_and(|n| n != "0")
+                })
+        },
+    )
+    .await;
 
     // An order sent to the follower is sequenced by the primary and
     // answered once the follower's own replay has it: the client's next

@@ -51,6 +51,49 @@ fn serves_health_and_metrics_then_exits_cleanly_on_sigint() {
         body.contains("# TYPE http_request_duration_seconds histogram"),
         "{body}"
     );
+    // The process, the build, the database engine and the role, read at
+    // the scrape.
+    let value = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in:\n{body}"))
+            .parse()
+            .unwrap()
+    };
+    for series in [
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
+        "process_threads",
+    ] {
+        assert!(value(series) > 0.0, "{series}");
+    }
+    // A new store's rows are still in memory: no table file to measure yet.
+    for series in [
+        r#"weiport_rocksdb_live_data_bytes{family="meta"}"#,
+        "weiport_rocksdb_block_cache_bytes",
+        "process_cpu_seconds_total",
+        "weiport_rocksdb_pending_compaction_bytes",
+        "weiport_rocksdb_stall_microseconds_total",
+        "weiport_rocksdb_block_cache_hits_total",
+        "weiport_rocksdb_block_cache_misses_total",
+    ] {
+        assert!(value(series) >= 0.0, "{series}");
+    }
+    assert_eq!(value("weiport_rocksdb_writes_stopped"), 0.0);
+    assert_eq!(value(r#"weiport_cluster_role{role="alone"}"#), 1.0);
+    assert_eq!(value(r#"weiport_cluster_role{role="primary"}"#), 0.0);
+    let build = body
+        .lines()
+        .find(|l| l.starts_with("weiport_build_info{"))
+        .unwrap_or_else(|| panic!("no build info in:\n{body}"));
+    assert!(
+        build.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION")))
+            && build.ends_with(" 1"),
+        "{build}"
+    );
 
     let (status, _, _) = get(&format!("{}/no/such/route", server.url));
     assert_eq!(status, 404);

@@ -55,10 +55,10 @@ async fn the_status_page_shows_each_part_and_the_last_hours_charts() {
     );
     let page = answer.text().await.unwrap();
     for part in [
-        "<th>Indexer</th><td>",
+        "<th>Chain ",
         "<th>ETHUSDT</th><td>last price 3000",
-        "<th>Wallet</th><td>",
-        "Index lag (blocks)",
+        "<th>Wallet ETH ETH</th><td>",
+        "Index lag by chain (blocks)",
         "Requests a second by face",
         "Orders a second",
     ] {

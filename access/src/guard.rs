@@ -34,6 +34,8 @@ pub trait Face: Clone + Send + Sync + 'static {
         query: &'a str,
         body: &'a [u8],
     ) -> Option<Cow<'a, str>>;
+    /// The API's name in metrics (`etherscan`, `binance`, `coingecko`).
+    fn name(&self) -> &'static str;
     /// A refusal in this API's wire shape (status and body).
     fn reject(&self, error: &AccessError) -> Response;
     /// Adds this API's usage headers to a response.
@@ -344,6 +346,18 @@ impl<F: Face> Shared<F> {
     /// A refusal in the face's shape, with `Retry-After` where it applies.
     fn refuse(&self, error: AccessError) -> Response {
         let mut response = self.face.reject(&error);
+        let status = response.status().as_u16();
+        if status == 429 || status == 418 {
+            // A face whose clients are throttled or banned is one an
+            // operator looks at: by face, and apart (418: a client that
+            // kept going after 429).
+            metrics::counter!(
+                crate::telemetry::RATE_LIMITED,
+                "face" => self.face.name(),
+                "status" => if status == 429 { "429" } else { "418" }
+            )
+            .increment(1);
+        }
         if let Some(wait) = error.retry_after().filter(|_| self.face.says_retry_after()) {
             let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             response

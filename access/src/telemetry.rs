@@ -25,6 +25,8 @@ pub(crate) type Answering = Pin<Box<dyn Future<Output = Result<Response, Infalli
 pub const REQUESTS: &str = "http_requests_total";
 /// Name of the latency histogram (label `route`).
 pub const DURATION: &str = "http_request_duration_seconds";
+/// Requests refused for a rate limit (429) or a ban (418), by face (counter).
+pub const RATE_LIMITED: &str = "weiport_rate_limited_total";
 
 /// One route's place in each worker thread's table of metric handles.
 #[derive(Debug, Clone, Copy)]

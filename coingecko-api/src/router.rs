@@ -26,6 +26,10 @@ use crate::venue::{exchange, exchange_tickers, exchanges, global, search};
 struct CoinGeckoFace;
 
 impl Face for CoinGeckoFace {
+    fn name(&self) -> &'static str {
+        "coingecko"
+    }
+
     fn api_key<'a>(
         &self,
         headers: &'a HeaderMap,

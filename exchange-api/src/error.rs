@@ -437,6 +437,10 @@ const ORDER_COUNT_10S: HeaderName = HeaderName::from_static("x-mbx-order-count-1
 const ORDER_COUNT_1D: HeaderName = HeaderName::from_static("x-mbx-order-count-1d");
 
 impl Face for BinanceFace {
+    fn name(&self) -> &'static str {
+        "binance"
+    }
+
     fn api_key<'a>(
         &self,
         headers: &'a HeaderMap,

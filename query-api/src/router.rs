@@ -77,6 +77,10 @@ struct EtherscanFace {
 }
 
 impl Face for EtherscanFace {
+    fn name(&self) -> &'static str {
+        "etherscan"
+    }
+
     fn api_key<'a>(
         &self,
         _headers: &'a HeaderMap,

@@ -22,7 +22,7 @@ pub use history::{
     AggTradeRow, CandleRow, CandleSpan, ConditionalRow, ExchangeBatch, ListRow, OrderRow,
     PreventedRow, ScanDirection, TradeRow,
 };
-pub use store::{IndexBatch, Store, StoreOptions};
+pub use store::{EngineFigures, IndexBatch, Store, StoreOptions};
 pub use transactions::{HistoryPage, IndexedTransaction, TransactionRow};
 pub use transfers::{
     BLOCK_LEVEL, BeaconWithdrawal, HistoryIndex, IndexedTransfer, InternalTransfer, MinedBlock,

@@ -106,12 +106,12 @@ impl Redis {
     }
 
     /// Whether calls are attempted now.
-    pub(crate) fn is_up(&self) -> bool {
+    pub fn is_up(&self) -> bool {
         now_ms() >= self.down_until_ms.load(Ordering::Relaxed)
     }
 
     /// Live processes, at least one.
-    pub(crate) fn nodes(&self) -> u32 {
+    pub fn nodes(&self) -> u32 {
         self.nodes.load(Ordering::Relaxed).max(1)
     }
 

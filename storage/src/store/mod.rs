@@ -97,6 +97,37 @@ pub struct Store {
     families: Arc<Vec<String>>,
     /// The further chains' stores (empty in a further chain's own store).
     further: Arc<Vec<Store>>,
+    /// The database's options, whose statistics count cache hits and stalls.
+    engine: Arc<Engine>,
+}
+
+/// What the figures of the database engine are read from.
+struct Engine {
+    options: Options,
+    cache: Cache,
+}
+
+/// The database engine's figures an operator watches (see [`Store::figures`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineFigures {
+    /// Estimated live data of each column family, bytes, by name on disk.
+    pub live_bytes: Vec<(String, u64)>,
+    /// Bytes compaction still has to rewrite to bring every level in shape,
+    /// all families together: when it grows, writes are slowed, then stopped.
+    pub pending_compaction_bytes: u64,
+    /// Whether writes are stopped now (too many level-0 files, memtables or
+    /// pending compaction bytes).
+    pub writes_stopped: bool,
+    /// The rate writes are held to while slowed, bytes a second (0: not slowed).
+    pub delayed_write_rate: u64,
+    /// Time writers have waited on stalls since the store opened, µs.
+    pub stall_micros: u64,
+    /// Block cache lookups answered from memory since the store opened.
+    pub block_cache_hits: u64,
+    /// Block cache lookups that read a file since the store opened.
+    pub block_cache_misses: u64,
+    /// Bytes the block cache holds now.
+    pub block_cache_bytes: u64,
 }
 
 /// A further chain's families: each logical per-chain name and its copy.
@@ -194,6 +225,10 @@ impl Store {
         // write: appending to a fresh file also rewrites its inode (size) on
         // every fdatasync.
         db_opts.set_recycle_log_file_num(4);
+        // Counters only (cache hits, stall time): timers and histograms cost
+        // a clock read per operation, counters an add.
+        db_opts.enable_statistics();
+        db_opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
         // RocksDB opens only with every family on disk named: those of
         // chains no longer configured stay open (and untouched).
         let mut families: Vec<String> = cf::ALL.iter().map(|name| (*name).to_owned()).collect();
@@ -215,6 +250,10 @@ impl Store {
         });
         let db = Arc::new(DB::open_cf_descriptors(&db_opts, &path, descriptors)?);
         let families = Arc::new(families);
+        let engine = Arc::new(Engine {
+            options: db_opts,
+            cache,
+        });
         let blank = |scope: Option<Arc<ChainScope>>| Self {
             history_readers: Arc::default(),
             db: db.clone(),
@@ -228,6 +267,7 @@ impl Store {
             scope,
             families: families.clone(),
             further: Arc::default(),
+            engine: engine.clone(),
         };
         let mut further = Vec::new();
         for &chain_id in &options.further_chains {
@@ -469,6 +509,40 @@ impl Store {
         sizes
     }
 
+    /// The engine's figures now: live data by family, compaction debt, write
+    /// stalls and the block cache (metrics).
+    pub fn figures(&self) -> EngineFigures {
+        use rocksdb::statistics::Ticker;
+        let property = |family: &ColumnFamily, name: &str| {
+            self.db
+                .property_int_value_cf(family, name)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        let mut figures = EngineFigures::default();
+        for name in self.families.iter() {
+            let Some(family) = self.db.cf_handle(name) else {
+                continue;
+            };
+            figures.live_bytes.push((
+                name.clone(),
+                property(family, "rocksdb.estimate-live-data-size"),
+            ));
+            figures.pending_compaction_bytes +=
+                property(family, "rocksdb.estimate-pending-compaction-bytes");
+        }
+        let db_property = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        figures.writes_stopped = db_property("rocksdb.is-write-stopped") != 0;
+        figures.delayed_write_rate = db_property("rocksdb.actual-delayed-write-rate");
+        let options = &self.engine.options;
+        figures.stall_micros = options.get_ticker_count(Ticker::StallMicros);
+        figures.block_cache_hits = options.get_ticker_count(Ticker::BlockCacheHit);
+        figures.block_cache_misses = options.get_ticker_count(Ticker::BlockCacheMiss);
+        figures.block_cache_bytes = self.engine.cache.get_usage() as u64;
+        figures
+    }
+
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.
     pub fn flush(&self) -> Result<(), StorageError> {
         for family in self.on_disk() {
@@ -509,6 +583,48 @@ mod tests {
             .filter_map(|entry| entry.metadata().ok())
             .map(|metadata| metadata.len())
             .sum()
+    }
+
+    #[test]
+    fn the_engine_reports_live_data_and_block_cache_use() {
+        use alloy_primitives::{Address, U256};
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let mut batch = store.index_batch();
+        for n in 0..2_000u64 {
+            let mut bytes = [0u8; 20];
+            bytes[..8].copy_from_slice(&n.to_be_bytes());
+            batch.set_balance(&Address::from(bytes), n, &U256::from(n));
+        }
+        batch.commit().unwrap();
+        store.flush().unwrap();
+        store.compact();
+        let before = store.figures();
+        for _ in 0..2 {
+            assert_eq!(
+                store.balance_at(&Address::ZERO, 10).unwrap(),
+                Some(U256::ZERO)
+            );
+        }
+        let after = store.figures();
+        let live = |figures: &EngineFigures, family: &str| {
+            figures
+                .live_bytes
+                .iter()
+                .find(|(name, _)| name == family)
+                .map(|(_, bytes)| *bytes)
+        };
+        assert!(live(&after, cf::BALANCE_AT).unwrap() > 20_000, "{after:?}");
+        assert_eq!(live(&after, cf::COMMAND_LOG), Some(0), "{after:?}");
+        let lookups = |f: &EngineFigures| f.block_cache_hits + f.block_cache_misses;
+        assert!(lookups(&after) > lookups(&before), "{before:?} {after:?}");
+        assert!(
+            after.block_cache_hits > before.block_cache_hits,
+            "the second read is cached"
+        );
+        assert!(after.block_cache_bytes > 0);
+        assert!(!after.writes_stopped);
+        assert_eq!(after.delayed_write_rate, 0);
     }
 
     #[test]
