@@ -57,7 +57,7 @@ async fn the_status_page_shows_each_part_and_the_last_hours_charts() {
     for part in [
         "<th>Chain ",
         "<th>ETHUSDT</th><td>last price 3000",
-        "<th>Wallet ETH ETH</th><td>",
+        "<th>Wallet ETH on ETH</th><td>",
         "Index lag by chain (blocks)",
         "Requests a second by face",
         "Orders a second",

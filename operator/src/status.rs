@@ -281,12 +281,13 @@ fn render(figures: &dyn Figures, samples: &[Sample], now: u64) -> String {
                     Ok(held) => escape(held),
                     Err(error) => format!("unknown ({})", escape(error)),
                 };
+                // The books hold a coin once, whatever network it came by.
                 let _ = write!(
                     parts,
-                    "<tr><th>Wallet {} {}</th><td>{chain} on chain (hot wallet and deposit addresses) against {} in the accounts' books</td></tr>",
+                    "<tr><th>Wallet {coin} on {}</th><td>{chain} on chain (hot wallet and deposit addresses); the accounts' books hold {} {coin} on all networks together</td></tr>",
                     escape(&wallet.network),
-                    escape(&wallet.coin),
-                    escape(&wallet.books)
+                    escape(&wallet.books),
+                    coin = escape(&wallet.coin),
                 );
             }
         }
