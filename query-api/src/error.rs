@@ -13,38 +13,54 @@ pub(crate) const MSG_BAD_ADDRESS: &str = "Error! Invalid address format";
 pub(crate) const MSG_BAD_MULTI: &str = "Error! Invalid multi address format";
 pub(crate) const MSG_BAD_CHAIN: &str = "Missing or unsupported chainid parameter (required for v2 api), please see https://api.etherscan.io/v2/chainlist for the list of supported chainids";
 
-/// An Etherscan-shaped refusal: the reason travels in `result`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueryError {
-    status: StatusCode,
-    result: String,
+/// An Etherscan-shaped refusal: the reason travels in `result`, the kind
+/// sets the HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// The request as sent cannot be answered (HTTP 400).
+    #[error("{0}")]
+    Bad(String),
+    /// The request cannot be answered now: the index or the node is not
+    /// ready (HTTP 503).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The access guard refused the caller (its key, its rate, its body).
+    #[error("{reason}")]
+    Refused {
+        /// The HTTP status Etherscan answers it with.
+        status: StatusCode,
+        /// Etherscan's words for it.
+        reason: String,
+    },
 }
 
 impl QueryError {
     /// A refusal of the request as sent: HTTP 400.
     pub(crate) fn bad(result: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            result: result.into(),
-        }
+        Self::Bad(result.into())
     }
 
     /// A request that cannot be answered now: HTTP 503.
     pub(crate) fn unavailable(result: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            result: result.into(),
-        }
+        Self::Unavailable(result.into())
     }
 
     /// Whether the server, not the request, is at fault (503).
     pub(crate) fn is_unavailable(&self) -> bool {
-        self.status == StatusCode::SERVICE_UNAVAILABLE
+        matches!(self, Self::Unavailable(_))
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Bad(_) => StatusCode::BAD_REQUEST,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Refused { status, .. } => *status,
+        }
     }
 
     /// The access guard's refusal, in Etherscan's words.
     pub(crate) fn from_access(error: &AccessError) -> Self {
-        let (status, result) = match error {
+        let (status, reason) = match error {
             AccessError::MissingApiKey => (StatusCode::UNAUTHORIZED, MSG_MISSING_KEY.to_owned()),
             AccessError::TooManyCalls { per_second, .. } => (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -70,12 +86,14 @@ impl QueryError {
             ),
             _ => (StatusCode::UNAUTHORIZED, MSG_INVALID_KEY.to_owned()),
         };
-        Self { status, result }
+        Self::Refused { status, reason }
     }
 
     /// The reason alone, for answers that carry it in another envelope.
     pub(crate) fn into_reason(self) -> String {
-        self.result
+        match self {
+            Self::Bad(reason) | Self::Unavailable(reason) | Self::Refused { reason, .. } => reason,
+        }
     }
 
     /// The answer: with this error's status, or with 200 when `http_200`
@@ -84,9 +102,10 @@ impl QueryError {
         let status = if http_200 {
             StatusCode::OK
         } else {
-            self.status
+            self.status()
         };
-        let body = serde_json::json!({ "status": "0", "message": "NOTOK", "result": self.result });
+        let body =
+            serde_json::json!({ "status": "0", "message": "NOTOK", "result": self.into_reason() });
         (
             status,
             [(header::CONTENT_TYPE, weiport_access::JSON)],
