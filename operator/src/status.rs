@@ -173,7 +173,9 @@ const COLOURS: [&str; 6] = [
 /// A chart of the `span` ms before `now`: one line per series, its axis
 /// from 0 to the largest value, minute ticks along the bottom.
 fn chart(title: &str, series: &[(String, Vec<(u64, f64)>)], now: u64, span: u64) -> String {
-    let (width, height) = (640.0, 140.0);
+    // The lines are drawn between `top_y` and `bottom_y`; the minute
+    // labels sit below, apart from a line at zero.
+    let (width, height, top_y, bottom_y) = (640.0, 150.0, 22.0, 130.0);
     let start = now.saturating_sub(span);
     let top = series
         .iter()
@@ -184,25 +186,28 @@ fn chart(title: &str, series: &[(String, Vec<(u64, f64)>)], now: u64, span: u64)
         r##"<figure><figcaption>{title} <small>({}, top {top:.1})</small></figcaption><svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{title}"><rect width="{width}" height="{height}" fill="#fafafa" stroke="#ccc"/>"##,
         span_name(span)
     );
-    // A tick a minute (every ten past half an hour), minutes before now.
+    // A tick a minute (every ten past half an hour), minutes before now;
+    // none so near an edge that its label would be cut.
     let step = if span > 1_800_000 { 600_000 } else { 60_000 };
     let mut back = step;
     while back < span {
         let x = x_of(now - back);
-        let _ = write!(
-            svg,
-            r##"<line x1="{x:.1}" y1="{height}" x2="{x:.1}" y2="{}" stroke="#bbb"/><text x="{x:.1}" y="{}" font-size="9" fill="#888" text-anchor="middle">-{}m</text>"##,
-            height - 5.0,
-            height - 7.0,
-            back / 60_000
-        );
+        if x >= 16.0 {
+            let _ = write!(
+                svg,
+                r##"<line x1="{x:.1}" y1="{bottom_y}" x2="{x:.1}" y2="{}" stroke="#bbb"/><text x="{x:.1}" y="{}" font-size="10" fill="#888" text-anchor="middle">-{}m</text>"##,
+                bottom_y + 5.0,
+                height - 4.0,
+                back / 60_000
+            );
+        }
         back += step;
     }
     for (n, (name, points)) in series.iter().enumerate() {
         let path: Vec<(f64, f64)> = points
             .iter()
             .filter(|(at, _)| *at >= start)
-            .map(|(at, v)| (x_of(*at), height - v / top * (height - 20.0) - 10.0))
+            .map(|(at, v)| (x_of(*at), bottom_y - v / top * (bottom_y - top_y)))
             .collect();
         let colour = COLOURS[n % COLOURS.len()];
         let joined: Vec<String> = path.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
