@@ -189,7 +189,7 @@ pub struct OperatorFigures {
     /// The exchange, unless another process serves it.
     pub exchange: Option<Arc<Exchange>>,
     /// This process's part in a cluster, when in one.
-    pub cluster: Option<Arc<crate::replication::ClusterStatus>>,
+    pub cluster: Option<Arc<weiport_replication::ClusterStatus>>,
     /// Keys and limits (the cluster's Redis).
     pub access: Arc<weiport_access::Access>,
 }

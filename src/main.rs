@@ -5,7 +5,6 @@ mod admin_cli;
 mod backup;
 mod chains;
 mod config;
-mod replication;
 mod sandbox;
 mod serve;
 mod telemetry;

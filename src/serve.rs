@@ -189,7 +189,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
         Some(_) if following => Role::Follows,
         Some(joined) => {
             let runtime = tokio::runtime::Handle::current();
-            Role::Leads(Box::new(crate::replication::JournalReplication::new(
+            Role::Leads(Box::new(weiport_replication::JournalReplication::new(
                 joined, runtime,
             )))
         }
@@ -227,11 +227,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let cluster_status = joined.map(|joined| {
         let status = joined.status.clone();
         status.observe(joined.journal.clone(), Duration::from_secs(2));
-        exchange.link_to_primary(Arc::new(crate::replication::ForwardToPrimary::new(
+        exchange.link_to_primary(Arc::new(weiport_replication::ForwardToPrimary::new(
             status.clone(),
             access.keys.cluster_token(),
         )));
-        tokio::spawn(crate::replication::play_role(
+        tokio::spawn(weiport_replication::play_role(
             joined.journal,
             exchange.sequencer.clone(),
             status.clone(),
@@ -389,7 +389,7 @@ async fn open_wallets(
     store: &Store,
     runs: &[ChainRun],
     catalog: &weiport_exchange::Catalog,
-    cluster: Option<&crate::replication::Joined>,
+    cluster: Option<&weiport_replication::Joined>,
 ) -> anyhow::Result<Vec<Arc<weiport_wallet::Wallet>>> {
     if !config.wallet.enabled || !config.indexer.enabled || !config.exchange.enabled {
         return Ok(Vec::new());
@@ -442,7 +442,7 @@ async fn join_replicated(
     config: &Config,
     store: &Store,
     local: SocketAddr,
-) -> anyhow::Result<Option<crate::replication::Joined>> {
+) -> anyhow::Result<Option<weiport_replication::Joined>> {
     use weiport_exchange::Durability;
     if !config.exchange.enabled || config.exchange.durability != Durability::Replicated {
         return Ok(None);
@@ -451,45 +451,31 @@ async fn join_replicated(
         !config.cluster.nats_urls.is_empty(),
         "exchange.durability = \"replicated\" needs cluster.nats_urls"
     );
-    let timeout = Duration::from_millis(config.cluster.timeout_ms.max(1000));
-    let journal = crate::replication::open_journal(&config.cluster.nats_urls, timeout).await?;
     let node = match config.cluster.node_name.as_str() {
         "" => config.server.listen.to_string(),
         name => name.to_owned(),
     };
-    // Unique to this run: a retried append of this run is recognised, and
-    // never confused with another run's entry for the same commands.
-    let writer = format!("{node}-{}", &weiport_access::keys::random_token()[..12]);
-    let lease = Duration::from_millis(config.cluster.lease_ms.max(100));
-    let address = match config.cluster.advertise_url.as_str() {
-        "" => format!("http://{local}"),
-        url => url.trim_end_matches('/').to_owned(),
+    let settings = weiport_replication::JoinSettings {
+        urls: config.cluster.nats_urls.clone(),
+        timeout: Duration::from_millis(config.cluster.timeout_ms.max(1000)),
+        writer: format!("{node}-{}", &weiport_access::keys::random_token()[..12]),
+        node,
+        lease: Duration::from_millis(config.cluster.lease_ms.max(100)),
+        address: match config.cluster.advertise_url.as_str() {
+            "" => format!("http://{local}"),
+            url => url.trim_end_matches('/').to_owned(),
+        },
+        patience: Duration::from_secs(60),
     };
-    // A stream just created elects its own leader: its first reads may time
-    // out. Catching up again writes the same commands again, harmlessly.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let joined = async {
-            let caught_up = crate::replication::catch_up(&journal, store, &writer).await?;
-            let writer = writer.clone();
-            crate::replication::join(journal.clone(), &node, &address, writer, lease, caught_up)
-                .await
-        }
-        .await;
-        match joined {
-            Ok(joined) => return Ok(Some(joined)),
-            Err(error) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!(%error, "joining the replicated exchange failed; retrying");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    let joined = weiport_replication::join_with_retries(&settings, store)
+        .await
+        .context("joining the replicated exchange (cluster.nats_urls)")?;
+    Ok(Some(joined))
 }
 
 /// `GET /admin/cluster`: this process's role, the primary, how far it applied.
 fn cluster_router(
-    status: Option<Arc<crate::replication::ClusterStatus>>,
+    status: Option<Arc<weiport_replication::ClusterStatus>>,
     exchange: Arc<weiport_exchange_api::Exchange>,
 ) -> Router {
     let report = move || {
