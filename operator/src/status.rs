@@ -126,7 +126,17 @@ impl Status {
 }
 
 async fn page(State(status): State<Status>) -> Response {
-    status.sample();
+    // A sample of its own only when the sampler's last is half a period
+    // old: rates over a few milliseconds would draw noise at the right edge.
+    let newest = status
+        .samples
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .back()
+        .map(|s| s.at_ms);
+    if newest.is_none_or(|at| now_ms().saturating_sub(at) >= EVERY.as_millis() as u64 / 2) {
+        status.sample();
+    }
     let samples: Vec<Sample> = status
         .samples
         .lock()
