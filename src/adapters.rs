@@ -223,6 +223,10 @@ impl weiport_operator::Figures for OperatorFigures {
             .collect()
     }
 
+    fn commands(&self) -> Option<u64> {
+        Some(self.exchange.as_ref()?.sequencer.view().sequence)
+    }
+
     fn exchange(&self) -> Option<weiport_operator::ExchangeFigures> {
         let exchange = self.exchange.as_ref()?;
         let view = exchange.sequencer.view();

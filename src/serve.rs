@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::{Json, Router};
 use tokio::net::TcpListener;
 use weiport_exchange::sequencer::Role;
@@ -154,7 +153,7 @@ pub struct Server {
 pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let metrics = telemetry::install_metrics()?;
     let store = open_store(config)?;
-    telemetry::watch_disk(config.data_dir.clone(), Duration::from_secs(10));
+    weiport_operator::watch_disk(config.data_dir.clone(), Duration::from_secs(10));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut runs = chain_runs(config, &store)?;
     check_chain_ids(config, &runs).await?;
@@ -267,8 +266,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
             token,
         ));
     }
-    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone())
-        .merge(cluster_router(cluster_status.clone(), exchange.clone()));
+    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone());
     if !config.exchange.enabled {
         exchange_app = exchange_app.layer(axum::middleware::from_fn(exchange_elsewhere));
         exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
@@ -294,7 +292,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let app = router(operator.router(), query.merge(exchange_app));
     let exchange_admin = exchange_admin
         .merge(crate::backup::router(store.clone()))
-        .merge(operator.status_router());
+        .merge(operator.admin_router());
     let admin_app = weiport_access::admin::router(access.clone(), &admin_token, exchange_admin);
 
     let limits = weiport_listener::ConnectionLimits {
@@ -471,28 +469,6 @@ async fn join_replicated(
         .await
         .context("joining the replicated exchange (cluster.nats_urls)")?;
     Ok(Some(joined))
-}
-
-/// `GET /admin/cluster`: this process's role, the primary, how far it applied.
-fn cluster_router(
-    status: Option<Arc<weiport_replication::ClusterStatus>>,
-    exchange: Arc<weiport_exchange_api::Exchange>,
-) -> Router {
-    let report = move || {
-        let (status, exchange) = (status.clone(), exchange.clone());
-        async move {
-            let applied = exchange.sequencer.view().sequence;
-            match status {
-                Some(status) => Json(status.report(applied).await),
-                None => Json(serde_json::json!({
-                    "role": "alone",
-                    "primary": null,
-                    "appliedSequence": applied,
-                })),
-            }
-        }
-    };
-    Router::new().route("/admin/cluster", get(report))
 }
 
 /// Replays the exchange's command log and starts its engine thread, the

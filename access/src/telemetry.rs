@@ -28,6 +28,27 @@ pub const DURATION: &str = "http_request_duration_seconds";
 /// Requests refused for a rate limit (429) or a ban (418), by face (counter).
 pub const RATE_LIMITED: &str = "weiport_rate_limited_total";
 
+/// Describes the request metrics, and shows each of `faces`' refusals at
+/// zero from the start (an alert on their increase needs a series before
+/// the first refusal).
+pub fn describe(faces: &[&'static str]) {
+    metrics::describe_counter!(REQUESTS, "HTTP requests answered, by route and status");
+    metrics::describe_histogram!(
+        DURATION,
+        metrics::Unit::Seconds,
+        "Time to answer an HTTP request, by route"
+    );
+    metrics::describe_counter!(
+        RATE_LIMITED,
+        "Requests refused for a rate limit (429) or a ban (418), by face"
+    );
+    for face in faces {
+        for status in ["429", "418"] {
+            metrics::counter!(RATE_LIMITED, "face" => *face, "status" => status).absolute(0);
+        }
+    }
+}
+
 /// One route's place in each worker thread's table of metric handles.
 #[derive(Debug, Clone, Copy)]
 pub struct RouteId(usize);

@@ -27,6 +27,35 @@ pub(crate) async fn readyz(
     (status, Json(body)).into_response()
 }
 
+/// `GET /admin/cluster`: this process's role, the primary, how far it applied.
+pub(crate) fn cluster_router(operator: Operator) -> axum::Router {
+    axum::Router::new()
+        .route("/admin/cluster", axum::routing::get(cluster))
+        .with_state(operator)
+}
+
+async fn cluster(State(operator): State<Operator>) -> Json<Value> {
+    Json(cluster_report(operator.figures.as_ref()))
+}
+
+fn cluster_report(figures: &dyn crate::Figures) -> Value {
+    let applied = figures.commands();
+    match figures.cluster() {
+        None => serde_json::json!({
+            "role": "alone",
+            "primary": null,
+            "appliedSequence": applied,
+        }),
+        Some(cluster) => serde_json::json!({
+            "node": cluster.node,
+            "role": if cluster.leading { "primary" } else { "follower" },
+            "primary": cluster.lease_holder,
+            "appliedEntry": cluster.applied_entry,
+            "appliedSequence": applied,
+        }),
+    }
+}
+
 fn readiness(figures: &dyn crate::Figures, wanted: Option<&str>) -> (StatusCode, Value) {
     let mut body = Map::new();
     let mut problem = None;
@@ -126,6 +155,33 @@ mod tests {
         let (status, body) = readiness(&figures, Some("7"));
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body["reason"], "no such chain");
+    }
+
+    #[test]
+    fn the_cluster_report_names_the_role_and_the_primary() {
+        let alone = Fixed::default();
+        assert_eq!(
+            cluster_report(&alone),
+            serde_json::json!({"role": "alone", "primary": null, "appliedSequence": null})
+        );
+        let following = Fixed {
+            cluster: Some(crate::ClusterFigures {
+                node: "b".into(),
+                leading: false,
+                lease_holder: Some("a".into()),
+                applied_entry: 7,
+                ..crate::ClusterFigures::default()
+            }),
+            exchange: Some(crate::ExchangeFigures {
+                commands: 40,
+                ..crate::ExchangeFigures::default()
+            }),
+            ..Fixed::default()
+        };
+        assert_eq!(
+            cluster_report(&following),
+            serde_json::json!({"node": "b", "role": "follower", "primary": "a", "appliedEntry": 7, "appliedSequence": 40})
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod health;
 mod process;
+mod recorder;
 mod scrape;
 mod status;
 
@@ -17,6 +18,7 @@ use axum::Router;
 use axum::routing::get;
 use metrics_exporter_prometheus::PrometheusHandle;
 
+pub use recorder::{install_recorder, watch_disk};
 pub use weiport_storage::EngineFigures;
 
 /// Where the figures come from: implemented by the binary over the parts it
@@ -30,6 +32,9 @@ pub trait Figures: Send + Sync + 'static {
     /// Every chain served, in configuration order (the first is the data
     /// dir's own).
     fn chains(&self) -> Vec<ChainFigures>;
+    /// Commands in the exchange's log, when this process serves it (the
+    /// cheap part of [`Figures::exchange`]).
+    fn commands(&self) -> Option<u64>;
     /// The exchange, when this process serves it.
     fn exchange(&self) -> Option<ExchangeFigures>;
     /// This process's part in a cluster, when it is in one.
@@ -145,10 +150,12 @@ impl Operator {
             .with_state(self.clone())
     }
 
-    /// `/status`, for the admin listener; starts the page's sampler on the
-    /// current runtime.
-    pub fn status_router(&self) -> Router {
-        status::Status::start(self.clone()).router()
+    /// `/status` and `/admin/cluster`, for the admin listener; starts the
+    /// status page's sampler on the current runtime.
+    pub fn admin_router(&self) -> Router {
+        status::Status::start(self.clone())
+            .router()
+            .merge(health::cluster_router(self.clone()))
     }
 
     /// The metrics text, the figures' gauges brought up to date first.
@@ -190,6 +197,9 @@ mod testing {
         }
         fn chains(&self) -> Vec<ChainFigures> {
             self.chains.clone()
+        }
+        fn commands(&self) -> Option<u64> {
+            self.exchange.as_ref().map(|e| e.commands)
         }
         fn exchange(&self) -> Option<ExchangeFigures> {
             self.exchange.clone()

@@ -27,23 +27,6 @@ pub struct ClusterStatus {
 }
 
 impl ClusterStatus {
-    /// The answer of `GET /admin/cluster`.
-    pub async fn report(&self, applied_command: u64) -> serde_json::Value {
-        let primary = self.lease.current().await.ok().flatten();
-        let role = if self.following() {
-            "follower"
-        } else {
-            "primary"
-        };
-        serde_json::json!({
-            "node": self.node,
-            "role": role,
-            "primary": primary.map(|p| p.holder),
-            "appliedEntry": self.applied_entry(),
-            "appliedSequence": applied_command,
-        })
-    }
-
     /// The lease's holder and the journal's last entry, as last observed.
     pub fn observed(&self) -> (Option<String>, u64) {
         self.observed
@@ -97,6 +80,13 @@ impl ClusterStatus {
     pub(crate) fn set_following(&self, following: bool) {
         self.following.store(following, Ordering::Release);
         self.leading.send_replace(!following);
+        if !following {
+            // Known without asking: this process holds the lease.
+            self.observed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .0 = Some(self.node.clone());
+        }
     }
 }
 
@@ -124,11 +114,11 @@ pub async fn join(
     caught_up: u64,
 ) -> Result<Joined, ReplicationError> {
     let lease = journal.lease("primary", node, address, lease_ttl).await?;
-    let following = match lease.acquire().await? {
-        LeaseState::Held { .. } => false,
+    let (following, holder) = match lease.acquire().await? {
+        LeaseState::Held { .. } => (false, node.to_owned()),
         LeaseState::HeldBy(holder) => {
             tracing::info!(primary = %holder.holder, "following the exchange's primary");
-            true
+            (true, holder.holder)
         }
     };
     let status = Arc::new(ClusterStatus {
@@ -137,7 +127,7 @@ pub async fn join(
         applied_entry: AtomicU64::new(caught_up),
         lease,
         leading: tokio::sync::watch::channel(!following).0,
-        observed: Mutex::new((None, caught_up)),
+        observed: Mutex::new((Some(holder), caught_up)),
     });
     Ok(Joined {
         journal,

@@ -40,9 +40,18 @@ mod keys;
 mod sweeps;
 mod withdrawals;
 
-pub use withdrawals::{
-    OLDEST_SECONDS as OLDEST_WITHDRAWAL_SECONDS_METRIC, PROCESSING as WITHDRAWALS_PROCESSING_METRIC,
-};
+/// Describes the wallet's metrics (withdrawals not yet final, by network).
+pub fn describe_metrics() {
+    metrics::describe_gauge!(
+        withdrawals::PROCESSING,
+        "Withdrawals asked for and not yet final on chain"
+    );
+    metrics::describe_gauge!(
+        withdrawals::OLDEST_SECONDS,
+        metrics::Unit::Seconds,
+        "Age of the oldest withdrawal not yet final (0: none)"
+    );
+}
 
 pub use keys::{DEV_CHAIN_ID, DEV_HOT_WALLET_KEY, hot_wallet};
 

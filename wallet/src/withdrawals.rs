@@ -30,9 +30,9 @@ fn bumped(old: u128, now: u128) -> u128 {
 }
 
 /// Withdrawals asked for and not yet final (gauge), for the operator's alerts.
-pub const PROCESSING: &str = "weiport_wallet_withdrawals_processing";
+pub(crate) const PROCESSING: &str = "weiport_wallet_withdrawals_processing";
 /// Age of the oldest of them, in seconds (0: none).
-pub const OLDEST_SECONDS: &str = "weiport_wallet_oldest_withdrawal_seconds";
+pub(crate) const OLDEST_SECONDS: &str = "weiport_wallet_oldest_withdrawal_seconds";
 
 impl Sender {
     pub(crate) fn new(chain_id: u64) -> Self {
