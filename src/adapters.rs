@@ -180,6 +180,55 @@ impl ChainWallet for WalletFace {
     }
 }
 
+/// The node behind Etherscan's proxy module.
+pub struct ProxiedNode(pub weiport_indexer::NodeClient);
+
+impl weiport_query_api::NodeProxy for ProxiedNode {
+    fn call<'a>(
+        &'a self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<serde_json::Value, weiport_query_api::ProxyFailure>,
+                > + Send
+                + 'a,
+        >,
+    > {
+        use weiport_indexer::NodeError;
+        use weiport_query_api::ProxyFailure;
+        Box::pin(async move {
+            self.0
+                .call::<_, serde_json::Value>(method, params)
+                .await
+                .map_err(|error| match error {
+                    NodeError::Rpc {
+                        code,
+                        message,
+                        data,
+                        ..
+                    } => ProxyFailure::Refused {
+                        code,
+                        message,
+                        data: data.and_then(|raw| serde_json::from_str(&raw).ok()),
+                    },
+                    NodeError::Unsupported { message, .. } => ProxyFailure::Refused {
+                        code: -32601,
+                        message,
+                        data: None,
+                    },
+                    NodeError::StateUnavailable { message, .. } => ProxyFailure::Refused {
+                        code: -32000,
+                        message,
+                        data: None,
+                    },
+                    other => ProxyFailure::Unreachable(other.to_string()),
+                })
+        })
+    }
+}
+
 /// What the operator endpoints show, read from the parts this process wired.
 pub struct OperatorFigures {
     /// The data dir's store.

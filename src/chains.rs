@@ -129,6 +129,9 @@ pub async fn check_chain_ids(config: &Config, runs: &[ChainRun]) -> anyhow::Resu
     Ok(())
 }
 
+/// A chain's indexer at work: why it stopped, if it did.
+pub type IndexerJob = tokio::task::JoinHandle<Result<(), String>>;
+
 /// Starts one indexer per chain (`until`: stop at that block); each run gets
 /// its status, and the jobs are returned.
 pub fn start_indexers(
@@ -136,7 +139,7 @@ pub fn start_indexers(
     runs: &mut [ChainRun],
     until: Option<u64>,
     stop: &tokio::sync::watch::Receiver<bool>,
-) -> anyhow::Result<Vec<tokio::task::JoinHandle<Result<(), String>>>> {
+) -> anyhow::Result<Vec<IndexerJob>> {
     let mut jobs = Vec::new();
     for run in runs.iter_mut() {
         let mut settings = run.chain.indexer.config(until);

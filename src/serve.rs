@@ -6,15 +6,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::{Json, Router};
+use axum::Router;
 use tokio::net::TcpListener;
 use weiport_exchange::sequencer::Role;
-use weiport_indexer::NodeClient;
 use weiport_storage::Store;
 
 use crate::adapters::{EngineLedger, ExchangeMarkets, WalletFace};
-use crate::chains::{ChainRun, chain_runs, check_chain_ids, start_indexers};
+use crate::chains::{ChainRun, IndexerJob, chain_runs, check_chain_ids, start_indexers};
 use crate::config::Config;
 use crate::telemetry;
 
@@ -143,176 +141,29 @@ pub struct Server {
     store: Store,
     stop_tx: tokio::sync::watch::Sender<bool>,
     servers: tokio::task::JoinSet<std::io::Result<()>>,
-    indexer_jobs: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+    indexer_jobs: Vec<IndexerJob>,
     wallet_jobs: Vec<tokio::task::JoinHandle<()>>,
     grace: Duration,
 }
 
-/// Opens the store, starts the indexer (unless disabled), the exchange and
-/// both listeners.
+/// Opens the store, starts the indexers (unless disabled), the access
+/// layer, the exchange and both listeners.
 pub async fn start(config: &Config) -> anyhow::Result<Server> {
     let metrics = telemetry::install_metrics()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let store = open_store(config)?;
     weiport_operator::watch_disk(config.data_dir.clone(), Duration::from_secs(10));
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut runs = chain_runs(config, &store)?;
-    check_chain_ids(config, &runs).await?;
-    let indexer_jobs = if config.indexer.enabled {
-        start_indexers(config, &mut runs, None, &stop_rx)?
-    } else {
-        Vec::new()
-    };
-    let runs = Arc::new(runs);
-    let access = Arc::new(open_access(config, &store)?);
-    access.spawn_housekeeping(Duration::from_secs(30));
-    access.follow_cluster();
-    let admin_token = admin_token(config)?;
-
-    let listener = TcpListener::bind(config.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on server.listen = {}", config.server.listen))?;
-    let admin_listener = TcpListener::bind(config.admin.listen)
-        .await
-        .with_context(|| format!("cannot listen on admin.listen = {}", config.admin.listen))?;
-    let local = listener.local_addr()?;
-    let admin_local = admin_listener.local_addr()?;
-
-    let catalog = Arc::new(weiport_exchange::Catalog::new(
-        config.exchange.markets.clone(),
-    ));
-    let joined = join_replicated(config, &store, local).await?;
-    let following = joined.as_ref().is_some_and(|j| j.status.following());
-    let wallets = open_wallets(config, &store, &runs, &catalog, joined.as_ref()).await?;
-    let role = match &joined {
-        None => Role::Alone,
-        Some(_) if following => Role::Follows,
-        Some(joined) => {
-            let runtime = tokio::runtime::Handle::current();
-            Role::Leads(Box::new(weiport_replication::JournalReplication::new(
-                joined, runtime,
-            )))
-        }
-    };
-    let exchange = Arc::new(open_exchange(
-        config, &store, &access, catalog, &wallets, role,
-    )?);
-    let mut query_chains = Vec::new();
-    for run in runs.iter() {
-        let status = run.clone();
-        query_chains.push(weiport_query_api::ChainIndex {
-            chain_id: run.chain.id,
-            name: run.chain.name.clone(),
-            store: run.store.clone(),
-            node: Some(Arc::new(ProxiedNode(run.node(config.node.options())?))),
-            status: Arc::new(move || status.chainlist_status()),
-        });
-    }
-    let query = weiport_query_api::router(
-        query_chains,
-        access.clone(),
-        weiport_query_api::QueryConfig {
-            http_200_errors: config.query.http_200_errors,
-            // A process that does not serve the exchange prices nothing.
-            prices: config.exchange.enabled.then(|| {
-                Arc::new(crate::adapters::CoinPricesOf {
-                    exchange: exchange.clone(),
-                    coin: runs[0].chain.coin.clone(),
-                }) as Arc<dyn weiport_query_api::CoinPrices>
-            }),
-            proxy_cache_entries: config.query.proxy_cache_entries,
-            proxy_final_depth: config.query.proxy_final_depth,
-        },
-    );
-    let cluster_status = joined.map(|joined| {
-        let status = joined.status.clone();
-        status.observe(joined.journal.clone(), Duration::from_secs(2));
-        exchange.link_to_primary(Arc::new(weiport_replication::ForwardToPrimary::new(
-            status.clone(),
-            access.keys.cluster_token(),
-        )));
-        tokio::spawn(weiport_replication::play_role(
-            joined.journal,
-            exchange.sequencer.clone(),
-            status.clone(),
-            joined.writer,
-        ));
-        status
-    });
-    let wallet_jobs = wallets
-        .into_iter()
-        .map(|wallet| {
-            let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
-            // The wallet signs, sweeps and credits only where the exchange is
-            // sequenced: always alone, and while leading in a cluster.
-            let leading = match &cluster_status {
-                Some(status) => status.leading(),
-                None => tokio::sync::watch::channel(true).1,
-            };
-            tokio::spawn(wallet.run(ledger, leading, stop_rx.clone()))
-        })
-        .collect();
-    tokio::spawn(weiport_exchange_api::push_tickers(Arc::downgrade(
-        &exchange,
-    )));
-    let coins = weiport_coingecko_api::CoinTable::new(&exchange.catalog, &config.coingecko)
-        .context("the [coingecko] configuration")?;
-    let prices =
-        weiport_coingecko_api::router(Arc::new(ExchangeMarkets(exchange.clone())), coins, &access);
-    let mut exchange_app = weiport_exchange_api::router(exchange.clone()).merge(prices);
-    if cluster_status.is_some() {
-        let token = access.keys.cluster_token();
-        exchange_app = exchange_app.merge(weiport_exchange_api::internal_router(
-            exchange.clone(),
-            token,
-        ));
-    }
-    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone());
-    if !config.exchange.enabled {
-        exchange_app = exchange_app.layer(axum::middleware::from_fn(exchange_elsewhere));
-        exchange_admin = exchange_admin.layer(axum::middleware::from_fn(exchange_elsewhere));
-    }
-    let operator = weiport_operator::Operator::new(
-        Arc::new(crate::adapters::OperatorFigures {
-            store: store.clone(),
-            chains: runs.clone(),
-            exchange: config.exchange.enabled.then(|| exchange.clone()),
-            cluster: cluster_status.clone(),
-            access: access.clone(),
-        }),
-        metrics,
-        weiport_operator::Build {
-            version: env!("CARGO_PKG_VERSION"),
-            profile: if cfg!(debug_assertions) {
-                "debug"
-            } else {
-                "release"
-            },
-        },
-    );
-    let app = router(operator.router(), query.merge(exchange_app));
-    let exchange_admin = exchange_admin
-        .merge(crate::backup::router(store.clone()))
-        .merge(operator.admin_router());
-    let admin_app = weiport_access::admin::router(access.clone(), &admin_token, exchange_admin);
-
-    let limits = weiport_listener::ConnectionLimits {
-        header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
-        body_read_timeout: Duration::from_secs(config.server.body_read_timeout_secs),
-        keep_alive_idle: Duration::from_secs(config.server.keep_alive_idle_secs),
-        max_connections: config.server.max_connections,
-        max_connections_per_ip: config.server.max_connections_per_ip,
-        uncapped: config.access.trusted_proxies(),
-        ipv6_prefix: config.access.ipv6_prefix,
-    };
-    let mut servers = tokio::task::JoinSet::new();
-    for (listener, app) in [(listener, app), (admin_listener, admin_app)] {
-        servers.spawn(weiport_listener::serve(
-            listener,
-            app,
-            limits.clone(),
-            stop_rx.clone(),
-        ));
-    }
+    let (runs, indexer_jobs) = open_chains(config, &store, &stop_rx).await?;
+    let access = start_access(config, &store)?;
+    let listeners = Listeners::bind(config).await?;
+    let started = start_exchange(config, &store, &runs, &access, listeners.local, &stop_rx).await?;
+    let operator = operator(&store, &runs, &access, &started, config, metrics);
+    let public = operator
+        .router()
+        .merge(faces(config, &runs, &access, &started)?);
+    let admin = admin(config, &store, &access, &started.exchange, &operator)?;
+    let (local, admin_local) = (listeners.local, listeners.admin_local);
+    let servers = listeners.serve(config, public, admin, &stop_rx);
     // Only now: the addresses were bound early (a taken port fails at once),
     // but a request sent before the command log is replayed would wait in the
     // listen backlog, its timestamp ageing past its recvWindow.
@@ -320,15 +171,314 @@ pub async fn start(config: &Config) -> anyhow::Result<Server> {
     Ok(Server {
         local,
         admin_local,
-        exchange,
+        exchange: started.exchange,
         access,
         store,
         stop_tx,
         servers,
         indexer_jobs,
-        wallet_jobs,
+        wallet_jobs: started.wallet_jobs,
         grace: Duration::from_secs(config.server.shutdown_grace_secs),
     })
+}
+
+/// Every chain with its store, checked against its node, each indexer
+/// started (unless indexing is off).
+async fn open_chains(
+    config: &Config,
+    store: &Store,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<(Arc<Vec<ChainRun>>, Vec<IndexerJob>)> {
+    let mut runs = chain_runs(config, store)?;
+    check_chain_ids(config, &runs).await?;
+    let jobs = match config.indexer.enabled {
+        true => start_indexers(config, &mut runs, None, stop)?,
+        false => Vec::new(),
+    };
+    Ok((Arc::new(runs), jobs))
+}
+
+/// Keys and limits, their housekeeping and (in a cluster) their change feed.
+fn start_access(config: &Config, store: &Store) -> anyhow::Result<Arc<weiport_access::Access>> {
+    let access = Arc::new(open_access(config, store)?);
+    access.spawn_housekeeping(Duration::from_secs(30));
+    access.follow_cluster();
+    Ok(access)
+}
+
+/// Both listeners, bound before anything slow so a taken port fails at once.
+struct Listeners {
+    public: TcpListener,
+    admin: TcpListener,
+    local: SocketAddr,
+    admin_local: SocketAddr,
+}
+
+impl Listeners {
+    async fn bind(config: &Config) -> anyhow::Result<Self> {
+        let (public, admin) = (config.server.listen, config.admin.listen);
+        let public = TcpListener::bind(public)
+            .await
+            .with_context(|| format!("cannot listen on server.listen = {public}"))?;
+        let admin = TcpListener::bind(admin)
+            .await
+            .with_context(|| format!("cannot listen on admin.listen = {admin}"))?;
+        let (local, admin_local) = (public.local_addr()?, admin.local_addr()?);
+        Ok(Self {
+            public,
+            admin,
+            local,
+            admin_local,
+        })
+    }
+
+    /// Serves `public` and `admin` until `stop`, with the configured caps
+    /// and deadlines.
+    fn serve(
+        self,
+        config: &Config,
+        public: Router,
+        admin: Router,
+        stop: &tokio::sync::watch::Receiver<bool>,
+    ) -> tokio::task::JoinSet<std::io::Result<()>> {
+        let limits = weiport_listener::ConnectionLimits {
+            header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
+            body_read_timeout: Duration::from_secs(config.server.body_read_timeout_secs),
+            keep_alive_idle: Duration::from_secs(config.server.keep_alive_idle_secs),
+            max_connections: config.server.max_connections,
+            max_connections_per_ip: config.server.max_connections_per_ip,
+            uncapped: config.access.trusted_proxies(),
+            ipv6_prefix: config.access.ipv6_prefix,
+        };
+        // Unmatched paths are counted too, as 404s.
+        let public = public.fallback_service(weiport_access::telemetry::tracked(
+            axum::routing::any(|| async { StatusCode::NOT_FOUND }),
+        ));
+        let mut servers = tokio::task::JoinSet::new();
+        for (listener, app) in [(self.public, public), (self.admin, admin)] {
+            servers.spawn(weiport_listener::serve(
+                listener,
+                app,
+                limits.clone(),
+                stop.clone(),
+            ));
+        }
+        servers
+    }
+}
+
+/// The exchange as started: the engine with its read side and streams,
+/// this process's part in a cluster, and the wallets at work.
+struct StartedExchange {
+    exchange: Arc<weiport_exchange_api::Exchange>,
+    cluster: Option<Arc<weiport_replication::ClusterStatus>>,
+    wallet_jobs: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Joins the cluster (when replicated), opens the wallets, replays the
+/// command log into the engine, plays this process's part and sets the
+/// wallets and the ticker pushes going.
+async fn start_exchange(
+    config: &Config,
+    store: &Store,
+    runs: &[ChainRun],
+    access: &Arc<weiport_access::Access>,
+    local: SocketAddr,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<StartedExchange> {
+    let catalog = Arc::new(weiport_exchange::Catalog::new(
+        config.exchange.markets.clone(),
+    ));
+    let joined = join_replicated(config, store, local).await?;
+    let wallets = open_wallets(config, store, runs, &catalog, joined.as_ref()).await?;
+    let role = role_at_start(joined.as_ref());
+    let exchange = Arc::new(open_exchange(
+        config, store, access, catalog, &wallets, role,
+    )?);
+    let cluster = joined.map(|joined| play_part(joined, &exchange, access));
+    let wallet_jobs = run_wallets(wallets, &exchange, cluster.as_deref(), stop);
+    tokio::spawn(weiport_exchange_api::push_tickers(Arc::downgrade(
+        &exchange,
+    )));
+    Ok(StartedExchange {
+        exchange,
+        cluster,
+        wallet_jobs,
+    })
+}
+
+/// Alone, leading through the journal, or following it.
+fn role_at_start(joined: Option<&weiport_replication::Joined>) -> Role {
+    match joined {
+        None => Role::Alone,
+        Some(joined) if joined.status.following() => Role::Follows,
+        Some(joined) => Role::Leads(Box::new(weiport_replication::JournalReplication::new(
+            joined,
+            tokio::runtime::Handle::current(),
+        ))),
+    }
+}
+
+/// This process's part in the cluster, played until it stops: the role,
+/// forwarding to the primary, and the observer the metrics read.
+fn play_part(
+    joined: weiport_replication::Joined,
+    exchange: &Arc<weiport_exchange_api::Exchange>,
+    access: &weiport_access::Access,
+) -> Arc<weiport_replication::ClusterStatus> {
+    let status = joined.status.clone();
+    status.observe(joined.journal.clone(), Duration::from_secs(2));
+    exchange.link_to_primary(Arc::new(weiport_replication::ForwardToPrimary::new(
+        status.clone(),
+        access.keys.cluster_token(),
+    )));
+    tokio::spawn(weiport_replication::play_role(
+        joined.journal,
+        exchange.sequencer.clone(),
+        status.clone(),
+        joined.writer,
+    ));
+    status
+}
+
+/// Each wallet at work: it signs, sweeps and credits only where the
+/// exchange is sequenced (always alone, and while leading in a cluster).
+fn run_wallets(
+    wallets: Vec<Arc<weiport_wallet::Wallet>>,
+    exchange: &Arc<weiport_exchange_api::Exchange>,
+    cluster: Option<&weiport_replication::ClusterStatus>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    wallets
+        .into_iter()
+        .map(|wallet| {
+            let ledger = Arc::new(EngineLedger(exchange.sequencer.clone()));
+            let leading = match cluster {
+                Some(status) => status.leading(),
+                None => tokio::sync::watch::channel(true).1,
+            };
+            tokio::spawn(wallet.run(ledger, leading, stop.clone()))
+        })
+        .collect()
+}
+
+/// The public API faces: Etherscan, Binance (with the cluster's internal
+/// routes), CoinGecko; every exchange route answers 503 on a process that
+/// does not serve the exchange.
+fn faces(
+    config: &Config,
+    runs: &[ChainRun],
+    access: &Arc<weiport_access::Access>,
+    started: &StartedExchange,
+) -> anyhow::Result<Router> {
+    let exchange = &started.exchange;
+    let coins = weiport_coingecko_api::CoinTable::new(&exchange.catalog, &config.coingecko)
+        .context("the [coingecko] configuration")?;
+    let prices =
+        weiport_coingecko_api::router(Arc::new(ExchangeMarkets(exchange.clone())), coins, access);
+    let mut exchange_app = weiport_exchange_api::router(exchange.clone()).merge(prices);
+    if started.cluster.is_some() {
+        let token = access.keys.cluster_token();
+        exchange_app = exchange_app.merge(weiport_exchange_api::internal_router(
+            exchange.clone(),
+            token,
+        ));
+    }
+    if !config.exchange.enabled {
+        exchange_app = exchange_app.layer(axum::middleware::from_fn(
+            weiport_exchange_api::served_elsewhere,
+        ));
+    }
+    Ok(query_face(config, runs, access, exchange)?.merge(exchange_app))
+}
+
+/// The Etherscan face over every chain's index and node.
+fn query_face(
+    config: &Config,
+    runs: &[ChainRun],
+    access: &Arc<weiport_access::Access>,
+    exchange: &Arc<weiport_exchange_api::Exchange>,
+) -> anyhow::Result<Router> {
+    let mut chains = Vec::new();
+    for run in runs {
+        let status = run.clone();
+        chains.push(weiport_query_api::ChainIndex {
+            chain_id: run.chain.id,
+            name: run.chain.name.clone(),
+            store: run.store.clone(),
+            node: Some(Arc::new(crate::adapters::ProxiedNode(
+                run.node(config.node.options())?,
+            ))),
+            status: Arc::new(move || status.chainlist_status()),
+        });
+    }
+    // A process that does not serve the exchange prices nothing.
+    let prices = config.exchange.enabled.then(|| {
+        Arc::new(crate::adapters::CoinPricesOf {
+            exchange: exchange.clone(),
+            coin: runs[0].chain.coin.clone(),
+        }) as Arc<dyn weiport_query_api::CoinPrices>
+    });
+    let settings = weiport_query_api::QueryConfig {
+        http_200_errors: config.query.http_200_errors,
+        prices,
+        proxy_cache_entries: config.query.proxy_cache_entries,
+        proxy_final_depth: config.query.proxy_final_depth,
+    };
+    Ok(weiport_query_api::router(chains, access.clone(), settings))
+}
+
+/// The operator's endpoints over what this process wired.
+fn operator(
+    store: &Store,
+    runs: &Arc<Vec<ChainRun>>,
+    access: &Arc<weiport_access::Access>,
+    started: &StartedExchange,
+    config: &Config,
+    metrics: metrics_exporter_prometheus::PrometheusHandle,
+) -> weiport_operator::Operator {
+    let figures = crate::adapters::OperatorFigures {
+        store: store.clone(),
+        chains: runs.clone(),
+        exchange: config.exchange.enabled.then(|| started.exchange.clone()),
+        cluster: started.cluster.clone(),
+        access: access.clone(),
+    };
+    let build = weiport_operator::Build {
+        version: env!("CARGO_PKG_VERSION"),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    };
+    weiport_operator::Operator::new(Arc::new(figures), metrics, build)
+}
+
+/// The admin listener's routes behind the admin token: keys and accounts,
+/// the exchange's admin, backups, the status page and the cluster report.
+fn admin(
+    config: &Config,
+    store: &Store,
+    access: &Arc<weiport_access::Access>,
+    exchange: &Arc<weiport_exchange_api::Exchange>,
+    operator: &weiport_operator::Operator,
+) -> anyhow::Result<Router> {
+    let mut exchange_admin = weiport_exchange_api::admin_router(exchange.clone());
+    if !config.exchange.enabled {
+        exchange_admin = exchange_admin.layer(axum::middleware::from_fn(
+            weiport_exchange_api::served_elsewhere,
+        ));
+    }
+    let routes = exchange_admin
+        .merge(crate::backup::router(store.clone()))
+        .merge(operator.admin_router());
+    let token = admin_token(config)?;
+    Ok(weiport_access::admin::router(
+        access.clone(),
+        &token,
+        routes,
+    ))
 }
 
 impl Server {
@@ -510,32 +660,6 @@ fn open_exchange(
     Ok(exchange)
 }
 
-/// The public listener's routes: the operator's, plus the API faces in
-/// `faces`. Every face's route counts and times its own requests in its
-/// access guard; the fallback counts the rest. Bodies are bounded by the
-/// guard (`server.max_body_bytes`) before any handler reads them.
-fn router(operator: Router, faces: Router) -> Router {
-    use weiport_access::telemetry::tracked;
-    operator
-        .merge(faces)
-        .fallback_service(tracked(axum::routing::any(|| async {
-            StatusCode::NOT_FOUND
-        })))
-}
-
-/// The answer of every exchange route on a process that does not serve the
-/// exchange (`exchange.enabled = false`): another process of the cluster does.
-async fn exchange_elsewhere(
-    _request: axum::extract::Request,
-    _next: axum::middleware::Next,
-) -> Response {
-    let body = serde_json::json!({
-        "code": -1000,
-        "msg": "This process does not serve the exchange (exchange.enabled = false); send exchange requests to the process that does.",
-    });
-    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
-}
-
 /// SIGINT and SIGTERM handlers, installed before the process reports itself
 /// ready, so a signal that arrives early is caught rather than fatal.
 pub struct ShutdownSignals {
@@ -559,54 +683,5 @@ impl ShutdownSignals {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
         }
-    }
-}
-
-/// The node behind Etherscan's proxy module.
-struct ProxiedNode(NodeClient);
-
-impl weiport_query_api::NodeProxy for ProxiedNode {
-    fn call<'a>(
-        &'a self,
-        method: &'static str,
-        params: serde_json::Value,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = Result<serde_json::Value, weiport_query_api::ProxyFailure>,
-                > + Send
-                + 'a,
-        >,
-    > {
-        use weiport_indexer::NodeError;
-        use weiport_query_api::ProxyFailure;
-        Box::pin(async move {
-            self.0
-                .call::<_, serde_json::Value>(method, params)
-                .await
-                .map_err(|error| match error {
-                    NodeError::Rpc {
-                        code,
-                        message,
-                        data,
-                        ..
-                    } => ProxyFailure::Refused {
-                        code,
-                        message,
-                        data: data.and_then(|raw| serde_json::from_str(&raw).ok()),
-                    },
-                    NodeError::Unsupported { message, .. } => ProxyFailure::Refused {
-                        code: -32601,
-                        message,
-                        data: None,
-                    },
-                    NodeError::StateUnavailable { message, .. } => ProxyFailure::Refused {
-                        code: -32000,
-                        message,
-                        data: None,
-                    },
-                    other => ProxyFailure::Unreachable(other.to_string()),
-                })
-        })
     }
 }

@@ -43,3 +43,22 @@ pub use primary_link::{Forwarded, PrimaryLink};
 pub use routes::{openapi, router};
 pub use ticker_push::push_tickers;
 pub use weiport_exchange::now_ms;
+
+/// The answer of every exchange route on a process that does not serve the
+/// exchange (`exchange.enabled = false`), as a middleware: another process
+/// of the cluster does.
+pub async fn served_elsewhere(
+    _request: axum::extract::Request,
+    _next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let body = serde_json::json!({
+        "code": -1000,
+        "msg": "This process does not serve the exchange (exchange.enabled = false); send exchange requests to the process that does.",
+    });
+    (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(body),
+    )
+        .into_response()
+}
