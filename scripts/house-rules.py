@@ -7,7 +7,9 @@
   two ancestors that are siblings under their common parent);
 - no glob re-exports (`pub use …::*`, `pub(crate) use …::*`) outside a
   crate's `lib.rs`;
-- no source file under a crate's `src/` over 800 lines.
+- no source file under a crate's `src/` over 800 lines;
+- the binary's `src/` (command line, configuration, wiring) at most 3,000
+  lines in all: a protocol or an endpoint belongs in a crate of its own.
 
 Test code (`#[cfg(test)]` modules, inline or in files) is not counted for
 circles: it is compiled only into the crate's own test binary.
@@ -20,6 +22,7 @@ import re
 import sys
 
 MAX_LINES = 800
+MAX_BINARY_LINES = 3000
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -294,6 +297,11 @@ def main():
                         by = sorted(set(witnesses[(source, target)]))
                         detail.append(f"{'::'.join(source)} → {'::'.join(target)} (in {', '.join(by)})")
             breaches.append(f"{crate}: module circle {{{names}}}: " + "; ".join(detail))
+    binary = sum(f.read_text().count("\n") for f in (ROOT / "src").rglob("*.rs"))
+    if binary > MAX_BINARY_LINES:
+        breaches.append(
+            f"src/: {binary} lines (most {MAX_BINARY_LINES}): move what is not wiring into a crate"
+        )
     for breach in breaches:
         print(breach)
     return 1 if breaches else 0

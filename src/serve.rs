@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::http::StatusCode;
 use axum::Router;
+use axum::http::StatusCode;
 use tokio::net::TcpListener;
 use weiport_exchange::sequencer::Role;
 use weiport_storage::Store;

@@ -14,7 +14,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rocksdb::checkpoint::Checkpoint;
 use serde::{Deserialize, Serialize};
 
 use crate::{SCHEMA_VERSION, StorageError, Store, StoreOptions};
@@ -91,7 +90,7 @@ impl Store {
     pub fn backup(&self, dir: &Path, secrets: &[PathBuf]) -> Result<BackupManifest, StorageError> {
         empty_dir(dir)?;
         let copy = dir.join(BACKUP_DB);
-        Checkpoint::new(&self.db)?.create_checkpoint(&copy)?;
+        self.db.checkpoint(&copy)?;
         let mut copied = Vec::new();
         for secret in secrets.iter().filter(|s| s.is_file()) {
             let name = secret

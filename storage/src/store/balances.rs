@@ -77,11 +77,12 @@ impl Store {
     /// at genesis). A read of the whole table, at one point in time.
     pub fn balances_total(&self) -> Result<(U256, u64), StorageError> {
         let (mut total, mut holders) = (U256::ZERO, 0u64);
-        let snapshot = self.db.snapshot();
+        let snapshot = self.db.0.snapshot();
         let mut read = ReadOptions::default();
         read.set_snapshot(&snapshot);
         for item in self
             .db
+            .0
             .iterator_cf_opt(self.handle(cf::BALANCE), read, IteratorMode::Start)
         {
             let (_, value) = item?;
@@ -136,6 +137,7 @@ impl Store {
         read.set_prefix_same_as_start(true);
         let iter = self
             .db
+            .0
             .raw_iterator_cf_opt(self.handle(cf::BALANCE_AT), read);
         // SAFETY: see `HistoryIterator`: the readers that keep this iterator
         // are dropped before the database it borrows.
@@ -149,6 +151,7 @@ impl Store {
     /// Every `(address, block, wei)` history row, in key order. For checks and tests.
     pub fn history(&self) -> impl Iterator<Item = Result<(Address, u64, U256), StorageError>> + '_ {
         self.db
+            .0
             .iterator_cf(
                 self.handle(cf::BALANCE_AT),
                 IteratorMode::From(&[], Direction::Forward),
@@ -173,7 +176,7 @@ impl Store {
             return Ok(out);
         }
         let start = codec::balance_at_key(address, after + 1);
-        for item in self.db.iterator_cf(
+        for item in self.db.0.iterator_cf(
             self.handle(cf::BALANCE_AT),
             IteratorMode::From(&start, Direction::Forward),
         ) {
@@ -274,7 +277,7 @@ impl IndexBatch {
         let history = self.store.handle(cf::BALANCE_AT);
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
-        let mut iter = self.store.db.raw_iterator_cf_opt(history, read);
+        let mut iter = self.store.db.0.raw_iterator_cf_opt(history, read);
         iter.seek(balance_at_key(address, keep_through.saturating_add(1)));
         while iter.valid() {
             let Some(key) = iter.key() else { break };
@@ -339,7 +342,7 @@ impl IndexBatch {
     /// write and before the head: keep both, in this order.
     pub fn commit(self) -> Result<(), StorageError> {
         let batch = self.writes.into_batch(|family| self.store.handle(family));
-        self.store.db.write_opt(batch, &Store::synced())?;
+        self.store.db.0.write_opt(batch, &Store::synced())?;
         // Before the head: a reader that sees the new head reads afresh.
         self.store.latest.committed();
         let range = &self.store.indexed;

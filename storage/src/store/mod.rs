@@ -17,12 +17,15 @@ use crate::codec::{self, ADDRESS_LEN, encode_block_number};
 use crate::{BlockRecord, Cursor, SCHEMA_VERSION, StorageError, cf};
 
 mod balances;
+mod database;
 mod latest;
 mod sorted;
 
 use latest::LatestCache;
 
 pub use balances::IndexBatch;
+pub use database::EngineFigures;
+pub(crate) use database::{Database, Engine};
 
 pub(crate) mod meta_key {
     pub const SCHEMA_VERSION: &[u8] = b"schema_version";
@@ -82,7 +85,7 @@ pub struct Store {
     /// balance families: a balance row written other than through
     /// [`IndexBatch::commit`] would leave the latest-balance table stale
     /// (see `latest.rs`).
-    pub(crate) db: Arc<DB>,
+    pub(crate) db: Arc<Database>,
     path: PathBuf,
     indexed: Arc<IndexedRange>,
     /// The options of every point read, made once: RocksDB's own `get`
@@ -99,35 +102,6 @@ pub struct Store {
     further: Arc<Vec<Store>>,
     /// The database's options, whose statistics count cache hits and stalls.
     engine: Arc<Engine>,
-}
-
-/// What the figures of the database engine are read from.
-struct Engine {
-    options: Options,
-    cache: Cache,
-}
-
-/// The database engine's figures an operator watches (see [`Store::figures`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EngineFigures {
-    /// Estimated live data of each column family, bytes, by name on disk.
-    pub live_bytes: Vec<(String, u64)>,
-    /// Bytes compaction still has to rewrite to bring every level in shape,
-    /// all families together: when it grows, writes are slowed, then stopped.
-    pub pending_compaction_bytes: u64,
-    /// Whether writes are stopped now (too many level-0 files, memtables or
-    /// pending compaction bytes).
-    pub writes_stopped: bool,
-    /// The rate writes are held to while slowed, bytes a second (0: not slowed).
-    pub delayed_write_rate: u64,
-    /// Time writers have waited on stalls since the store opened, µs.
-    pub stall_micros: u64,
-    /// Block cache lookups answered from memory since the store opened.
-    pub block_cache_hits: u64,
-    /// Block cache lookups that read a file since the store opened.
-    pub block_cache_misses: u64,
-    /// Bytes the block cache holds now.
-    pub block_cache_bytes: u64,
 }
 
 /// A further chain's families: each logical per-chain name and its copy.
@@ -248,7 +222,11 @@ impl Store {
                 column_family_options(name, &cache, options.write_buffer_bytes),
             )
         });
-        let db = Arc::new(DB::open_cf_descriptors(&db_opts, &path, descriptors)?);
+        let db = Arc::new(Database(DB::open_cf_descriptors(
+            &db_opts,
+            &path,
+            descriptors,
+        )?));
         let families = Arc::new(families);
         let engine = Arc::new(Engine {
             options: db_opts,
@@ -310,6 +288,7 @@ impl Store {
     fn check_schema(&self) -> Result<(), StorageError> {
         match self
             .db
+            .0
             .get_cf(self.cf(cf::META), meta_key::SCHEMA_VERSION)?
         {
             Some(bytes) => {
@@ -327,7 +306,7 @@ impl Store {
                 }
             }
             None => {
-                self.db.put_cf_opt(
+                self.db.0.put_cf_opt(
                     self.cf(cf::META),
                     meta_key::SCHEMA_VERSION,
                     SCHEMA_VERSION.to_be_bytes(),
@@ -358,11 +337,12 @@ impl Store {
 
     /// The handle of any column family, the balances' included: only this
     /// module and `balances` (which owns their writes) ask for it.
-    pub(super) fn handle(&self, name: &str) -> &ColumnFamily {
+    pub(in crate::store) fn handle(&self, name: &str) -> &ColumnFamily {
         let name = self.resolve(name);
         // Every name in `cf::ALL` and every configured chain's copies are
         // opened in `open`; a miss is a programming error.
         self.db
+            .0
             .cf_handle(name)
             .unwrap_or_else(|| panic!("column family {name} was not opened"))
     }
@@ -371,7 +351,7 @@ impl Store {
     fn on_disk(&self) -> impl Iterator<Item = &ColumnFamily> {
         self.families
             .iter()
-            .filter_map(|name| self.db.cf_handle(name))
+            .filter_map(|name| self.db.0.cf_handle(name))
     }
 
     /// The name on disk of family `name` for this store's chain.
@@ -396,18 +376,19 @@ impl Store {
         decode: impl FnOnce(&[u8]) -> Result<T, StorageError>,
     ) -> Result<Option<T>, StorageError> {
         self.db
+            .0
             .get_pinned_cf_opt(cf, key, &self.point_reads)?
             .map(|b| decode(&b))
             .transpose()
     }
 
     pub(crate) fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get_cf(self.cf(cf::META), key)?)
+        Ok(self.db.0.get_cf(self.cf(cf::META), key)?)
     }
 
     /// A key of this store's chain's own metadata.
     pub(crate) fn chain_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get_cf(self.cf(cf::CHAIN_META), key)?)
+        Ok(self.db.0.get_cf(self.cf(cf::CHAIN_META), key)?)
     }
 
     /// The schema version recorded on disk.
@@ -485,6 +466,7 @@ impl Store {
     pub fn compact(&self) {
         for family in self.on_disk() {
             self.db
+                .0
                 .compact_range_cf(family, None::<&[u8]>, None::<&[u8]>);
         }
     }
@@ -496,9 +478,10 @@ impl Store {
             .families
             .iter()
             .filter_map(|name| {
-                let family = self.db.cf_handle(name)?;
+                let family = self.db.0.cf_handle(name)?;
                 let bytes = self
                     .db
+                    .0
                     .property_int_value_cf(family, "rocksdb.total-sst-files-size")
                     .ok()
                     .flatten()?;
@@ -515,6 +498,7 @@ impl Store {
         use rocksdb::statistics::Ticker;
         let property = |family: &ColumnFamily, name: &str| {
             self.db
+                .0
                 .property_int_value_cf(family, name)
                 .ok()
                 .flatten()
@@ -522,7 +506,7 @@ impl Store {
         };
         let mut figures = EngineFigures::default();
         for name in self.families.iter() {
-            let Some(family) = self.db.cf_handle(name) else {
+            let Some(family) = self.db.0.cf_handle(name) else {
                 continue;
             };
             figures.live_bytes.push((
@@ -532,7 +516,14 @@ impl Store {
             figures.pending_compaction_bytes +=
                 property(family, "rocksdb.estimate-pending-compaction-bytes");
         }
-        let db_property = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let db_property = |name: &str| {
+            self.db
+                .0
+                .property_int_value(name)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
         figures.writes_stopped = db_property("rocksdb.is-write-stopped") != 0;
         figures.delayed_write_rate = db_property("rocksdb.actual-delayed-write-rate");
         let options = &self.engine.options;
@@ -546,9 +537,9 @@ impl Store {
     /// Flushes memtables and the WAL to disk; used on graceful shutdown.
     pub fn flush(&self) -> Result<(), StorageError> {
         for family in self.on_disk() {
-            self.db.flush_cf(family)?;
+            self.db.0.flush_cf(family)?;
         }
-        self.db.flush_wal(true)?;
+        self.db.0.flush_wal(true)?;
         Ok(())
     }
 }
@@ -692,6 +683,7 @@ mod tests {
             let store = open(&dir);
             store
                 .db
+                .0
                 .put_cf(
                     store.cf(cf::META),
                     meta_key::SCHEMA_VERSION,
@@ -731,7 +723,7 @@ mod tests {
                 let key = [round.to_be_bytes(), row.to_be_bytes()].concat();
                 batch.put_cf(store.cf(cf::TX), key, value);
             }
-            store.db.write_opt(batch, &Store::synced()).unwrap();
+            store.db.0.write_opt(batch, &Store::synced()).unwrap();
         }
         // Flushes and the removal of the files they free run in the
         // background: on a busy machine they may trail the last write.
@@ -750,7 +742,12 @@ mod tests {
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let last = [47u32.to_be_bytes(), 1023u32.to_be_bytes()].concat();
         assert_eq!(
-            store.db.get_cf(store.cf(cf::TX), last).unwrap().as_deref(),
+            store
+                .db
+                .0
+                .get_cf(store.cf(cf::TX), last)
+                .unwrap()
+                .as_deref(),
             Some(&value[..])
         );
     }

@@ -103,8 +103,8 @@ mod tests {
         writes.put(cf::TOKEN, b"a", b"4");
         assert_eq!(writes.len(), 8);
         let batch = writes.into_batch(|name| store.handle(name));
-        store.db.write(batch).unwrap();
-        let get = |family: &str, key: &[u8]| store.db.get_cf(store.handle(family), key).unwrap();
+        store.db.0.write(batch).unwrap();
+        let get = |family: &str, key: &[u8]| store.db.0.get_cf(store.handle(family), key).unwrap();
         assert_eq!(get(cf::TOKEN, b"a"), Some(b"4".to_vec()));
         assert_eq!(get(cf::TOKEN, b"b"), None);
         assert_eq!(get(cf::TOKEN, b"c"), Some(b"2".to_vec()));
