@@ -1,6 +1,8 @@
 //! weiport's access control, shared by the query API and the exchange: API
 //! keys, request signatures, permissions, IP allow-lists and one rate limiter.
 
+#![warn(unreachable_pub)]
+
 pub mod admin;
 pub mod auth;
 mod clock;

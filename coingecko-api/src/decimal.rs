@@ -5,7 +5,7 @@ use serde_json::value::RawValue;
 
 /// `units / 10^scale`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decimal {
+pub(crate) struct Decimal {
     units: u128,
     scale: u32,
 }
@@ -15,7 +15,7 @@ const INVERSE_SCALE: u32 = 18;
 
 impl Decimal {
     /// An exchange amount (eight decimals).
-    pub fn amount(units: u64) -> Self {
+    pub(crate) fn amount(units: u64) -> Self {
         Self {
             units: u128::from(units),
             scale: 8,
@@ -23,12 +23,12 @@ impl Decimal {
     }
 
     /// One.
-    pub fn one() -> Self {
+    pub(crate) fn one() -> Self {
         Self { units: 1, scale: 0 }
     }
 
     /// Units of an inverse price (18 decimals), as `inverse_of_amount` makes them.
-    pub fn inverse_units(units: u128) -> Self {
+    pub(crate) fn inverse_units(units: u128) -> Self {
         Self {
             units,
             scale: INVERSE_SCALE,
@@ -36,7 +36,7 @@ impl Decimal {
     }
 
     /// `1 / amount`, rounded down at 18 decimals; none for zero.
-    pub fn inverse_of_amount(units: u64) -> Option<Self> {
+    pub(crate) fn inverse_of_amount(units: u64) -> Option<Self> {
         let numerator = 10u128.pow(8 + INVERSE_SCALE);
         Some(Self {
             units: numerator.checked_div(u128::from(units))?,
@@ -45,7 +45,7 @@ impl Decimal {
     }
 
     /// `self × amount` (eight decimals), exact; none on overflow.
-    pub fn times_amount(self, units: u64) -> Option<Self> {
+    pub(crate) fn times_amount(self, units: u64) -> Option<Self> {
         Some(Self {
             units: self.units.checked_mul(u128::from(units))?,
             scale: self.scale + 8,
@@ -53,7 +53,7 @@ impl Decimal {
     }
 
     /// Rounded half up to `decimals` places when it has more.
-    pub fn rounded(self, decimals: u32) -> Self {
+    pub(crate) fn rounded(self, decimals: u32) -> Self {
         if decimals >= self.scale {
             return self;
         }
@@ -65,7 +65,7 @@ impl Decimal {
     }
 
     /// As a JSON number, trailing zeros dropped (`3000.5`, `0.000333`, `12`).
-    pub fn to_json(self) -> Box<RawValue> {
+    pub(crate) fn to_json(self) -> Box<RawValue> {
         RawValue::from_string(self.to_string()).expect("decimal digits are a JSON number")
     }
 }

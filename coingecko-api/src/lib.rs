@@ -17,6 +17,8 @@
 //!                          vs-currency, from the exchange's `Markets`
 //! ```
 
+#![warn(unreachable_pub)]
+
 mod chart;
 mod coins;
 mod decimal;

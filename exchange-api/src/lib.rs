@@ -9,6 +9,8 @@
 //!        Binance JSON ◀── wire shapes ◀── Outcome / View / History
 //! ```
 
+#![warn(unreachable_pub)]
+
 mod account;
 mod admin;
 mod calendar;

@@ -42,14 +42,14 @@ impl Params {
 
     /// Validates a new order against the catalog's markets and filters.
     #[cfg(test)]
-    pub fn new_order(&self, catalog: &Catalog) -> Result<NewOrder, BinanceError> {
+    pub(crate) fn new_order(&self, catalog: &Catalog) -> Result<NewOrder, BinanceError> {
         self.order_named(catalog, &OrderNames::SINGLE, None)
     }
 
     /// Validates one order of a request, its fields read under `names`
     /// (an order list's prefixed ones); `fixed` is its type when the request
     /// implies it instead of naming it.
-    pub fn order_named(
+    pub(crate) fn order_named(
         &self,
         catalog: &Catalog,
         names: &OrderNames,
@@ -252,7 +252,7 @@ pub(crate) fn validated_order_named(
 /// Where a request keeps one order's fields: plain names for a single order,
 /// prefixed ones (`aboveType`, `workingPrice`, …) for an order list's. An
 /// empty name is a field the request cannot carry.
-pub struct OrderNames {
+pub(crate) struct OrderNames {
     /// BUY or SELL.
     pub side: &'static str,
     /// The order type.
@@ -297,7 +297,7 @@ macro_rules! leg_names {
 
 impl OrderNames {
     /// `POST /api/v3/order`.
-    pub const SINGLE: Self = Self {
+    pub(crate) const SINGLE: Self = Self {
         side: "side",
         order_type: "type",
         time_in_force: "timeInForce",
@@ -310,19 +310,21 @@ impl OrderNames {
         iceberg: "icebergQty",
     };
     /// An OCO's order above the market.
-    pub const ABOVE: Self = leg_names!("above", "side", "quantity");
+    pub(crate) const ABOVE: Self = leg_names!("above", "side", "quantity");
     /// An OCO's order below the market.
-    pub const BELOW: Self = leg_names!("below", "side", "quantity");
+    pub(crate) const BELOW: Self = leg_names!("below", "side", "quantity");
     /// OTO / OTOCO: the working order.
-    pub const WORKING: Self = leg_names!("working", "workingSide", "workingQuantity");
+    pub(crate) const WORKING: Self = leg_names!("working", "workingSide", "workingQuantity");
     /// OTO: the pending order.
-    pub const PENDING: Self = leg_names!("pending", "pendingSide", "pendingQuantity");
+    pub(crate) const PENDING: Self = leg_names!("pending", "pendingSide", "pendingQuantity");
     /// OTOCO: the pending pair's order above the market.
-    pub const PENDING_ABOVE: Self = leg_names!("pendingAbove", "pendingSide", "pendingQuantity");
+    pub(crate) const PENDING_ABOVE: Self =
+        leg_names!("pendingAbove", "pendingSide", "pendingQuantity");
     /// OTOCO: the pending pair's order below the market.
-    pub const PENDING_BELOW: Self = leg_names!("pendingBelow", "pendingSide", "pendingQuantity");
+    pub(crate) const PENDING_BELOW: Self =
+        leg_names!("pendingBelow", "pendingSide", "pendingQuantity");
     /// Legacy `POST /api/v3/order/oco`: the limit (post-only) order.
-    pub const LEGACY_LIMIT: Self = Self {
+    pub(crate) const LEGACY_LIMIT: Self = Self {
         side: "side",
         order_type: "",
         time_in_force: "",
@@ -335,7 +337,7 @@ impl OrderNames {
         iceberg: "limitIcebergQty",
     };
     /// Legacy `POST /api/v3/order/oco`: the stop order.
-    pub const LEGACY_STOP: Self = Self {
+    pub(crate) const LEGACY_STOP: Self = Self {
         side: "side",
         order_type: "",
         time_in_force: "stopLimitTimeInForce",

@@ -10,7 +10,7 @@ use weiport_exchange::market::Market;
 use crate::error::{BinanceError, Refusal};
 
 /// Request parameters by name, from the query string and the body.
-pub struct Params {
+pub(crate) struct Params {
     /// Every kept name and value, decoded, one after another: one buffer
     /// however many parameters a request carries.
     text: String,
@@ -43,7 +43,7 @@ impl Params {
     /// exactly what is acted on, and nothing is silently ignored. `accepted`
     /// lists the names the endpoint reads, as lists of groups (`signature`
     /// is always read).
-    pub fn parse(
+    pub(crate) fn parse(
         query: &str,
         body: &[u8],
         kind: BodyKind,
@@ -143,7 +143,7 @@ impl Params {
     }
 
     /// A parameter's value; empty counts as absent.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         // An order list's leg without a field reads the empty name.
         #[cfg(debug_assertions)]
         if let Some(listed) = &self.listed {

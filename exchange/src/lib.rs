@@ -15,6 +15,8 @@
 //! It knows no wire format: the Binance face (`weiport-exchange-api`) maps
 //! its types and refusals to Binance's.
 
+#![warn(unreachable_pub)]
+
 pub mod amount;
 pub mod catalog;
 pub mod engine;

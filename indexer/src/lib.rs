@@ -1,6 +1,8 @@
 //! weiport's indexer: follows an Ethereum node over JSON-RPC and keeps every
 //! address's exact Wei balance in storage, across reorganisations and crashes.
 
+#![warn(unreachable_pub)]
+
 pub mod genesis;
 pub mod node;
 mod pipeline;

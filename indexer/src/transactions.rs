@@ -36,7 +36,7 @@ struct Body {
 
 /// The transactions of `block`, in order, each with its receipt's outcome,
 /// and the receipts themselves.
-pub async fn block_transactions(
+pub(crate) async fn block_transactions(
     node: &NodeClient,
     plan: &NodePlan,
     block: &BlockSummary,

@@ -36,7 +36,7 @@ const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
 
 /// Which histories the indexer keeps besides balances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Histories {
+pub(crate) struct Histories {
     /// Each address's transactions (`txlist`).
     pub transactions: bool,
     /// Internal transfers from call traces (`txlistinternal`).
@@ -140,7 +140,7 @@ impl BlockHistory {
 }
 
 /// The histories `block` adds, as `histories` asks.
-pub async fn block_history(
+pub(crate) async fn block_history(
     node: &NodeClient,
     plan: &NodePlan,
     block: &BlockSummary,

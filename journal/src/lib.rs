@@ -8,6 +8,8 @@
 //! This crate knows JetStream and bytes, not what the entries mean: the
 //! exchange encodes and decodes them.
 
+#![warn(unreachable_pub)]
+
 mod lease;
 #[cfg(feature = "testing")]
 pub mod testing;

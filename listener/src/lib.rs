@@ -9,6 +9,8 @@
 //!             per address)         └─ Watched socket             body deadline)
 //! ```
 
+#![warn(unreachable_pub)]
+
 mod admission;
 mod body;
 mod connection;

@@ -6,6 +6,8 @@
 //! hands it [`Figures`], read afresh at each request or sample, and the
 //! Prometheus handle the other crates' metrics are recorded in.
 
+#![warn(unreachable_pub)]
+
 mod health;
 mod process;
 mod recorder;

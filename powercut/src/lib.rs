@@ -14,6 +14,8 @@
 //! Mounting needs `/dev/fuse` and root (or `fusermount3` from Debian's
 //! `fuse3`).
 
+#![warn(unreachable_pub)]
+
 mod fs;
 mod image;
 

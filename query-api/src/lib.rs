@@ -1,6 +1,8 @@
 //! weiport's Etherscan-compatible query API: request parsing, the
 //! `status`/`message`/`result` envelope, and the `/api` router.
 
+#![warn(unreachable_pub)]
+
 mod balances;
 mod blocks;
 mod envelope;

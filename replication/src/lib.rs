@@ -14,6 +14,8 @@
 //! exchange's sequencer implements; the protocol's tests drive it with an
 //! engine of their own against a real JetStream server.
 
+#![warn(unreachable_pub)]
+
 mod append;
 mod catch_up;
 mod engine;

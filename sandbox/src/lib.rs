@@ -15,6 +15,8 @@
 //! Running::stop_activity, then (the caller stops its server) Running::stop
 //! ```
 
+#![warn(unreachable_pub)]
+
 mod anvil;
 pub mod chain;
 mod data_dir;

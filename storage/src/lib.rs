@@ -2,6 +2,8 @@
 //! reads and atomic write batches the other crates use. Every byte layout lives
 //! in [`codec`]; nothing outside this crate sees raw keys.
 
+#![warn(unreachable_pub)]
+
 pub mod access;
 pub mod backup;
 pub mod codec;

@@ -17,6 +17,8 @@
 //!                                     node receipts ──▶ Command::SettleWithdrawal
 //! ```
 
+#![warn(unreachable_pub)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

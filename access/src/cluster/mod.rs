@@ -53,21 +53,21 @@ impl From<redis::RedisError> for SharedError {
 /// The names of everything weiport keeps in Redis.
 pub(crate) mod names {
     /// Set once per Redis lifetime: a new value means Redis lost its data.
-    pub const EPOCH: &str = "weiport:epoch";
+    pub(crate) const EPOCH: &str = "weiport:epoch";
     /// Bumped by every change of a key or an account.
-    pub const VERSION: &str = "weiport:version";
+    pub(crate) const VERSION: &str = "weiport:version";
     /// Key id → stored key record (secrets sealed).
-    pub const KEYS: &str = "weiport:keys";
+    pub(crate) const KEYS: &str = "weiport:keys";
     /// Key id → "revision revoked(0|1)".
-    pub const KEY_META: &str = "weiport:key_meta";
+    pub(crate) const KEY_META: &str = "weiport:key_meta";
     /// Account id → stored account record.
-    pub const ACCOUNTS: &str = "weiport:accounts";
+    pub(crate) const ACCOUNTS: &str = "weiport:accounts";
     /// The last account id handed out.
-    pub const LAST_ACCOUNT: &str = "weiport:last_account";
+    pub(crate) const LAST_ACCOUNT: &str = "weiport:last_account";
     /// Node name → last heartbeat (ms), as a sorted set.
-    pub const NODES: &str = "weiport:nodes";
+    pub(crate) const NODES: &str = "weiport:nodes";
     /// The change feed.
-    pub const CHANGES: &str = "weiport:changes";
+    pub(crate) const CHANGES: &str = "weiport:changes";
 }
 
 /// One connection to Redis for the request path (multiplexed, reconnecting)

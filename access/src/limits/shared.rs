@@ -150,7 +150,7 @@ pub(crate) struct Charges {
 
 impl Charges {
     /// Whether there is nothing to charge.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ip.is_none() && self.key.is_none() && self.query.is_none() && self.order.is_none()
     }
 }
@@ -190,7 +190,7 @@ fn retry_after(now_ms: u64, window_ms: u64) -> Duration {
 
 impl Budgets {
     /// Budgets of `config`'s limits, shared through `redis`.
-    pub fn new(redis: Arc<Redis>, config: LimitsConfig) -> Self {
+    pub(crate) fn new(redis: Arc<Redis>, config: LimitsConfig) -> Self {
         Self {
             redis,
             config,
@@ -322,7 +322,7 @@ impl Budgets {
 
     /// Settles `charges` from this process's slices alone, all or nothing;
     /// [`Settled::Wait`] when Redis must be asked.
-    pub fn settle_now(&self, charges: &Charges, now_ms: u64) -> Settled {
+    pub(crate) fn settle_now(&self, charges: &Charges, now_ms: u64) -> Settled {
         self.settle_here(charges, now_ms, !self.redis.is_up())
     }
 
@@ -428,7 +428,7 @@ impl Budgets {
     /// exactly; on its own share if Redis does not answer in time. The
     /// weight is spent before the order is counted: a refused order has
     /// still cost its request's weight, as on Binance.
-    pub async fn settle(&self, charges: &Charges, now_ms: u64) -> Settled {
+    pub(crate) async fn settle(&self, charges: &Charges, now_ms: u64) -> Settled {
         let list = self.charges(charges);
         for charge in &list {
             let room = self.room(charge, now_ms);
@@ -496,7 +496,7 @@ impl Budgets {
     }
 
     /// The orders `account` placed in the current windows, across processes.
-    pub async fn order_counts(&self, account: u64, now_ms: u64) -> Option<(u32, u32)> {
+    pub(crate) async fn order_counts(&self, account: u64, now_ms: u64) -> Option<(u32, u32)> {
         let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
         let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
         let mut pipe = redis::pipe();
@@ -506,7 +506,7 @@ impl Budgets {
     }
 
     /// Tells every process about a 429 of `ip`; Redis bans past the ladder.
-    pub fn report_rejection(self: &Arc<Self>, ip: IpAddr, now_ms: u64) {
+    pub(crate) fn report_rejection(self: &Arc<Self>, ip: IpAddr, now_ms: u64) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -540,7 +540,7 @@ impl Budgets {
     }
 
     /// Tells every process about a bad credential from `ip`.
-    pub fn report_invalid_key(self: &Arc<Self>, ip: IpAddr, now_ms: u64) {
+    pub(crate) fn report_invalid_key(self: &Arc<Self>, ip: IpAddr, now_ms: u64) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -570,7 +570,7 @@ impl Budgets {
     }
 
     /// Bans and blocks in force, as Redis holds them: (ip, ends, is_ban).
-    pub async fn refusals(&self) -> Result<Vec<(IpAddr, u64, bool)>, SharedError> {
+    pub(crate) async fn refusals(&self) -> Result<Vec<(IpAddr, u64, bool)>, SharedError> {
         let mut found = Vec::new();
         for (pattern, is_ban) in [("weiport:ban:*", true), ("weiport:block:*", false)] {
             let names: Vec<String> = self.redis.query(redis::cmd("KEYS").arg(pattern)).await?;
@@ -590,7 +590,11 @@ impl Budgets {
     /// After Redis lost its data: puts back what this process leased in the
     /// current windows and the bans it enforces, so a restart of Redis is
     /// no fresh budget for anyone.
-    pub async fn restore(&self, bans: &[(IpAddr, u64)], now_ms: u64) -> Result<(), SharedError> {
+    pub(crate) async fn restore(
+        &self,
+        bans: &[(IpAddr, u64)],
+        now_ms: u64,
+    ) -> Result<(), SharedError> {
         let held: Vec<(Scope, Lease)> =
             self.leases.iter().map(|e| (*e.key(), *e.value())).collect();
         let mut pipe = redis::pipe();
@@ -623,7 +627,7 @@ impl Budgets {
     }
 
     /// Drops slices of windows that are over.
-    pub fn housekeeping(&self, now_ms: u64) {
+    pub(crate) fn housekeeping(&self, now_ms: u64) {
         self.leases.retain(|scope, lease| {
             now_ms.saturating_sub(lease.window_start) < 2 * scope.window_ms()
         });

@@ -6,13 +6,13 @@ use weiport_exchange::engine::Event;
 use weiport_exchange::sequencer::Outcome;
 
 /// Orders the engine accepted (counter).
-pub const ORDERS: &str = "weiport_exchange_orders_total";
+pub(super) const ORDERS: &str = "weiport_exchange_orders_total";
 /// Trades (counter).
-pub const TRADES: &str = "weiport_exchange_trades_total";
+pub(super) const TRADES: &str = "weiport_exchange_trades_total";
 /// Open stream and WebSocket API connections (gauge).
-pub const CONNECTIONS: &str = "weiport_stream_connections";
+pub(super) const CONNECTIONS: &str = "weiport_stream_connections";
 /// Stream connections closed because they stopped reading (counter).
-pub const SLOW_CLOSED: &str = "weiport_stream_connections_closed_slow_total";
+pub(super) const SLOW_CLOSED: &str = "weiport_stream_connections_closed_slow_total";
 
 /// Registers every figure at zero, so a dashboard and an alert have a
 /// series from the start.

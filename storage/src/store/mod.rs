@@ -28,21 +28,21 @@ pub use database::EngineFigures;
 pub(crate) use database::{Database, Engine};
 
 pub(crate) mod meta_key {
-    pub const SCHEMA_VERSION: &[u8] = b"schema_version";
-    pub const EXCHANGE_SNAPSHOT: &[u8] = b"exchange_snapshot";
-    pub const CHAIN_ID: &[u8] = b"chain_id";
-    pub const GENESIS_HASH: &[u8] = b"genesis_hash";
-    pub const CURSOR: &[u8] = b"index_cursor";
-    pub const INDEX_START: &[u8] = b"index_start";
-    pub const NEXT_ACCOUNT: &[u8] = b"next_account_id";
-    pub const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
-    pub const COARSE_CANDLES: &[u8] = b"coarse_candles";
-    pub const TRANSACTIONS_FROM: &[u8] = b"transactions_from";
-    pub const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
-    pub const TOKENS_FROM: &[u8] = b"token_transfers_from";
-    pub const NFTS_FROM: &[u8] = b"nft_transfers_from";
-    pub const BLOCKS_FROM: &[u8] = b"block_rows_from";
-    pub const TOKEN_HOLDERS_BUILT: &[u8] = b"token_holders_built";
+    pub(crate) const SCHEMA_VERSION: &[u8] = b"schema_version";
+    pub(crate) const EXCHANGE_SNAPSHOT: &[u8] = b"exchange_snapshot";
+    pub(crate) const CHAIN_ID: &[u8] = b"chain_id";
+    pub(crate) const GENESIS_HASH: &[u8] = b"genesis_hash";
+    pub(crate) const CURSOR: &[u8] = b"index_cursor";
+    pub(crate) const INDEX_START: &[u8] = b"index_start";
+    pub(crate) const NEXT_ACCOUNT: &[u8] = b"next_account_id";
+    pub(crate) const EXCHANGE_HISTORY: &[u8] = b"exchange_history_sequence";
+    pub(crate) const COARSE_CANDLES: &[u8] = b"coarse_candles";
+    pub(crate) const TRANSACTIONS_FROM: &[u8] = b"transactions_from";
+    pub(crate) const INTERNAL_FROM: &[u8] = b"internal_transfers_from";
+    pub(crate) const TOKENS_FROM: &[u8] = b"token_transfers_from";
+    pub(crate) const NFTS_FROM: &[u8] = b"nft_transfers_from";
+    pub(crate) const BLOCKS_FROM: &[u8] = b"block_rows_from";
+    pub(crate) const TOKEN_HOLDERS_BUILT: &[u8] = b"token_holders_built";
 }
 
 /// Tuning knobs for [`Store::open`].
