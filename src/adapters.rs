@@ -229,6 +229,24 @@ impl weiport_query_api::NodeProxy for ProxiedNode {
     }
 }
 
+/// The Binance face's way to the primary: the replication's forwarding.
+pub struct PrimaryOf(pub weiport_replication::ForwardToPrimary);
+
+impl weiport_exchange_api::PrimaryLink for PrimaryOf {
+    fn forward(
+        &self,
+        command: Vec<u8>,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = Result<weiport_exchange_api::Forwarded, String>>
+                + Send
+                + '_,
+        >,
+    > {
+        Box::pin(self.0.forward(command))
+    }
+}
+
 /// What the operator endpoints show, read from the parts this process wired.
 pub struct OperatorFigures {
     /// The data dir's store.

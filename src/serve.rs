@@ -328,10 +328,9 @@ fn play_part(
 ) -> Arc<weiport_replication::ClusterStatus> {
     let status = joined.status.clone();
     status.observe(joined.journal.clone(), Duration::from_secs(2));
-    exchange.link_to_primary(Arc::new(weiport_replication::ForwardToPrimary::new(
-        status.clone(),
-        access.keys.cluster_token(),
-    )));
+    let forward =
+        weiport_replication::ForwardToPrimary::new(status.clone(), access.keys.cluster_token());
+    exchange.link_to_primary(Arc::new(crate::adapters::PrimaryOf(forward)));
     tokio::spawn(weiport_replication::play_role(
         joined.journal,
         exchange.sequencer.clone(),

@@ -1,11 +1,8 @@
 //! A follower's link to the primary: clients' commands forwarded to the
 //! lease holder's address.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-
-use weiport_exchange_api::{Forwarded, PrimaryLink};
 
 use crate::ClusterStatus;
 
@@ -65,32 +62,33 @@ impl ForwardToPrimary {
     }
 }
 
-impl PrimaryLink for ForwardToPrimary {
-    fn forward(
+impl ForwardToPrimary {
+    /// Posts `command` (in the command log's layout) to the primary; its
+    /// answer as `R`, or why it could not be had (the primary's address is
+    /// then read again from the lease next time).
+    pub async fn forward<R: serde::de::DeserializeOwned>(
         &self,
         command: Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = Result<Forwarded, String>> + Send + '_>> {
-        Box::pin(async move {
-            let primary = self.primary().await?;
-            let sent = self
-                .client
-                .post(format!("{primary}/internal/v1/commands"))
-                .bearer_auth(&self.token)
-                .body(command)
-                .send()
-                .await;
-            let response = match sent {
-                Ok(response) if response.status().is_success() => response,
-                Ok(response) => {
-                    self.forget_primary();
-                    return Err(format!("the primary answered {}", response.status()));
-                }
-                Err(error) => {
-                    self.forget_primary();
-                    return Err(error.to_string());
-                }
-            };
-            response.json().await.map_err(|e| e.to_string())
-        })
+    ) -> Result<R, String> {
+        let primary = self.primary().await?;
+        let sent = self
+            .client
+            .post(format!("{primary}/internal/v1/commands"))
+            .bearer_auth(&self.token)
+            .body(command)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(response) if response.status().is_success() => response,
+            Ok(response) => {
+                self.forget_primary();
+                return Err(format!("the primary answered {}", response.status()));
+            }
+            Err(error) => {
+                self.forget_primary();
+                return Err(error.to_string());
+            }
+        };
+        response.json().await.map_err(|e| e.to_string())
     }
 }

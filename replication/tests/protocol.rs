@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use weiport_exchange::sequencer::{Deposed, Replication};
-use weiport_exchange_api::{Forwarded, PrimaryLink};
+use weiport_exchange_api::Forwarded;
 use weiport_journal::testing::NatsServer;
 use weiport_journal::{Journal, JournalConfig};
 use weiport_replication::{
@@ -297,7 +297,7 @@ async fn a_forward_racing_a_role_change_fails_once_then_reaches_the_new_primary(
     let _old = joined(&journal, "old", &gone).await;
     let follower = joined(&journal, "follower", "http://127.0.0.1:9").await;
     let link = ForwardToPrimary::new(follower.status.clone(), "token".into());
-    let refused = link.forward(b"command".to_vec()).await;
+    let refused = link.forward::<Forwarded>(b"command".to_vec()).await;
     assert!(refused.is_err(), "{refused:?}");
 
     // The old primary's lease lapses; a new one takes it.
@@ -306,7 +306,7 @@ async fn a_forward_racing_a_role_change_fails_once_then_reaches_the_new_primary(
     assert!(!new.status.following(), "the lapsed lease is taken");
     // The failed forward forgot the old address: the next one reads the
     // lease again and reaches the new primary.
-    match link.forward(b"command".to_vec()).await {
+    match link.forward::<Forwarded>(b"command".to_vec()).await {
         Ok(Forwarded::Accepted { sequence }) => assert_eq!(sequence, 42),
         other => panic!("{other:?}"),
     }
