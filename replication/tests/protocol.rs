@@ -123,6 +123,16 @@ async fn replicate(
     .unwrap()
 }
 
+/// `joined`'s part, played with `engine` until the test ends.
+fn play(joined: &Joined, engine: &Arc<TestEngine>) {
+    tokio::spawn(play_role(
+        joined.journal.clone(),
+        engine.clone(),
+        joined.status.clone(),
+        joined.writer.clone(),
+    ));
+}
+
 async fn eventually(what: &str, check: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !check() {
@@ -149,12 +159,7 @@ async fn a_follower_applies_the_journal_takes_a_lapsed_lease_and_fences_the_old_
     assert_eq!(a.status.applied_entry(), 2);
 
     let engine = Arc::new(TestEngine::default());
-    tokio::spawn(play_role(
-        b.journal.clone(),
-        engine.clone(),
-        b.status.clone(),
-        b.writer.clone(),
-    ));
+    play(&b, &engine);
     // It applies both, in order, then takes the lapsed lease and leads.
     eventually("the follower leads", || !b.status.following()).await;
     assert_eq!(*engine.entries.lock().unwrap(), [1, 4]);
@@ -178,12 +183,7 @@ async fn a_deposed_primary_follows_to_the_journals_end_before_it_leads_again() {
     let journal = journal(&server).await;
     let a = joined(&journal, "a", "http://127.0.0.1:9").await;
     let engine = Arc::new(TestEngine::default());
-    tokio::spawn(play_role(
-        a.journal.clone(),
-        engine.clone(),
-        a.status.clone(),
-        a.writer.clone(),
-    ));
+    play(&a, &engine);
     // Another writer appended (a primary whose lease had lapsed, say): the
     // engine, refused by the journal's fence, says it was deposed.
     journal
@@ -226,12 +226,7 @@ async fn an_entry_that_cannot_be_read_or_applied_is_never_skipped_nor_led_past()
         .await
         .unwrap();
     let engine = Arc::new(TestEngine::default());
-    tokio::spawn(play_role(
-        b.journal.clone(),
-        engine.clone(),
-        b.status.clone(),
-        b.writer.clone(),
-    ));
+    play(&b, &engine);
     eventually("the readable entry is applied", || {
         b.status.applied_entry() == 1
     })
@@ -259,12 +254,7 @@ async fn an_entry_that_cannot_be_read_or_applied_is_never_skipped_nor_led_past()
     .unwrap();
     let refusing = Arc::new(TestEngine::default());
     refusing.refuse.store(true, Ordering::Release);
-    tokio::spawn(play_role(
-        c.journal.clone(),
-        refusing.clone(),
-        c.status.clone(),
-        c.writer.clone(),
-    ));
+    play(&c, &refusing);
     tokio::time::sleep(LEASE * 2).await;
     assert_eq!(c.status.applied_entry(), 0);
     assert!(c.status.following());
