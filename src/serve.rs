@@ -617,6 +617,19 @@ async fn join_replicated(
     let joined = weiport_replication::join_with_retries(&settings, store)
         .await
         .context("joining the replicated exchange (cluster.nats_urls)")?;
+    if config.cluster.redis_url.is_empty() {
+        // Keys, limits and account ids are shared only through Redis: a
+        // second process without it would know none of the first's keys.
+        let (primary, _) = joined.status.observed();
+        let primary = primary.unwrap_or_default();
+        anyhow::ensure!(
+            !joined.status.following(),
+            "another process ({primary}) leads this replicated exchange, and API keys, limits and account ids are shared only through Redis: set cluster.redis_url (the one {primary} uses)"
+        );
+        tracing::warn!(
+            "cluster.redis_url is not set: this process leads the replicated exchange alone; a process that joins it needs the keys in a shared Redis, so set cluster.redis_url before adding one"
+        );
+    }
     Ok(Some(joined))
 }
 

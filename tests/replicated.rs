@@ -606,3 +606,54 @@ fn a_nats_server_older_than_the_crash_loss_fixes_is_refused_at_start() {
         "{said}"
     );
 }
+
+/// Keys, limits and account ids are shared only through Redis: without it
+/// a second process would know none of the first's keys, so it is refused
+/// at start, saying why; the first, alone, serves and warns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_without_redis_is_refused_at_start_saying_why() {
+    let nats = weiport_journal::testing::NatsServer::start();
+    let urls = format!("[\"{}\"]", nats.url());
+    let env = |name: &'static str| {
+        vec![
+            ("WEIPORT_CLUSTER__NATS_URLS", urls.clone()),
+            ("WEIPORT_CLUSTER__NODE_NAME", name.to_owned()),
+            ("WEIPORT_EXCHANGE__DURABILITY", "replicated".to_owned()),
+            (
+                "WEIPORT_MASTER_KEY",
+                common::replicated::MASTER_KEY.to_owned(),
+            ),
+            ("WEIPORT_WALLET__ENABLED", "false".to_owned()),
+        ]
+    };
+    let (first_dir, second_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first_env = env("first");
+    let first_env: Vec<(&str, &str)> = first_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut first = Weiport::serve(first_dir.path(), &first_env);
+    first.wait_for_log("cluster.redis_url is not set").await;
+    let (maker, _) = first.two_traders().await;
+    let (status, _) = first
+        .signed(reqwest::Method::GET, "/api/v3/account", &maker, "")
+        .await;
+    assert_eq!(status, 200, "the first serves alone");
+
+    let second_env = env("second");
+    let mut second_env: Vec<(&str, &str)> =
+        second_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let data_dir = second_dir.path().to_str().unwrap();
+    second_env.extend([
+        ("WEIPORT_DATA_DIR", data_dir),
+        ("WEIPORT_SERVER__LISTEN", "127.0.0.1:0"),
+        ("WEIPORT_ADMIN__LISTEN", "127.0.0.1:0"),
+    ]);
+    let refused = common::weiport_command(&["serve"], &second_env)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("another process (first) leads this replicated exchange")
+            && said.contains("set cluster.redis_url (the one first uses)"),
+        "{said}"
+    );
+}
