@@ -12,7 +12,7 @@ use common::chain::{Chain, ether};
 use common::history::{node_transactions, txlists};
 use common::tokens::{deploy, node_logs, node_token_transfers, token_code, transfer_call};
 use common::wallet::{ccxt, eth_free};
-use common::{Anvil, Weiport, eventually, run_client_with_input, weiport_command};
+use common::{Anvil, Key, Weiport, eventually, run_client_with_input, weiport_command};
 use serde_json::{Value, json};
 
 const FIRST: u64 = 31337;
@@ -78,6 +78,20 @@ async fn api_key(weiport: &Weiport) -> String {
 }
 
 /// Waits until chain `chain_id`'s index holds `chain`'s settled head.
+/// The network of the one row ccxt lists of `action` (deposits or
+/// withdrawals) on each of ETH and ARBITRUM, sorted.
+async fn one_row_per_network(weiport: &Weiport, key: &Key, action: &str) -> Vec<String> {
+    let mut one_each = Vec::new();
+    for network in ["ETH", "ARBITRUM"] {
+        let one = ccxt(weiport, key, &format!("{action}@{network}"), &[]).await;
+        let rows = one.as_array().unwrap_or_else(|| panic!("{one}"));
+        assert_eq!(rows.len(), 1, "{network}: {one}");
+        one_each.push(rows[0]["network"].as_str().unwrap_or("").to_owned());
+    }
+    one_each.sort();
+    one_each
+}
+
 async fn wait_chain_indexed(weiport: &Weiport, chain_id: u64, chain: &Chain) {
     let head = chain.settled_head().await;
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -477,14 +491,7 @@ async fn one_eth_balance_is_fed_and_drained_over_both_networks() {
     // One network's deposits (`network` on deposit/hisrec, as ccxt sends
     // it): one row each, the two of them the two listed above (ccxt names
     // networks its own way, ETH as ERC20).
-    let mut one_each = Vec::new();
-    for network in ["ETH", "ARBITRUM"] {
-        let one = ccxt(&weiport, &alice, &format!("deposits@{network}"), &[]).await;
-        let rows = one.as_array().unwrap_or_else(|| panic!("{one}"));
-        assert_eq!(rows.len(), 1, "{network}: {one}");
-        one_each.push(rows[0]["network"].as_str().unwrap_or("").to_owned());
-    }
-    one_each.sort();
+    let one_each = one_row_per_network(&weiport, &alice, "deposits").await;
     assert_eq!(one_each, networks, "{deposits}");
 
     // A withdrawal on each network lands on its own chain.
@@ -549,14 +556,7 @@ async fn one_eth_balance_is_fed_and_drained_over_both_networks() {
     networks.sort();
     assert_eq!(networks.len(), 2, "{listed}");
     assert_ne!(networks[0], networks[1], "{listed}");
-    let mut one_each = Vec::new();
-    for network in ["ETH", "ARBITRUM"] {
-        let one = ccxt(&weiport, &alice, &format!("withdrawals@{network}"), &[]).await;
-        let rows = one.as_array().unwrap_or_else(|| panic!("{one}"));
-        assert_eq!(rows.len(), 1, "{network}: {one}");
-        one_each.push(rows[0]["network"].as_str().unwrap_or("").to_owned());
-    }
-    one_each.sort();
+    let one_each = one_row_per_network(&weiport, &alice, "withdrawals").await;
     assert_eq!(one_each, networks, "{listed}");
     assert_eq!(eth_free(&weiport, &alice).await, "2.49940000");
 
