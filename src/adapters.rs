@@ -326,7 +326,13 @@ impl weiport_operator::Figures for OperatorFigures {
                 weiport_operator::WalletFigures {
                     network: coin.network.clone(),
                     coin: coin.coin.clone(),
-                    on_chain: wallet.holdings().map(ether).map_err(|e| e.to_string()),
+                    on_chain: wallet
+                        .holdings()
+                        .map(|wei| {
+                            let (units, _) = weiport_wallet::wei_to_units(wei);
+                            weiport_exchange::Amount::from_units(units).to_string()
+                        })
+                        .map_err(|e| e.to_string()),
                     books: books.to_string(),
                 }
             })
@@ -351,24 +357,5 @@ impl weiport_operator::Figures for OperatorFigures {
             redis_reachable: redis.is_some_and(|r| r.is_up()),
             processes: redis.map_or(1, |r| r.nodes()),
         })
-    }
-}
-
-/// Wei as the coin with up to 8 decimals.
-fn ether(wei: U256) -> String {
-    let units = wei / U256::from(10_000_000_000u64); // 1e-8 of the coin
-    let whole = units / U256::from(100_000_000u64);
-    let fraction = units % U256::from(100_000_000u64);
-    format!("{whole}.{:08}", fraction.to::<u64>())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn wei_is_shown_in_the_coin_to_eight_decimals() {
-        assert_eq!(
-            super::ether(alloy_primitives::U256::from(1_234_500_000_000_000_000u64)),
-            "1.23450000"
-        );
     }
 }

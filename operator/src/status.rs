@@ -15,6 +15,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use weiport_access::keystore::now_ms;
+
 use crate::{Figures, Operator};
 
 /// How often a sample is taken, and how many are kept (an hour).
@@ -58,12 +60,6 @@ struct Sample {
 pub(crate) struct Status {
     operator: Operator,
     samples: Arc<Mutex<VecDeque<Sample>>>,
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Status {

@@ -171,23 +171,18 @@ pub async fn join_with_retries(
         replicas: settings.urls.len().min(3),
         timeout: settings.timeout,
     };
-    let deadline = tokio::time::Instant::now() + settings.patience;
-    let journal = loop {
-        match Journal::open(&config).await {
-            Ok(journal) => break journal,
-            Err(error @ JournalError::ServerTooOld { .. }) => return Err(error.into()),
-            Err(error) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!(%error, "the exchange's journal does not answer yet; retrying");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            Err(error) => return Err(error.into()),
-        }
-    };
+    let journal = retrying(
+        settings.patience,
+        "the exchange's journal does not answer yet",
+        || async { Ok(Journal::open(&config).await?) },
+    )
+    .await?;
     // A stream just created elects its own leader: its first reads may time
     // out. Catching up again writes the same commands again, harmlessly.
-    let deadline = tokio::time::Instant::now() + settings.patience;
-    loop {
-        let joined = async {
+    retrying(
+        settings.patience,
+        "joining the replicated exchange failed",
+        || async {
             let caught_up = catch_up(&journal, store, &settings.writer).await?;
             join(
                 journal.clone(),
@@ -198,13 +193,33 @@ pub async fn join_with_retries(
                 caught_up,
             )
             .await
-        }
-        .await;
-        match joined {
-            Ok(joined) => return Ok(joined),
-            Err(error @ ReplicationError::Diverged(_)) => return Err(error),
+        },
+    )
+    .await
+}
+
+/// `attempt` until it succeeds, fails for good (a server older than the
+/// crash-loss fixes, a log that diverged from the journal), or `patience`
+/// has passed, half a second apart.
+async fn retrying<T, F, Attempt>(
+    patience: Duration,
+    what: &str,
+    mut attempt: F,
+) -> Result<T, ReplicationError>
+where
+    F: FnMut() -> Attempt,
+    Attempt: Future<Output = Result<T, ReplicationError>>,
+{
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(
+                error @ (ReplicationError::Journal(JournalError::ServerTooOld { .. })
+                | ReplicationError::Diverged(_)),
+            ) => return Err(error),
             Err(error) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!(%error, "joining the replicated exchange failed; retrying");
+                tracing::warn!(%error, "{what}; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err(error) => return Err(error),

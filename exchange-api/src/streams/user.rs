@@ -3,6 +3,7 @@
 //! final CANCELED / EXPIRED / TRADE_PREVENTION), `balanceUpdate` for
 //! credits and debits, and `outboundAccountPosition` with the changed assets.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
@@ -150,13 +151,13 @@ fn list_events(
 
 /// Binance's `executionReport` of one `execution` of `order` (the order as
 /// the command left it), numbered `execution_id`. A cancel's report names
-/// the cancel request in `c` (`cancel_id`) and the order in `C`.
+/// the cancel request of `outcome` in `c` and the order in `C`.
 fn execution_report(
     catalog: &Catalog,
     order: &OrderView,
     execution: &Execution,
     execution_id: u64,
-    cancel_id: &str,
+    outcome: &Outcome,
     now: u64,
 ) -> Value {
     let symbol = catalog.symbol(order.market);
@@ -182,10 +183,14 @@ fn execution_report(
             execution.status,
             OrderStatus::New | OrderStatus::PartiallyFilled
         );
+    // Made only for a cancel's report: most commands cancel nothing.
     let (client_id, original) = if name == "CANCELED" {
-        (cancel_id, order.client_order_id.as_str())
+        (
+            Cow::Owned(cancel_client_id(outcome)),
+            order.client_order_id.as_str(),
+        )
     } else {
-        (order.client_order_id.as_str(), "")
+        (Cow::Borrowed(order.client_order_id.as_str()), "")
     };
     let (last_qty, last_price, last_quote, fee, fee_asset, trade_id, maker) = match fill {
         Some(fill) => (
@@ -262,13 +267,12 @@ pub(super) fn user_events(
                     .push(execution);
             }
         }
-        let cancel_id = cancel_client_id(outcome);
         for (order, _) in orders.iter().filter(|(order, _)| wanted(order.account)) {
             let key = (order.market, order.order_id);
             for execution in executions.get(&key).into_iter().flatten() {
                 state.next_execution += 1;
                 let id = state.next_execution;
-                let report = execution_report(catalog, order, execution, id, &cancel_id, now);
+                let report = execution_report(catalog, order, execution, id, outcome, now);
                 out.push((order.account, report));
             }
         }
