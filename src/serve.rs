@@ -512,6 +512,7 @@ impl Server {
                 self.servers.abort_all();
             }
         }
+        self.access.leave_cluster().await;
         for job in self.indexer_jobs {
             let _ = job.await;
         }

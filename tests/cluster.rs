@@ -18,7 +18,9 @@ const MASTER_KEY: &str = "6d61737465722d6b65792d6f662d7468652d636c75737465722d74
 struct Cluster {
     redis: RedisServer,
     nodes: Vec<Weiport>,
-    _dirs: Vec<tempfile::TempDir>,
+    dirs: Vec<tempfile::TempDir>,
+    /// Each process's environment, to start it again as it was.
+    envs: Vec<Vec<(String, String)>>,
 }
 
 impl Cluster {
@@ -40,6 +42,7 @@ impl Cluster {
     ) -> Self {
         let mut nodes = Vec::new();
         let mut dirs = Vec::new();
+        let mut envs = Vec::new();
         for (n, url) in urls.iter().enumerate() {
             let dir = tempfile::tempdir().unwrap();
             let name = format!("node-{n}");
@@ -57,12 +60,30 @@ impl Cluster {
             let weiport = Weiport::serve(dir.path(), &all);
             nodes.push(weiport);
             dirs.push(dir);
+            envs.push(
+                all.iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            );
         }
         Self {
             redis,
             nodes,
-            _dirs: dirs,
+            dirs,
+            envs,
         }
+    }
+
+    /// Stops process `n` with `signal` and starts it again on its data dir,
+    /// under its name, until it has loaded the shared table.
+    async fn restart(&mut self, n: usize, signal: &str) {
+        self.nodes[n].stop(signal, Duration::from_secs(30));
+        let env: Vec<(&str, &str)> = self.envs[n]
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.nodes[n] = Weiport::serve(self.dirs[n].path(), &env);
+        self.nodes[n].wait_for_log("shared key table loaded").await;
     }
 
     /// Waits until every process has loaded the shared table.
@@ -631,4 +652,172 @@ async fn a_process_cut_off_from_redis_catches_up_before_trusting_its_table_again
     proxy.set(Fault::None);
     let caught_up = millis_until(async || account_status(cut, &key).await.0 == 401).await;
     println!("a process cut off caught up {caught_up:.0} ms after Redis came back in reach");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_account_id_is_issued_twice_after_redis_comes_back_empty() {
+    let mut cluster = Cluster::start(3, &[]);
+    cluster.joined().await;
+    let mut before = Vec::new();
+    for n in 0..6 {
+        let (status, account) = cluster.nodes[n % 3]
+            .admin(reqwest::Method::POST, "/admin/accounts", json!({}))
+            .await;
+        assert_eq!(status, 201, "{account}");
+        before.push(account["id"].as_u64().unwrap());
+    }
+    let highest = *before.iter().max().unwrap();
+
+    // Back empty: each process asks for an account at once, polling until
+    // it stops answering 503; none may get an id some account already has.
+    cluster.redis.kill();
+    cluster.redis.restart();
+    let started = Instant::now();
+    let mut creations = Vec::new();
+    for node in &cluster.nodes {
+        let (admin_url, token) = (node.admin_url.clone(), node.admin_token.clone());
+        creations.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut refusals = 0;
+            loop {
+                let response = client
+                    .post(format!("{admin_url}/admin/accounts"))
+                    .bearer_auth(&token)
+                    .json(&json!({}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.unwrap();
+                match status {
+                    201 => return (body["id"].as_u64().unwrap(), refusals),
+                    503 => refusals += 1,
+                    other => panic!("{other}: {body}"),
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }));
+    }
+    let mut after = Vec::new();
+    for creation in creations {
+        let (id, refusals) = creation.await.unwrap();
+        println!("account {id} after {refusals} answers 503");
+        after.push(id);
+    }
+    println!(
+        "accounts created again {:?} after Redis came back empty",
+        started.elapsed()
+    );
+    let mut distinct = after.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "an id issued twice: {after:?}");
+    assert!(
+        after.iter().all(|id| *id > highest),
+        "{after:?} reuses one of {before:?}"
+    );
+    for node in &cluster.nodes {
+        eventually("every process knows all nine accounts", async || {
+            let (_, accounts) = node
+                .admin(reqwest::Method::GET, "/admin/accounts", Value::Null)
+                .await;
+            accounts.as_array().is_some_and(|a| a.len() == 9)
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarts_cost_a_client_almost_none_of_its_budget() {
+    const LIMIT: u32 = 1_600;
+    const RESTARTS: usize = 16;
+    let env = [
+        ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "1600"),
+        ("WEIPORT_ACCESS__BAN_AFTER_REJECTIONS", "1000000"),
+    ];
+    let mut cluster = Cluster::start(3, &env);
+    cluster.joined().await;
+    let client = reqwest::Client::new();
+    early_in_window(60_000, 45_000).await;
+    let window = now_ms() / 60_000;
+
+    // A client spends at a steady pace at every process while one of them
+    // is restarted again and again, half gracefully, half killed.
+    let admitted = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let urls = std::sync::Arc::new(std::sync::RwLock::new(
+        cluster
+            .nodes
+            .iter()
+            .map(|n| n.url.clone())
+            .collect::<Vec<_>>(),
+    ));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pacer = {
+        let (admitted, urls, stop, client) =
+            (admitted.clone(), urls.clone(), stop.clone(), client.clone());
+        tokio::spawn(async move {
+            let mut sent = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let url = {
+                    let urls = urls.read().unwrap();
+                    urls[sent % urls.len()].clone()
+                };
+                sent += 1;
+                if let Ok(response) = client.get(format!("{url}/api/v3/time")).send().await {
+                    let status = response.status().as_u16();
+                    assert_ne!(status, 429, "refused after {admitted:?} admitted");
+                    if status == 200 {
+                        admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        })
+    };
+    for restart in 0..RESTARTS {
+        let signal = if restart % 2 == 0 { "TERM" } else { "KILL" };
+        cluster.restart(2, signal).await;
+        urls.write().unwrap()[2] = cluster.nodes[2].url.clone();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    pacer.await.unwrap();
+    let during = admitted.load(std::sync::atomic::Ordering::Relaxed);
+
+    // Then it spends the rest, at every process, until each refuses.
+    let mut total = during;
+    let mut refused = [false; 3];
+    let mut sent = 0;
+    while refused.iter().any(|r| !r) {
+        let n = sent % 3;
+        sent += 1;
+        if refused[n] {
+            continue;
+        }
+        let status = client
+            .get(format!("{}/api/v3/time", cluster.nodes[n].url))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        match status {
+            200 => total += 1,
+            429 => refused[n] = true,
+            other => panic!("{other}"),
+        }
+        assert!(total < 2 * LIMIT, "no refusal");
+    }
+    assert_eq!(now_ms() / 60_000, window, "the run crossed a minute");
+    let lost = LIMIT.saturating_sub(total);
+    let over = total.saturating_sub(LIMIT);
+    println!(
+        "{RESTARTS} restarts of one process of three, limit {LIMIT}: {during} spent during them, {total} admitted in the minute; lost {lost} ({:.1} %), over {over}",
+        100.0 * f64::from(lost) / f64::from(LIMIT)
+    );
+    // Goal: 16 restarts cost at most 5 % of the budget.
+    assert!(lost <= LIMIT / 20, "{lost} of {LIMIT} lost");
+    // A killed process's spending after its last report is given back
+    // with the rest: at most one slice (1/16 of the limit) per kill.
+    assert!(over <= (RESTARTS as u32 / 2) * LIMIT / 16, "{over} over");
 }

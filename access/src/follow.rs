@@ -95,6 +95,9 @@ async fn follow_feed(
 /// past what was applied.
 async fn check(access: &Access, redis: &Redis, applied: &mut Applied) -> Result<(), SharedError> {
     redis.heartbeat().await?;
+    if let Some(budgets) = access.limiter.budgets() {
+        budgets.heartbeat(now_ms()).await?;
+    }
     let mut pipe = redis::pipe();
     pipe.get(names::EPOCH).get(names::VERSION);
     let (epoch, version): (Option<String>, Option<u64>) = redis.pipeline(&pipe).await?;
@@ -184,6 +187,9 @@ async fn sync(access: &Access, redis: &Redis, applied: &mut Applied) -> Result<(
         }
     }
     redis.heartbeat().await?;
+    if let Some(budgets) = access.limiter.budgets() {
+        budgets.heartbeat(now_ms()).await?;
+    }
     tracing::info!(
         version = snapshot.version,
         keys = snapshot.keys.len(),

@@ -390,7 +390,7 @@ impl KeyStore {
         let Some(redis) = self.shared.get() else {
             return Ok(self.store.create_account(label, now_ms())?);
         };
-        let record = table::create_account(redis, label, now_ms())?;
+        let record = table::create_account(redis, label)?;
         self.store.put_account(&record)?;
         Ok(record)
     }

@@ -94,6 +94,24 @@ impl Access {
         client_ip(&self.trusted_proxies, peer, headers)
     }
 
+    /// Leaves the cluster at a graceful stop: the unspent rest of every
+    /// budget slice this process leased goes back to its clients, and the
+    /// others stop counting this process among the live ones.
+    pub async fn leave_cluster(&self) {
+        let Some(budgets) = self.limiter.budgets() else {
+            return;
+        };
+        match budgets.leave(keystore::now_ms()).await {
+            Ok(given_back) => tracing::info!(
+                given_back,
+                "left the cluster: unspent budget slices given back"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "could not give the unspent budget slices back; the others reclaim them when this process's heartbeat lapses")
+            }
+        }
+    }
+
     /// Prunes idle limiter state every `every` until the runtime stops.
     pub fn spawn_housekeeping(self: &Arc<Self>, every: Duration) {
         let access = Arc::downgrade(self);

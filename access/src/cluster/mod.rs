@@ -38,6 +38,12 @@ pub enum SharedError {
     /// Redis answered something this version cannot read.
     #[error("the shared key store answered unexpectedly: {0}")]
     Unexpected(String),
+    /// Redis lost its data and not every live process has given it back
+    /// what it holds yet: an id taken now could be one already issued.
+    #[error(
+        "the shared key store is being restored from the processes after losing its data; retry in a few seconds"
+    )]
+    Restoring,
 }
 
 impl From<redis::RedisError> for SharedError {
@@ -54,6 +60,10 @@ impl From<redis::RedisError> for SharedError {
 pub(crate) mod names {
     /// Set once per Redis lifetime: a new value means Redis lost its data.
     pub(crate) const EPOCH: &str = "weiport:epoch";
+    /// When the epoch began (Redis's clock, ms).
+    pub(crate) const EPOCH_MS: &str = "weiport:epoch_ms";
+    /// The processes that gave this Redis lifetime their copy of the table.
+    pub(crate) const SEEDED: &str = "weiport:seeded";
     /// Bumped by every change of a key or an account.
     pub(crate) const VERSION: &str = "weiport:version";
     /// Key id → stored key record (secrets sealed).
@@ -68,6 +78,10 @@ pub(crate) mod names {
     pub(crate) const NODES: &str = "weiport:nodes";
     /// The change feed.
     pub(crate) const CHANGES: &str = "weiport:changes";
+    /// Holders of budget slices → last heartbeat (Redis's clock, ms); each
+    /// holder's grants in `weiport:held:<holder>`, its reported spending in
+    /// `weiport:spent:<holder>`.
+    pub(crate) const HOLDERS: &str = "weiport:holders";
 }
 
 /// One connection to Redis for the request path (multiplexed, reconnecting)
@@ -261,10 +275,17 @@ impl Redis {
         Ok(feed)
     }
 
+    /// How long a process stays counted as alive after its last heartbeat;
+    /// also how long a new Redis lifetime waits for every live process to
+    /// give it its table before ids are handed out.
+    pub(crate) fn liveness_ms(&self) -> u64 {
+        self.config.poll.as_millis() as u64 * 4 + 2_000
+    }
+
     /// Announces this process alive and counts the live ones.
     pub(crate) async fn heartbeat(&self) -> Result<(), SharedError> {
         let now = now_ms();
-        let stale = now.saturating_sub(self.config.poll.as_millis() as u64 * 4 + 2_000);
+        let stale = now.saturating_sub(self.liveness_ms());
         let mut pipe = redis::pipe();
         pipe.zadd(names::NODES, &self.config.node, now)
             .ignore()

@@ -68,14 +68,38 @@ return next
 });
 
 /// Raises the version counter to at least a process's highest revision,
-/// so revisions stay increasing across a Redis that lost its data.
+/// so revisions stay increasing across a Redis that lost its data; starts
+/// the Redis lifetime (its epoch and when it began) if none is running.
 static RAISE_VERSION: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
-redis.call('SET', KEYS[2], ARGV[2], 'NX')
+if redis.call('SET', KEYS[2], ARGV[2], 'NX') then
+  local time = redis.call('TIME')
+  redis.call('SET', KEYS[3], tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
+end
 return redis.call('GET', KEYS[2])
+",
+    )
+});
+
+/// The next account id, only once this Redis lifetime is settled: it has
+/// lasted a liveness window (so every live process has announced itself)
+/// and every process alive now, the caller included, has given it its
+/// accounts. Before that an id could be one a process holds and Redis forgot.
+static NEXT_ACCOUNT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local began = tonumber(redis.call('GET', KEYS[1]) or '0')
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if began == 0 or now - began < tonumber(ARGV[2]) then return -1 end
+if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then return -1 end
+for _, node in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], now - tonumber(ARGV[2]), '+inf')) do
+  if redis.call('SISMEMBER', KEYS[3], node) == 0 then return -1 end
+end
+return redis.call('INCR', KEYS[4])
 ",
     )
 });
@@ -152,16 +176,38 @@ pub(crate) fn write_key(
     })
 }
 
-/// Creates an account with the next id no process has used (blocking).
-pub(crate) fn create_account(
-    redis: &Redis,
-    label: &str,
-    created_ms: u64,
-) -> Result<AccountRecord, SharedError> {
+/// Creates an account with the next id no process has used (blocking);
+/// waits up to a liveness window for a Redis that lost its data to be
+/// given back every live process's accounts, else [`SharedError::Restoring`].
+pub(crate) fn create_account(redis: &Redis, label: &str) -> Result<AccountRecord, SharedError> {
+    let patience =
+        std::time::Instant::now() + std::time::Duration::from_millis(redis.liveness_ms() + 1_000);
+    let id = loop {
+        let next: i64 = redis.blocking(|connection| {
+            NEXT_ACCOUNT
+                .key(names::EPOCH_MS)
+                .key(names::NODES)
+                .key(names::SEEDED)
+                .key(names::LAST_ACCOUNT)
+                .arg(&redis.config().node)
+                .arg(redis.liveness_ms())
+                .invoke(connection)
+        })?;
+        if let Ok(id) = u64::try_from(next) {
+            break id;
+        }
+        if std::time::Instant::now() > patience {
+            return Err(SharedError::Restoring);
+        }
+        std::thread::sleep(
+            redis
+                .config()
+                .poll
+                .min(std::time::Duration::from_millis(200)),
+        );
+    };
+    let created_ms = crate::clock::now_ms();
     redis.blocking(|connection| {
-        let id: u64 = redis::cmd("INCR")
-            .arg(names::LAST_ACCOUNT)
-            .query(connection)?;
         let record = AccountRecord {
             id,
             label: label.to_owned(),
@@ -275,7 +321,7 @@ pub(crate) async fn seed(
     let epoch: String = redis
         .script(
             &RAISE_VERSION,
-            &[names::VERSION, names::EPOCH],
+            &[names::VERSION, names::EPOCH, names::EPOCH_MS],
             &[&highest, &fresh_epoch],
         )
         .await?;
@@ -302,5 +348,12 @@ pub(crate) async fn seed(
             )
             .await?;
     }
+    let _: u64 = redis
+        .query(
+            redis::cmd("SADD")
+                .arg(names::SEEDED)
+                .arg(&redis.config().node),
+        )
+        .await?;
     Ok(epoch)
 }

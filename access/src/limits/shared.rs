@@ -12,8 +12,20 @@
 //! the limit, and shrinks to 1/(2N) of what is left as the budget drains).
 //! While Redis is away each process admits up to its share, limit / N (N:
 //! the processes alive at the last heartbeat), on top of what it leased.
+//!
+//! Slices outlive no process: Redis records what each holder (a process's
+//! name and the incarnation of its leases) was granted, and the holder
+//! reports what it spent at every heartbeat. A graceful stop hands the
+//! unspent rest back; a holder whose heartbeats lapse, or that its own
+//! process replaced (restarted under the same name), is reclaimed by the
+//! next heartbeat of any process: granted less reported spent goes back to
+//! each window. A process that could not announce itself for a while
+//! (stopped, cut off) drops its slices before anyone may reclaim them, so a
+//! slice is never spent twice; what a dead holder spent after its last
+//! report is given back too (at most one heartbeat interval of its spending).
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -26,6 +38,9 @@ use crate::cluster::{Redis, SharedError, names};
 
 /// Takes a slice of a window's budget: as much as wanted, never past the
 /// limit, nothing if not even the request at hand fits.
+/// The grant is recorded against the holder, with what the holder has
+/// spent of the window so far, and the holder is announced if it is not
+/// yet, so a holder that dies before its first heartbeat is reclaimed too.
 static LEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -37,7 +52,55 @@ local want = math.max(need, math.min(math.floor(limit / 16), math.floor(free / (
 local grant = math.min(want, free)
 local total = redis.call('INCRBY', KEYS[1], grant)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('HINCRBY', KEYS[2], KEYS[1], grant)
+redis.call('PEXPIRE', KEYS[2], 120000)
+redis.call('HSET', KEYS[4], KEYS[1], ARGV[6])
+redis.call('PEXPIRE', KEYS[4], 120000)
+local time = redis.call('TIME')
+redis.call('ZADD', KEYS[3], 'NX', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000), ARGV[5])
 return {grant, total}
+",
+    )
+});
+
+/// A holder's heartbeat (or its leaving, when ARGV[1] is empty): every
+/// holder whose heartbeat lapsed, or that this process replaced, gives
+/// back what it was granted and did not report spent; then this holder is
+/// announced alive (or, leaving, gives back its own rest).
+static RECLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local function reclaim(holder)
+  local held = redis.call('HGETALL', 'weiport:held:' .. holder)
+  local back = 0
+  for i = 1, #held, 2 do
+    local name, granted = held[i], tonumber(held[i + 1])
+    local spent = tonumber(redis.call('HGET', 'weiport:spent:' .. holder, name) or '0')
+    local used = tonumber(redis.call('GET', name) or '0')
+    local amount = math.min(granted - spent, used)
+    if amount > 0 then
+      redis.call('DECRBY', name, amount)
+      back = back + amount
+    end
+  end
+  redis.call('DEL', 'weiport:held:' .. holder, 'weiport:spent:' .. holder)
+  redis.call('ZREM', KEYS[1], holder)
+  return back
+end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local me, prefix = ARGV[1], ARGV[2] .. '|'
+local back = 0
+local holders = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #holders, 2 do
+  local holder, seen = holders[i], tonumber(holders[i + 1])
+  local mine = string.sub(holder, 1, #prefix) == prefix
+  if holder ~= me and (seen < now - tonumber(ARGV[3]) or mine) then
+    back = back + reclaim(holder)
+  end
+end
+if me ~= '' then redis.call('ZADD', KEYS[1], now, me) end
+return back
 ",
     )
 });
@@ -119,10 +182,27 @@ impl Scope {
 #[derive(Debug, Default, Clone, Copy)]
 struct Lease {
     window_start: u64,
+    /// Leased from Redis by the current holder.
     granted: u32,
+    /// Spent of `granted`.
     spent: u32,
+    /// Spent of this process's own share while Redis was away.
+    alone: u32,
     /// The window's counter in Redis after this process's last lease.
     total: u32,
+}
+
+impl Lease {
+    fn unspent(&self) -> u32 {
+        self.granted.saturating_sub(self.spent)
+    }
+}
+
+/// Which allowance a spend came from, to give it back to the same one.
+#[derive(Debug, Clone, Copy)]
+enum SpentFrom {
+    Lease,
+    Share,
 }
 
 /// One charge: a scope, its limit and window, the amount.
@@ -177,6 +257,18 @@ pub(crate) struct Budgets {
     redis: Arc<Redis>,
     config: LimitsConfig,
     leases: DashMap<Scope, Lease, std::hash::RandomState>,
+    /// `node|incarnation`: whom Redis records this process's grants
+    /// against; a new incarnation each time the slices are dropped.
+    holder: std::sync::RwLock<Arc<str>>,
+    /// When this process last announced its holder alive (its clock, ms).
+    announced_ms: AtomicU64,
+    /// Whether the current holder may hold unspent grants.
+    holding: AtomicBool,
+}
+
+/// A fresh holder name for this process's slices: `node|incarnation`.
+fn new_holder(node: &str) -> Arc<str> {
+    format!("{node}|{}", crate::keys::random_token()).into()
 }
 
 fn window_start(now_ms: u64, window_ms: u64) -> u64 {
@@ -191,11 +283,123 @@ fn retry_after(now_ms: u64, window_ms: u64) -> Duration {
 impl Budgets {
     /// Budgets of `config`'s limits, shared through `redis`.
     pub(crate) fn new(redis: Arc<Redis>, config: LimitsConfig) -> Self {
+        let holder = new_holder(&redis.config().node);
         Self {
             redis,
             config,
             leases: DashMap::default(),
+            holder: std::sync::RwLock::new(holder),
+            announced_ms: AtomicU64::new(crate::clock::now_ms()),
+            holding: AtomicBool::new(false),
         }
+    }
+
+    fn holder(&self) -> Arc<str> {
+        self.holder
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// How long slices are kept without a heartbeat: well inside the time
+    /// after which other processes reclaim them.
+    fn keep_without_heartbeat_ms(&self) -> u64 {
+        let timeout = self.redis.config().timeout.as_millis() as u64;
+        self.redis.liveness_ms().saturating_sub(timeout) / 2
+    }
+
+    /// Drops every slice (a new holder takes over) if this process has not
+    /// announced itself for long enough that others may reclaim them.
+    fn drop_slices_if_unannounced(&self, now_ms: u64) {
+        if !self.holding.load(Ordering::Relaxed)
+            || now_ms.saturating_sub(self.announced_ms.load(Ordering::Relaxed))
+                <= self.keep_without_heartbeat_ms()
+        {
+            return;
+        }
+        let mut holder = self.holder.write().unwrap_or_else(|e| e.into_inner());
+        if !self.holding.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        *holder = new_holder(&self.redis.config().node);
+        for mut lease in self.leases.iter_mut() {
+            lease.granted = 0;
+            lease.spent = 0;
+        }
+        tracing::warn!("no heartbeat for a while: dropped this process's budget slices");
+    }
+
+    /// The heartbeat of this process's slices: reports what it spent of
+    /// each, reclaims the slices of holders that died or were replaced,
+    /// and announces this holder alive. Returns the weight reclaimed.
+    pub(crate) async fn heartbeat(&self, now_ms: u64) -> Result<u64, SharedError> {
+        let holder = self.holder();
+        let mut pipe = redis::pipe();
+        if self.report_spent(&mut pipe, &holder, now_ms) {
+            let () = self.redis.pipeline(&pipe).await?;
+        }
+        let reclaimed: u64 = self
+            .redis
+            .script(
+                &RECLAIM,
+                &[names::HOLDERS],
+                &[
+                    &&*holder,
+                    &self.redis.config().node,
+                    &self.redis.liveness_ms(),
+                ],
+            )
+            .await?;
+        if reclaimed > 0 {
+            tracing::info!(
+                reclaimed,
+                "gave back the unspent budget slices of stopped processes"
+            );
+        }
+        if *self.holder() == *holder {
+            self.announced_ms.fetch_max(now_ms, Ordering::Relaxed);
+        }
+        Ok(reclaimed)
+    }
+
+    /// Adds to `pipe` what `holder` spent of each slice of the current
+    /// windows; whether there was any.
+    fn report_spent(&self, pipe: &mut redis::Pipeline, holder: &str, now_ms: u64) -> bool {
+        let spent_name = format!("weiport:spent:{holder}");
+        let mut any = false;
+        for entry in self.leases.iter() {
+            let (scope, lease) = (entry.key(), entry.value());
+            if lease.granted == 0 || lease.window_start != window_start(now_ms, scope.window_ms()) {
+                continue;
+            }
+            pipe.hset(&spent_name, scope.name(lease.window_start), lease.spent)
+                .ignore();
+            any = true;
+        }
+        if any {
+            pipe.pexpire(&spent_name, 120_000).ignore();
+        }
+        any
+    }
+
+    /// A graceful stop: reports what was spent and gives the rest of every
+    /// slice back, so a restart costs the clients nothing.
+    pub(crate) async fn leave(&self, now_ms: u64) -> Result<u64, SharedError> {
+        let holder = self.holder();
+        let mut pipe = redis::pipe();
+        self.report_spent(&mut pipe, &holder, now_ms);
+        pipe.zrem(names::NODES, &self.redis.config().node).ignore();
+        let () = self.redis.pipeline(&pipe).await?;
+        // Nothing spent from here on is covered by a slice.
+        self.holding.store(false, Ordering::Relaxed);
+        self.leases.clear();
+        self.redis
+            .script(
+                &RECLAIM,
+                &[names::HOLDERS],
+                &[&"", &self.redis.config().node, &self.redis.liveness_ms()],
+            )
+            .await
     }
 
     fn charges(&self, charges: &Charges) -> smallvec::SmallVec<[Charge; 3]> {
@@ -274,7 +478,7 @@ impl Budgets {
 
     /// Spends `charge` from this process's slice of its window (and, while
     /// Redis is away, its share of the budget) if it fits: one map entry.
-    fn try_spend(&self, charge: &Charge, now_ms: u64, alone: bool) -> Option<Lease> {
+    fn try_spend(&self, charge: &Charge, now_ms: u64, alone: bool) -> Option<(Lease, SpentFrom)> {
         let start = window_start(now_ms, charge.window_ms);
         let mut lease = self.leases.entry(charge.scope).or_default();
         if lease.window_start != start {
@@ -283,38 +487,45 @@ impl Budgets {
                 ..Lease::default()
             };
         }
-        let allowance = if alone {
-            lease.granted.max(charge.limit / self.redis.nodes())
-        } else {
-            lease.granted
-        };
-        if allowance.saturating_sub(lease.spent) < charge.amount {
-            return None;
+        if lease.unspent() >= charge.amount {
+            lease.spent += charge.amount;
+            return Some((*lease, SpentFrom::Lease));
         }
-        lease.spent += charge.amount;
-        Some(*lease)
+        let share = charge.limit / self.redis.nodes();
+        if alone && share.saturating_sub(lease.alone) >= charge.amount {
+            lease.alone += charge.amount;
+            return Some((*lease, SpentFrom::Share));
+        }
+        None
     }
 
     /// Gives back what [`Budgets::try_spend`] took for a request refused
     /// on another charge.
-    fn give_back(&self, charge: &Charge) {
+    fn give_back(&self, charge: &Charge, from: SpentFrom) {
         if let Some(mut lease) = self.leases.get_mut(&charge.scope) {
-            lease.spent = lease.spent.saturating_sub(charge.amount);
+            match from {
+                SpentFrom::Lease => lease.spent = lease.spent.saturating_sub(charge.amount),
+                SpentFrom::Share => lease.alone = lease.alone.saturating_sub(charge.amount),
+            }
         }
     }
 
     /// Spends every charge or none; `Err(i)`: charge `i` does not fit.
     fn spend_all(&self, list: &[Charge], now_ms: u64, alone: bool) -> Result<Option<u32>, usize> {
         let mut ip_weight = None;
+        let mut taken: smallvec::SmallVec<[SpentFrom; 3]> = smallvec::SmallVec::new();
         for (i, charge) in list.iter().enumerate() {
-            let Some(lease) = self.try_spend(charge, now_ms, alone) else {
-                list[..i].iter().for_each(|spent| self.give_back(spent));
+            let Some((lease, from)) = self.try_spend(charge, now_ms, alone) else {
+                for (spent, from) in list.iter().zip(taken) {
+                    self.give_back(spent, from);
+                }
                 return Err(i);
             };
+            taken.push(from);
             if matches!(charge.scope, Scope::IpWeight(_)) {
                 // Other processes' unspent slices count as used: an upper estimate.
-                let unspent = lease.granted.saturating_sub(lease.spent);
-                ip_weight = Some(lease.total.saturating_sub(unspent).max(lease.spent));
+                let used = lease.total.saturating_sub(lease.unspent());
+                ip_weight = Some(used.max(lease.spent) + lease.alone);
             }
         }
         Ok(ip_weight)
@@ -323,6 +534,7 @@ impl Budgets {
     /// Settles `charges` from this process's slices alone, all or nothing;
     /// [`Settled::Wait`] when Redis must be asked.
     pub(crate) fn settle_now(&self, charges: &Charges, now_ms: u64) -> Settled {
+        self.drop_slices_if_unannounced(now_ms);
         self.settle_here(charges, now_ms, !self.redis.is_up())
     }
 
@@ -362,13 +574,14 @@ impl Budgets {
             self.order_window(account, true),
             self.order_window(account, false),
         ];
-        let spent = |charge: &Charge| self.try_spend(charge, now_ms, true).map(|l| l.spent);
-        let ten = spent(&windows[0]).ok_or_else(|| self.refusal(&windows[0], charges, now_ms))?;
-        let Some(day) = spent(&windows[1]) else {
-            self.give_back(&windows[0]);
+        let spent = |charge: &Charge| self.try_spend(charge, now_ms, true);
+        let (ten, from) =
+            spent(&windows[0]).ok_or_else(|| self.refusal(&windows[0], charges, now_ms))?;
+        let Some((day, _)) = spent(&windows[1]) else {
+            self.give_back(&windows[0], from);
             return Err(self.refusal(&windows[1], charges, now_ms));
         };
-        Ok((ten, day))
+        Ok((ten.spent + ten.alone, day.spent + day.alone))
     }
 
     /// One order against `account`'s 10-second (or day) budget.
@@ -392,26 +605,44 @@ impl Budgets {
         self.leases
             .get(&charge.scope)
             .filter(|lease| lease.window_start == start)
-            .map_or(0, |lease| lease.granted.saturating_sub(lease.spent))
+            .map_or(0, |lease| lease.unspent())
     }
 
     /// Takes a slice of `charge`'s window from Redis, enough for `need`.
     async fn lease(&self, charge: &Charge, need: u32, now_ms: u64) -> Result<(), SharedError> {
         let start = window_start(now_ms, charge.window_ms);
         let name = charge.scope.name(start);
+        let holder = self.holder();
+        let held = format!("weiport:held:{holder}");
+        let spent_name = format!("weiport:spent:{holder}");
+        let spent = self
+            .leases
+            .get(&charge.scope)
+            .filter(|lease| lease.window_start == start)
+            .map_or(0, |lease| lease.spent);
         let (granted, total): (u32, u32) = self
             .redis
             .script(
                 &LEASE,
-                &[&name],
+                &[&name, &held, names::HOLDERS, &spent_name],
                 &[
                     &charge.limit,
                     &need,
                     &self.redis.nodes(),
                     &(charge.window_ms * 2),
+                    &&*holder,
+                    &spent,
                 ],
             )
             .await?;
+        if granted > 0 {
+            self.holding.store(true, Ordering::Relaxed);
+        }
+        // Granted to a holder dropped meanwhile: Redis gives it back when
+        // it reclaims that holder, so it is not this process's to spend.
+        if *self.holder() != *holder {
+            return Ok(());
+        }
         let mut lease = self.leases.entry(charge.scope).or_default();
         if lease.window_start != start {
             *lease = Lease {
@@ -429,6 +660,7 @@ impl Budgets {
     /// weight is spent before the order is counted: a refused order has
     /// still cost its request's weight, as on Binance.
     pub(crate) async fn settle(&self, charges: &Charges, now_ms: u64) -> Settled {
+        self.drop_slices_if_unannounced(now_ms);
         let list = self.charges(charges);
         for charge in &list {
             let room = self.room(charge, now_ms);
@@ -598,17 +830,19 @@ impl Budgets {
         let held: Vec<(Scope, Lease)> =
             self.leases.iter().map(|e| (*e.key(), *e.value())).collect();
         let mut pipe = redis::pipe();
+        let mut commands = 0;
         for (scope, lease) in held {
             let window_ms = scope.window_ms();
             if lease.window_start != window_start(now_ms, window_ms) {
                 continue;
             }
-            let amount = lease.granted.max(lease.spent);
+            let amount = lease.granted + lease.alone;
             let name = scope.name(lease.window_start);
             pipe.incr(&name, amount)
                 .ignore()
                 .pexpire(&name, (window_ms * 2) as i64)
                 .ignore();
+            commands += 1;
         }
         for (ip, ends) in bans {
             let left = ends.saturating_sub(now_ms);
@@ -620,9 +854,13 @@ impl Budgets {
                     .arg(left)
                     .arg("NX")
                     .ignore();
+                commands += 1;
             }
         }
-        let () = self.redis.pipeline(&pipe).await?;
+        // Redis refuses an empty transaction-less pipeline as an empty command.
+        if commands > 0 {
+            let () = self.redis.pipeline(&pipe).await?;
+        }
         Ok(())
     }
 
