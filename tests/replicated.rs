@@ -657,3 +657,44 @@ async fn a_second_process_without_redis_is_refused_at_start_saying_why() {
         "{said}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_that_joins_late_lists_every_deposit_credited_before() {
+    use common::chain::{Chain, ether};
+    let shared = Shared::start();
+    let anvil = common::Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let disks: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = chain_process(&shared, disks[0].path(), "a", &anvil.url).await;
+    let alice = a.key(json!({"permissions": ["read"]})).await;
+    let address = get(&a, &alice, "/sapi/v1/capital/deposit/address", "coin=ETH").await;
+    let address = address["address"].as_str().unwrap().parse().unwrap();
+
+    // Three deposits in blocks far apart, all credited by the primary.
+    for n in 1..=3u64 {
+        chain.transfer(dev[0], address, ether(n)).await;
+        chain.mine_many(6).await;
+    }
+    eventually("three deposits credited", async || {
+        eth_free(&a, &alice).await == json!("6.00000000")
+    })
+    .await;
+
+    // A process on an empty disk replays the journal, whose last credit is
+    // the third deposit, and indexes the chain: it lists all three.
+    let b = chain_process(&shared, disks[1].path(), "b", &anvil.url).await;
+    eventually("the late process lists all three deposits", async || {
+        let (status, listed) = b
+            .signed(
+                reqwest::Method::GET,
+                "/sapi/v1/capital/deposit/hisrec",
+                &alice,
+                "coin=ETH",
+            )
+            .await;
+        status == 200 && listed.as_array().is_some_and(|l| l.len() == 3)
+    })
+    .await;
+    assert_eq!(eth_free(&b, &alice).await, json!("6.00000000"));
+}

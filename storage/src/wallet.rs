@@ -9,6 +9,7 @@
 //! b'd' ‖ account(8) ‖ deposit id(8)    → DepositRow
 //! b'w' ‖ withdrawal id(8)              → WithdrawalTxRow
 //! b's' ‖ address(20)                   → last block a final sweep covered (8)
+//! b"r"                                 → last block whose deposits are all recorded (8)
 //! ```
 
 use alloy_primitives::{Address, B256, U256};
@@ -22,6 +23,7 @@ const ADDRESS: u8 = b'a';
 const DEPOSIT: u8 = b'd';
 const WITHDRAWAL: u8 = b'w';
 const SWEPT: u8 = b's';
+const RECORDED: &[u8] = b"r";
 
 /// A deposit credited to an account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -355,6 +357,21 @@ impl Store {
             key(SWEPT, &[address.as_slice()]),
             codec::decode_block_number,
         )
+    }
+
+    /// The last block through which every final deposit of this store's
+    /// chain has its row here (the deposit scan starts after it).
+    pub fn deposits_recorded_through(&self) -> Result<Option<u64>, StorageError> {
+        self.read(
+            self.cf(cf::CHAIN_WALLET),
+            RECORDED,
+            codec::decode_block_number,
+        )
+    }
+
+    /// Records that every final deposit through `block` has its row here.
+    pub fn put_deposits_recorded_through(&self, block: u64) -> Result<(), StorageError> {
+        self.chain_wallet_put(RECORDED, &codec::encode_block_number(block))
     }
 
     /// Records that a final sweep covered `address`'s deposits through `block`.

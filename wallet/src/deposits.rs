@@ -26,6 +26,10 @@ pub(crate) struct Scanner {
     receipts: HashMap<B256, Mined>,
     /// Deposit rows known to be stored.
     stored: HashSet<u64>,
+    /// Deposit addresses scanned whole since this process started: one
+    /// learnt since (its assignment applied after blocks it received in
+    /// were scanned) is scanned from the start once.
+    known: HashSet<Address>,
 }
 
 /// Bits of a deposit id below the block number.
@@ -48,11 +52,22 @@ impl Scanner {
         let final_through = wallet.final_through();
         let last = ledger.last_deposit_id(wallet.config.ledger_network);
         // The block of the last deposit credited is scanned again: its later
-        // deposits may not be, and its row may not be stored yet.
-        let after = (last >> INDEX_BITS).saturating_sub(1);
+        // deposits may not be, and its row may not be stored yet. A process
+        // that does not credit follows the primary's credits through the
+        // log, which may run ahead of its own rows (a new process, one that
+        // was down): it scans from the last block all of whose rows it has.
+        let recorded = store.deposits_recorded_through()?.unwrap_or(0);
+        let after = (last >> INDEX_BITS).saturating_sub(1).min(recorded);
+        let addresses = store.deposit_addresses()?;
         let mut by_block: BTreeMap<u64, Vec<(Address, u64, U256)>> = BTreeMap::new();
-        for (account, address) in store.deposit_addresses()? {
-            for (block, after_block) in store.balance_changes(&address, after, head)? {
+        for (account, address) in &addresses {
+            let (account, address) = (*account, *address);
+            let from = if self.known.contains(&address) {
+                after
+            } else {
+                0
+            };
+            for (block, after_block) in store.balance_changes(&address, from, head)? {
                 by_block
                     .entry(block)
                     .or_default()
@@ -64,9 +79,13 @@ impl Scanner {
             self.receipts.clear();
         }
         let mut pending = Vec::new();
+        // The first final block with a row not stored (a credit not yet
+        // through the log): rows are recorded only up to before it.
+        let mut unrecorded: Option<u64> = None;
         for (block, mut changes) in by_block {
             changes.sort_by_key(|(address, ..)| *address);
             let Some(record) = store.block(block)? else {
+                unrecorded.get_or_insert(block);
                 continue;
             };
             let mut index = 0u64;
@@ -106,6 +125,7 @@ impl Scanner {
                     if !crediting {
                         // Final, not credited yet: shown pending until the
                         // primary's credit reaches this process.
+                        unrecorded.get_or_insert(block);
                         pending.push(row);
                         continue;
                     }
@@ -117,6 +137,14 @@ impl Scanner {
             }
         }
         wallet.set_pending(pending);
+        if let Some(through) = final_through {
+            let through = unrecorded.map_or(through, |block| through.min(block.saturating_sub(1)));
+            if through > recorded {
+                store.put_deposits_recorded_through(through)?;
+            }
+        }
+        self.known
+            .extend(addresses.into_iter().map(|(_, address)| address));
         Ok(())
     }
 
