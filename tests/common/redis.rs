@@ -62,6 +62,15 @@ impl RedisServer {
         }
     }
 
+    /// Sends `signal` (STOP, CONT…) to the server.
+    pub fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status();
+        }
+    }
+
     /// `redis-cli` against it; its output.
     pub fn cli(&self, args: &[&str]) -> String {
         let output = Command::new("redis-cli")
