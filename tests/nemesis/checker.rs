@@ -343,6 +343,14 @@ pub fn told(ops: &[Op], traders: usize) -> (Told, Vec<(usize, Vec<String>)>) {
     }
     let mut uncertain = Vec::new();
     for op in ops {
+        if let What::PlaceList { trader, legs, .. } = &op.what {
+            if op.answer.ok() {
+                told.acknowledged[*trader].extend(legs.iter().cloned());
+            } else {
+                told.unanswered += 1;
+            }
+            continue;
+        }
         let (trader, id) = match &op.what {
             What::Place { trader, id } | What::Replace { trader, id, .. } => (*trader, id),
             _ => continue,
@@ -424,10 +432,15 @@ pub async fn check_state(
     // Refused orders are nowhere; order and trade ids are never reused.
     let mut refused = BTreeSet::new();
     for op in ops {
-        if let What::Place { id, .. } | What::Replace { id, .. } = &op.what
-            && op.answer.refused()
-        {
-            refused.insert(id.clone());
+        if !op.answer.refused() {
+            continue;
+        }
+        match &op.what {
+            What::Place { id, .. } | What::Replace { id, .. } => {
+                refused.insert(id.clone());
+            }
+            What::PlaceList { legs, .. } => refused.extend(legs.iter().cloned()),
+            _ => {}
         }
     }
     let mut order_ids = BTreeMap::new();

@@ -87,6 +87,16 @@ pub enum What {
         trader: usize,
         path: &'static str,
     },
+    /// A one-cancels-the-other order list, its two legs named `legs`.
+    PlaceList {
+        trader: usize,
+        list: String,
+        legs: [String; 2],
+    },
+    CancelList {
+        trader: usize,
+        list: String,
+    },
     NewAccount,
     NewKey {
         account: u64,
@@ -138,6 +148,8 @@ impl What {
             Self::Replace { .. } => "cancel-replace",
             Self::Amend { .. } => "amend order",
             Self::Read { path, .. } => path,
+            Self::PlaceList { .. } => "place OCO order list",
+            Self::CancelList { .. } => "cancel order list",
             Self::NewAccount => "create account",
             Self::NewKey { .. } => "create key",
             Self::Credit { .. } => "admin credit",
@@ -251,6 +263,7 @@ pub async fn trade(
     let caller = Caller::new(&history, trader.ip);
     // Orders believed open: client id and quantity in hundredths.
     let mut open: Vec<(String, u32)> = Vec::new();
+    let mut lists: Vec<String> = Vec::new();
     let mut sequence = 0u64;
     let mut next_id = |rng: &mut StdRng| {
         sequence += 1;
@@ -361,7 +374,59 @@ pub async fn trade(
                     }
                 }
             }
-            85..95 => {
+            85..89 => {
+                let list = next_id(&mut rng);
+                let legs = [next_id(&mut rng), next_id(&mut rng)];
+                // Both legs away from the book: a limit maker above (a
+                // sell) or below (a buy), a stop-loss limit on the other side.
+                let params = if side == "SELL" {
+                    format!(
+                        "symbol=ETHUSDT&side=SELL&quantity=0.01&listClientOrderId={list}&aboveType=LIMIT_MAKER&abovePrice=2020&aboveClientOrderId={}&belowType=STOP_LOSS_LIMIT&belowStopPrice=1980&belowPrice=1979&belowTimeInForce=GTC&belowClientOrderId={}",
+                        legs[0], legs[1]
+                    )
+                } else {
+                    format!(
+                        "symbol=ETHUSDT&side=BUY&quantity=0.01&listClientOrderId={list}&aboveType=STOP_LOSS_LIMIT&aboveStopPrice=2020&abovePrice=2021&aboveTimeInForce=GTC&aboveClientOrderId={}&belowType=LIMIT_MAKER&belowPrice=1980&belowClientOrderId={}",
+                        legs[0], legs[1]
+                    )
+                };
+                let what = What::PlaceList {
+                    trader: n,
+                    list: list.clone(),
+                    legs,
+                };
+                let answer = caller
+                    .signed(
+                        url,
+                        reqwest::Method::POST,
+                        "/api/v3/orderList/oco",
+                        key,
+                        &params,
+                        what,
+                    )
+                    .await;
+                if answer.ok() {
+                    lists.push(list);
+                }
+            }
+            89..91 => {
+                if !lists.is_empty() {
+                    let list = lists.swap_remove(rng.random_range(0..lists.len()));
+                    let params = format!("symbol=ETHUSDT&listClientOrderId={list}");
+                    let what = What::CancelList { trader: n, list };
+                    caller
+                        .signed(
+                            url,
+                            reqwest::Method::DELETE,
+                            "/api/v3/orderList",
+                            key,
+                            &params,
+                            what,
+                        )
+                        .await;
+                }
+            }
+            91..96 => {
                 let what = What::Read {
                     trader: n,
                     path: "/api/v3/openOrders",
