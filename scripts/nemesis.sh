@@ -22,7 +22,7 @@ run() { # STEPS (empty: the whole schedule); prints the figures, fails on a viol
   WEIPORT_NEMESIS_SEED="$seed" WEIPORT_NEMESIS_MINUTES="$minutes" WEIPORT_NEMESIS_STEPS="$1" \
     cargo nextest run -j2 --locked --profile nemesis --no-capture \
     -E 'binary(nemesis) & test(the_cluster_keeps_every_promise_under_the_seed_given)' 2>&1 |
-    grep -E '^nemesis: ' | grep -vE '^nemesis: +[0-9.]+ s step '
+    grep -E -A4 '^nemesis: |panicked' | grep -vE '^nemesis: +[0-9.]+ s step '
   return "${PIPESTATUS[0]}"
 }
 
