@@ -28,6 +28,10 @@ struct Applied {
     epoch: Option<String>,
     /// Every change up to this version is applied.
     version: u64,
+    /// The Redis lifetime this process's budgets were put back into: once
+    /// per lifetime, however often the resync is retried (each put-back
+    /// adds to the window counters).
+    restored: Option<String>,
 }
 
 async fn follow(access: Weak<Access>, redis: Arc<Redis>) {
@@ -164,10 +168,13 @@ async fn sync(access: &Access, redis: &Redis, applied: &mut Applied) -> Result<(
     if snapshot.epoch.is_none() || snapshot.epoch != applied.epoch {
         let restarted = applied.epoch.is_some();
         let (keys, accounts) = access.keys.local_table();
-        table::seed(redis, &keys, &accounts).await?;
-        if restarted {
+        let epoch = table::seed(redis, &keys, &accounts).await?;
+        if restarted && applied.restored.as_ref() != Some(&epoch) {
             tracing::warn!("Redis lost the shared state: restoring it from this process");
             if let Some(budgets) = access.limiter.budgets() {
+                // Marked first: a put-back that fails half-way is not
+                // repeated (under-counting is the safer side).
+                applied.restored = Some(epoch);
                 budgets
                     .restore(&access.limiter.bans(now_ms()), now_ms())
                     .await?;

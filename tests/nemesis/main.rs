@@ -201,7 +201,7 @@ async fn run(seed: u64, length: Duration, steps: Option<usize>) -> Report {
     checker::check_state(&ops, &processes, &traders, &chain, &mut report).await;
     phase("checked");
     report.print(seed);
-    if !report.violations.is_empty() {
+    if !report.violations.is_empty() || !report.budget_violations.is_empty() {
         let path = std::env::temp_dir().join(format!("weiport-nemesis-{seed}.history"));
         let lines: Vec<String> = ops.iter().map(|op| format!("{op:?}")).collect();
         std::fs::write(&path, lines.join("\n")).unwrap();
@@ -224,6 +224,8 @@ async fn the_cluster_keeps_every_promise_under_two_fixed_fault_schedules() {
             "seed {seed}: {:#?}",
             report.violations
         );
+        // Refusals under the limit around Redis faults are an open defect
+        // (issue 57): reported above, failing only the long form.
     }
 }
 
@@ -246,4 +248,9 @@ async fn the_cluster_keeps_every_promise_under_the_seed_given() {
         .and_then(|s| s.parse().ok());
     let report = run(seed, Duration::from_secs(minutes * 60), steps).await;
     assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert!(
+        report.budget_violations.is_empty(),
+        "{:#?}",
+        report.budget_violations
+    );
 }
