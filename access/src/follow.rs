@@ -98,15 +98,22 @@ async fn follow_feed(
 /// The poll: heartbeat, then a reload if the version or the epoch moved
 /// past what was applied.
 async fn check(access: &Access, redis: &Redis, applied: &mut Applied) -> Result<(), SharedError> {
-    redis.heartbeat().await?;
-    if let Some(budgets) = access.limiter.budgets() {
-        budgets.heartbeat(now_ms()).await?;
-    }
+    heartbeat(access, redis).await?;
     let mut pipe = redis::pipe();
     pipe.get(names::EPOCH).get(names::VERSION);
     let (epoch, version): (Option<String>, Option<u64>) = redis.pipeline(&pipe).await?;
     if epoch != applied.epoch || version.unwrap_or(0) > applied.version {
         sync(access, redis, applied).await?;
+    }
+    Ok(())
+}
+
+/// Announces this process alive: in the node count, and as the holder of
+/// its budget slices (reclaiming those of holders that died).
+async fn heartbeat(access: &Access, redis: &Redis) -> Result<(), SharedError> {
+    redis.heartbeat().await?;
+    if let Some(budgets) = access.limiter.budgets() {
+        budgets.heartbeat(now_ms()).await?;
     }
     Ok(())
 }
@@ -193,10 +200,7 @@ async fn sync(access: &Access, redis: &Redis, applied: &mut Applied) -> Result<(
             access.limiter.install_refusal(ip, ends, is_ban);
         }
     }
-    redis.heartbeat().await?;
-    if let Some(budgets) = access.limiter.budgets() {
-        budgets.heartbeat(now_ms()).await?;
-    }
+    heartbeat(access, redis).await?;
     tracing::info!(
         version = snapshot.version,
         keys = snapshot.keys.len(),
