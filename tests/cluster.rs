@@ -821,3 +821,58 @@ async fn restarts_cost_a_client_almost_none_of_its_budget() {
     // with the rest: at most one slice (1/16 of the limit) per kill.
     assert!(over <= (RESTARTS as u32 / 2) * LIMIT / 16, "{over} over");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_client_under_its_limits_is_refused_as_redis_wakes_up() {
+    let env = [
+        ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "60000"),
+        ("WEIPORT_ACCESS__BAN_AFTER_REJECTIONS", "1000000"),
+    ];
+    let mut cluster = Cluster::start(3, &env);
+    cluster.joined().await;
+    let client = reqwest::Client::new();
+    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url.clone()).collect();
+
+    // Twelve callers, far under a limit of 60,000 a minute, at every
+    // process while Redis is paused six times, each time long enough for
+    // the processes to drop their slices: as it wakes up, leases still on
+    // their way belong to holders just dropped.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut callers = Vec::new();
+    for caller in 0..12usize {
+        let (urls, stop, client) = (urls.clone(), stop.clone(), client.clone());
+        callers.push(tokio::spawn(async move {
+            let (mut sent, mut admitted, mut refused) = (caller, 0u32, 0u32);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let url = &urls[sent % urls.len()];
+                sent += 1;
+                if let Ok(response) = client.get(format!("{url}/api/v3/time")).send().await {
+                    match response.status().as_u16() {
+                        200 => admitted += 1,
+                        429 => refused += 1,
+                        _ => {}
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (admitted, refused)
+        }));
+    }
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        cluster.redis.signal("STOP");
+        tokio::time::sleep(Duration::from_millis(1_600)).await;
+        cluster.redis.signal("CONT");
+    }
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut admitted, mut refused) = (0, 0);
+    for caller in callers {
+        let (a, r) = caller.await.unwrap();
+        admitted += a;
+        refused += r;
+    }
+    println!("Redis paused 6 times for 1.6 s: {admitted} admitted, {refused} refused");
+    assert!(admitted > 1_000, "{admitted} admitted");
+    assert_eq!(refused, 0, "429s to callers far under their limit");
+}

@@ -17,8 +17,10 @@ use std::sync::atomic::Ordering;
 
 use redis::Script;
 
+use std::net::IpAddr;
+
 use super::{Budgets, window_start};
-use crate::cluster::{SharedError, names};
+use crate::cluster::{SharedError, ToRedisArgsDyn, names};
 
 /// A holder's heartbeat (or its leaving, when ARGV[1] is empty): every
 /// holder whose heartbeat lapsed, or that this process replaced, gives
@@ -58,6 +60,34 @@ for i = 1, #holders, 2 do
 end
 if me ~= '' then redis.call('ZADD', KEYS[1], now, me) end
 return back
+",
+    )
+});
+
+/// Puts one holder's slices back into a Redis that lost its data: for each
+/// window (KEYS[i + 1], ARGV at 3i + 1..3: granted, spent alone, expiry)
+/// what this process was granted and Redis does not know yet (grants of
+/// the new lifetime are already counted), plus what it admitted on its own
+/// share; the holder's record of grants is made whole (KEYS[1]) and the
+/// holder announced, so its slices are reclaimed if it dies.
+static RESTORE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 2, #KEYS do
+  local name, at = KEYS[i], (i - 2) * 3
+  local granted, alone, expiry = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), ARGV[at + 3]
+  local known = tonumber(redis.call('HGET', KEYS[1], name) or '0')
+  local add = math.max(granted - known, 0) + alone
+  if add > 0 then
+    redis.call('INCRBY', name, add)
+    redis.call('PEXPIRE', name, expiry)
+  end
+  if granted > known then redis.call('HSET', KEYS[1], name, granted) end
+end
+redis.call('PEXPIRE', KEYS[1], 120000)
+local time = redis.call('TIME')
+redis.call('ZADD', ARGV[#ARGV], 'NX', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000), ARGV[#ARGV - 1])
+return 0
 ",
     )
 });
@@ -154,6 +184,61 @@ impl Budgets {
             pipe.pexpire(&spent_name, 120_000).ignore();
         }
         any
+    }
+
+    /// After Redis lost its data: puts back what this process leased in the
+    /// current windows and the bans it enforces, so a restart of Redis is
+    /// no fresh budget for anyone.
+    pub(crate) async fn restore(
+        &self,
+        bans: &[(IpAddr, u64)],
+        now_ms: u64,
+    ) -> Result<(), SharedError> {
+        let holder = self.holder();
+        let mut keys = vec![format!("weiport:held:{holder}")];
+        let mut args: Vec<u64> = Vec::new();
+        for entry in self.leases.iter() {
+            let (scope, lease) = (entry.key(), entry.value());
+            let window_ms = scope.window_ms();
+            if lease.window_start != window_start(now_ms, window_ms) {
+                continue;
+            }
+            keys.push(scope.name(lease.window_start));
+            args.extend([
+                u64::from(lease.granted),
+                u64::from(lease.alone),
+                window_ms * 2,
+            ]);
+        }
+        if keys.len() > 1 {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let mut list: Vec<&dyn ToRedisArgsDyn> =
+                args.iter().map(|a| a as &dyn ToRedisArgsDyn).collect();
+            let holder_arg: &str = &holder;
+            list.push(&holder_arg);
+            list.push(&names::HOLDERS);
+            let _: i64 = self.redis.script(&RESTORE, &keys, &list).await?;
+        }
+        let mut pipe = redis::pipe();
+        let mut commands = 0;
+        for (ip, ends) in bans {
+            let left = ends.saturating_sub(now_ms);
+            if left > 0 {
+                pipe.cmd("SET")
+                    .arg(format!("weiport:ban:{ip}"))
+                    .arg(ends)
+                    .arg("PX")
+                    .arg(left)
+                    .arg("NX")
+                    .ignore();
+                commands += 1;
+            }
+        }
+        // Redis refuses an empty transaction-less pipeline as an empty command.
+        if commands > 0 {
+            let () = self.redis.pipeline(&pipe).await?;
+        }
+        Ok(())
     }
 
     /// A graceful stop: reports what was spent and gives the rest of every

@@ -31,6 +31,10 @@ use holders::new_holder;
 
 /// Takes a slice of a window's budget: as much as wanted, never past the
 /// limit, nothing if not even the request at hand fits.
+/// First, grants the holder never heard of (their answers were lost to a
+/// timeout; ARGV[7] is what it knows it was granted) go back to the window,
+/// so a Redis that was paused, or a reply that came too late, costs no
+/// client its budget.
 /// The grant is recorded against the holder, with what the holder has
 /// spent of the window so far, and the holder is announced if it is not
 /// yet, so a holder that dies before its first heartbeat is reclaimed too.
@@ -38,7 +42,17 @@ static LEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local limit, need, nodes = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local known = tonumber(ARGV[7])
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local held = tonumber(redis.call('HGET', KEYS[2], KEYS[1]) or '0')
+if held > known then
+  local lost = math.min(held - known, used)
+  if lost > 0 then
+    redis.call('DECRBY', KEYS[1], lost)
+    used = used - lost
+  end
+  redis.call('HSET', KEYS[2], KEYS[1], known)
+end
 local free = limit - used
 if free < need then return {0, used} end
 local want = math.max(need, math.min(math.floor(limit / 16), math.floor(free / (2 * nodes))))
@@ -215,6 +229,22 @@ pub(crate) struct Budgets {
     announced_ms: AtomicU64,
     /// Whether the current holder may hold unspent grants.
     holding: AtomicBool,
+    /// One lease of a scope at a time from this process: what the holder
+    /// tells Redis it was granted is then exact, and requests that lack
+    /// the same slice wait for one lease instead of taking one each.
+    gates: DashMap<Scope, Arc<tokio::sync::Mutex<()>>, std::hash::RandomState>,
+}
+
+/// How Redis answered a lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leased {
+    /// A slice (possibly of nothing left to give, when the window is spent).
+    Granted,
+    /// Not even the request at hand fits in what is left of the window.
+    Exhausted,
+    /// Granted to a holder this process dropped meanwhile: Redis gives it
+    /// back when it reclaims that holder; lease again as the new one.
+    Stale,
 }
 
 fn window_start(now_ms: u64, window_ms: u64) -> u64 {
@@ -237,6 +267,7 @@ impl Budgets {
             holder: std::sync::RwLock::new(holder),
             announced_ms: AtomicU64::new(crate::clock::now_ms()),
             holding: AtomicBool::new(false),
+            gates: DashMap::default(),
         }
     }
 
@@ -446,18 +477,19 @@ impl Budgets {
             .map_or(0, |lease| lease.unspent())
     }
 
-    /// Takes a slice of `charge`'s window from Redis, enough for `need`.
-    async fn lease(&self, charge: &Charge, need: u32, now_ms: u64) -> Result<(), SharedError> {
+    /// Takes a slice of `charge`'s window from Redis, enough for `need`;
+    /// call it holding the scope's gate.
+    async fn lease(&self, charge: &Charge, need: u32, now_ms: u64) -> Result<Leased, SharedError> {
         let start = window_start(now_ms, charge.window_ms);
         let name = charge.scope.name(start);
         let holder = self.holder();
         let held = format!("weiport:held:{holder}");
         let spent_name = format!("weiport:spent:{holder}");
-        let spent = self
+        let (spent, known) = self
             .leases
             .get(&charge.scope)
             .filter(|lease| lease.window_start == start)
-            .map_or(0, |lease| lease.spent);
+            .map_or((0, 0), |lease| (lease.spent, lease.granted));
         let (granted, total): (u32, u32) = self
             .redis
             .script(
@@ -470,16 +502,15 @@ impl Budgets {
                     &(charge.window_ms * 2),
                     &&*holder,
                     &spent,
+                    &known,
                 ],
             )
             .await?;
         if granted > 0 {
             self.holding.store(true, Ordering::Relaxed);
         }
-        // Granted to a holder dropped meanwhile: Redis gives it back when
-        // it reclaims that holder, so it is not this process's to spend.
         if *self.holder() != *holder {
-            return Ok(());
+            return Ok(Leased::Stale);
         }
         let mut lease = self.leases.entry(charge.scope).or_default();
         if lease.window_start != start {
@@ -490,7 +521,30 @@ impl Budgets {
         }
         lease.granted = lease.granted.saturating_add(granted);
         lease.total = lease.total.max(total);
-        Ok(())
+        Ok(if granted == 0 {
+            Leased::Exhausted
+        } else {
+            Leased::Granted
+        })
+    }
+
+    /// Makes sure this process's slice of `charge`'s window covers it,
+    /// leasing (one lease of a scope at a time) if not.
+    async fn cover(&self, charge: &Charge, now_ms: u64) -> Result<Leased, SharedError> {
+        if self.room(charge, now_ms) >= charge.amount {
+            return Ok(Leased::Granted);
+        }
+        let gate = self.gates.entry(charge.scope).or_default().clone();
+        let _leasing = gate.lock().await;
+        // Another request may have leased while this one waited.
+        let room = self.room(charge, now_ms);
+        if room >= charge.amount {
+            return Ok(Leased::Granted);
+        }
+        if !self.redis.is_up() {
+            return Err(SharedError::Unreachable("Redis failed a moment ago".into()));
+        }
+        self.lease(charge, charge.amount - room, now_ms).await
     }
 
     /// Settles `charges`, leasing what the slices lack and counting an order
@@ -498,24 +552,29 @@ impl Budgets {
     /// weight is spent before the order is counted: a refused order has
     /// still cost its request's weight, as on Binance.
     pub(crate) async fn settle(&self, charges: &Charges, now_ms: u64) -> Settled {
+        const ATTEMPTS: usize = 3;
         self.drop_slices_if_unannounced(now_ms);
         let list = self.charges(charges);
-        for charge in &list {
-            let room = self.room(charge, now_ms);
-            if room < charge.amount
-                && self
-                    .lease(charge, charge.amount - room, now_ms)
-                    .await
-                    .is_err()
-            {
-                return self.settle_here(charges, now_ms, true);
+        let mut attempt = 0;
+        let ip_weight = loop {
+            attempt += 1;
+            let mut exhausted = None;
+            for (i, charge) in list.iter().enumerate() {
+                match self.cover(charge, now_ms).await {
+                    Ok(Leased::Granted | Leased::Stale) => {}
+                    Ok(Leased::Exhausted) => exhausted = exhausted.or(Some(i)),
+                    Err(_) => return self.settle_here(charges, now_ms, true),
+                }
             }
-        }
-        let ip_weight = match self.spend_all(&list, now_ms, false) {
-            Ok(ip_weight) => ip_weight,
-            Err(i) => {
-                let (error, bans) = self.refusal(&list[i], charges, now_ms);
-                return Settled::Refused(error, bans);
+            match self.spend_all(&list, now_ms, false) {
+                Ok(ip_weight) => break ip_weight,
+                // A slice spent by concurrent requests, or granted to a
+                // dropped holder, is no refusal: Redis has the last word.
+                Err(i) if exhausted != Some(i) && attempt < ATTEMPTS => continue,
+                Err(i) => {
+                    let (error, bans) = self.refusal(&list[i], charges, now_ms);
+                    return Settled::Refused(error, bans);
+                }
             }
         };
         let orders = match charges.order {
@@ -657,55 +716,11 @@ impl Budgets {
         Ok(found)
     }
 
-    /// After Redis lost its data: puts back what this process leased in the
-    /// current windows and the bans it enforces, so a restart of Redis is
-    /// no fresh budget for anyone.
-    pub(crate) async fn restore(
-        &self,
-        bans: &[(IpAddr, u64)],
-        now_ms: u64,
-    ) -> Result<(), SharedError> {
-        let held: Vec<(Scope, Lease)> =
-            self.leases.iter().map(|e| (*e.key(), *e.value())).collect();
-        let mut pipe = redis::pipe();
-        let mut commands = 0;
-        for (scope, lease) in held {
-            let window_ms = scope.window_ms();
-            if lease.window_start != window_start(now_ms, window_ms) {
-                continue;
-            }
-            let amount = lease.granted + lease.alone;
-            let name = scope.name(lease.window_start);
-            pipe.incr(&name, amount)
-                .ignore()
-                .pexpire(&name, (window_ms * 2) as i64)
-                .ignore();
-            commands += 1;
-        }
-        for (ip, ends) in bans {
-            let left = ends.saturating_sub(now_ms);
-            if left > 0 {
-                pipe.cmd("SET")
-                    .arg(format!("weiport:ban:{ip}"))
-                    .arg(ends)
-                    .arg("PX")
-                    .arg(left)
-                    .arg("NX")
-                    .ignore();
-                commands += 1;
-            }
-        }
-        // Redis refuses an empty transaction-less pipeline as an empty command.
-        if commands > 0 {
-            let () = self.redis.pipeline(&pipe).await?;
-        }
-        Ok(())
-    }
-
-    /// Drops slices of windows that are over.
+    /// Drops slices of windows that are over, and idle lease gates.
     pub(crate) fn housekeeping(&self, now_ms: u64) {
         self.leases.retain(|scope, lease| {
             now_ms.saturating_sub(lease.window_start) < 2 * scope.window_ms()
         });
+        self.gates.retain(|_, gate| Arc::strong_count(gate) > 1);
     }
 }
