@@ -1,0 +1,206 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn leaves(owed: &[(u64, u64)]) -> Vec<Leaf> {
+    owed.iter()
+        .enumerate()
+        .map(|(i, (eth, usdt))| Leaf {
+            account: i as u64 + 1,
+            salt: salt(&[7; 32], 42, i as u64 + 1),
+            owed: vec![u128::from(*eth), u128::from(*usdt)],
+        })
+        .collect()
+}
+
+fn proof_of(tree: &SumTree, all: &[Leaf], index: usize) -> Proof {
+    Proof {
+        sequence: 42,
+        assets: vec!["ETH".into(), "USDT".into()],
+        leaf: all[index].clone(),
+        path: tree.path(index).unwrap(),
+        root: tree.root(),
+    }
+}
+
+#[test]
+fn the_root_sums_what_every_account_is_owed() {
+    let all = leaves(&[(5, 100), (0, 7), (3, 0), (11, 1)]);
+    let tree = SumTree::build(2, &all).unwrap();
+    assert_eq!(tree.root().sums, vec![19, 108]);
+    for index in 0..all.len() {
+        proof_of(&tree, &all, index).verify().unwrap();
+    }
+}
+
+#[test]
+fn a_tampered_leaf_path_or_total_fails() {
+    let all = leaves(&[(5, 100), (0, 7), (3, 0), (11, 1), (2, 2)]);
+    let tree = SumTree::build(2, &all).unwrap();
+    let good = proof_of(&tree, &all, 1);
+    good.verify().unwrap();
+
+    // The exchange claims it owes this account less than it does.
+    let mut owed_less = good.clone();
+    owed_less.leaf.owed[0] += 1;
+    assert!(matches!(
+        owed_less.verify(),
+        Err(ReservesError::RootMismatch { .. })
+    ));
+    // Another account's salt: another leaf.
+    let mut other_salt = good.clone();
+    other_salt.leaf.salt = salt(&[7; 32], 42, 3);
+    assert!(other_salt.verify().is_err());
+    // A sibling's sum lowered: the hashes no longer meet.
+    let mut lower_sibling = good.clone();
+    lower_sibling.path[1].sibling.sums[1] -= 1;
+    assert!(lower_sibling.verify().is_err());
+    // A sibling swapped to the other side.
+    let mut swapped = good.clone();
+    swapped.path[0].side = match swapped.path[0].side {
+        Side::Left => Side::Right,
+        Side::Right => Side::Left,
+    };
+    assert!(swapped.verify().is_err());
+    // Totals published lower than the tree's.
+    let mut lower_total = good.clone();
+    lower_total.root.sums[0] -= 1;
+    assert_eq!(lower_total.verify(), Err(ReservesError::SumMismatch));
+    // A path cut short.
+    let mut short = good;
+    short.path.pop();
+    assert!(short.verify().is_err());
+}
+
+#[test]
+fn the_document_round_trips_and_is_checked_after_parsing() {
+    let all = leaves(&[(5, 100), (0, 7), (3, 0)]);
+    let tree = SumTree::build(2, &all).unwrap();
+    let proof = proof_of(&tree, &all, 2);
+    let document = ProofDocument::from(&proof);
+    let text = serde_json::to_string(&document).unwrap();
+    let parsed: ProofDocument = serde_json::from_str(&text).unwrap();
+    assert_eq!(Proof::try_from(&parsed).unwrap(), proof);
+
+    let mut negative = parsed.clone();
+    negative.owed[0] = "-1".into();
+    assert!(matches!(
+        Proof::try_from(&negative),
+        Err(ReservesError::Malformed(_))
+    ));
+    let mut bad_side = parsed;
+    bad_side.path[0].side = "up".into();
+    assert!(Proof::try_from(&bad_side).is_err());
+}
+
+#[test]
+fn no_account_and_one_account_have_roots() {
+    let empty = SumTree::build(2, &[]).unwrap();
+    assert_eq!(empty.root().sums, vec![0, 0]);
+    assert!(empty.path(0).is_none());
+    let one = leaves(&[(9, 9)]);
+    let tree = SumTree::build(2, &one).unwrap();
+    assert_eq!(tree.root(), one[0].node());
+    proof_of(&tree, &one, 0).verify().unwrap();
+}
+
+#[test]
+fn sums_that_overflow_are_refused() {
+    let huge = vec![
+        Leaf {
+            account: 1,
+            salt: [0; 32],
+            owed: vec![u128::MAX],
+        },
+        Leaf {
+            account: 2,
+            salt: [0; 32],
+            owed: vec![1],
+        },
+    ];
+    assert_eq!(
+        SumTree::build(1, &huge).unwrap_err(),
+        ReservesError::Overflow
+    );
+}
+
+#[test]
+fn salts_differ_per_account_and_snapshot() {
+    let secret = [1; 32];
+    assert_ne!(salt(&secret, 1, 1), salt(&secret, 1, 2));
+    assert_ne!(salt(&secret, 1, 1), salt(&secret, 2, 1));
+    assert_ne!(salt(&secret, 1, 1), salt(&[2; 32], 1, 1));
+}
+
+proptest! {
+    #[test]
+    fn every_leaf_of_any_tree_proves_and_the_root_sums_all(
+        owed in proptest::collection::vec((0u64..1_000_000_000, 0u64..1_000_000_000), 1..70),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let all = leaves(&owed);
+        let tree = SumTree::build(2, &all).unwrap();
+        let eth: u128 = owed.iter().map(|(e, _)| u128::from(*e)).sum();
+        let usdt: u128 = owed.iter().map(|(_, u)| u128::from(*u)).sum();
+        prop_assert_eq!(tree.root().sums, vec![eth, usdt]);
+        let index = pick.index(all.len());
+        let proof = proof_of(&tree, &all, index);
+        prop_assert!(proof.verify().is_ok());
+        prop_assert_eq!(proof.path.len(), (all.len() as f64).log2().ceil() as usize);
+    }
+}
+
+/// Runs the standard-library verifier in `tools/` on `proof`, with a
+/// snapshot that lists no chain (so it asks no node): whether it passed.
+fn python_verifier_accepts(proof: &ProofDocument) -> bool {
+    let snapshot = serde_json::json!({
+        "sequence": proof.sequence,
+        "assets": proof.assets,
+        "scale": 8,
+        "root": proof.root,
+        "totals": proof.totals,
+        "chains": [],
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proof.json");
+    let document = serde_json::json!({"snapshot": snapshot, "proof": proof});
+    std::fs::write(&file, document.to_string()).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/verify_reserves.py");
+    let python = std::env::var("WEIPORT_PYTHON").unwrap_or_else(|_| "python3".into());
+    let output = std::process::Command::new(python)
+        .args([
+            script,
+            file.to_str().unwrap(),
+            "--node",
+            "http://127.0.0.1:9",
+        ])
+        .output()
+        .expect("python3");
+    let status = output.status.code();
+    assert!(
+        matches!(status, Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    status == Some(0)
+}
+
+#[test]
+fn the_standard_library_verifier_agrees_with_this_one() {
+    let all = leaves(&[(5, 100), (0, 7), (3, 0), (11, 1), (2, 2)]);
+    let tree = SumTree::build(2, &all).unwrap();
+    for index in [0, 3, 4] {
+        let proof = ProofDocument::from(&proof_of(&tree, &all, index));
+        assert!(python_verifier_accepts(&proof), "leaf {index}");
+    }
+    let good = ProofDocument::from(&proof_of(&tree, &all, 2));
+    let mut owed_less = good.clone();
+    owed_less.owed[0] = "2".into();
+    assert!(!python_verifier_accepts(&owed_less));
+    let mut lower_sibling = good.clone();
+    lower_sibling.path[0].sums[1] = "0".into();
+    assert!(!python_verifier_accepts(&lower_sibling));
+    let mut lower_totals = good;
+    lower_totals.totals[0] = "20".into();
+    assert!(!python_verifier_accepts(&lower_totals));
+}
