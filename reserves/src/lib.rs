@@ -7,9 +7,14 @@
 //! signing with the wallet's keys belong to the crates that own them.
 
 mod proof;
+mod snapshot;
 mod tree;
 
-pub use proof::{Proof, ProofDocument};
+pub use proof::{Proof, ProofDocument, StepDocument};
+pub use snapshot::{
+    ChainReserves, Coverage, CoverageDocument, Holding, Owed, ProofOf, Snapshot, SnapshotDocument,
+    WEI_PER_UNIT,
+};
 pub use tree::{Hash, Leaf, Node, Side, Step, SumTree, account_id, climb};
 
 use sha2::{Digest, Sha256};

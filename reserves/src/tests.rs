@@ -204,3 +204,122 @@ fn the_standard_library_verifier_agrees_with_this_one() {
     lower_totals.totals[0] = "20".into();
     assert!(!python_verifier_accepts(&lower_totals));
 }
+
+fn chain_holding(wei: u128) -> ChainReserves {
+    let mut chain = ChainReserves {
+        chain_id: 31337,
+        coin: "ETH".into(),
+        block: 9,
+        block_hash: format!("0x{}", "ab".repeat(32)),
+        addresses: Vec::new(),
+    };
+    let address = format!("0x{}", "11".repeat(20));
+    chain.addresses.push(Holding {
+        message: Snapshot::message(5, &chain, &address),
+        address,
+        balance_wei: wei,
+        signature: "0x00".into(),
+    });
+    chain
+}
+
+fn owed(account: u64, eth: u128, usdt: u128) -> Owed {
+    Owed {
+        account,
+        amounts: vec![eth, usdt],
+    }
+}
+
+#[test]
+fn every_process_takes_the_same_snapshot_from_the_same_ledger() {
+    let assets = || vec!["ETH".to_owned(), "USDT".to_owned()];
+    let one = Snapshot::take(
+        &[3; 32],
+        5,
+        1,
+        assets(),
+        vec![owed(2, 1, 2), owed(1, 3, 4), owed(7, 0, 9)],
+        vec![],
+    )
+    .unwrap();
+    let other = Snapshot::take(
+        &[3; 32],
+        5,
+        2,
+        assets(),
+        vec![owed(7, 0, 9), owed(2, 1, 2), owed(1, 3, 4)],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(one.root(), other.root());
+    assert_eq!(one.root().sums, vec![4, 15]);
+    for account in [1, 2, 7] {
+        one.proof(account).unwrap().verify().unwrap();
+    }
+    assert!(one.proof(3).is_none());
+    // Another secret: the same sums, other leaves.
+    let salted = Snapshot::take(&[4; 32], 5, 1, assets(), vec![owed(1, 3, 4)], vec![]).unwrap();
+    let same = Snapshot::take(&[3; 32], 5, 1, assets(), vec![owed(1, 3, 4)], vec![]).unwrap();
+    assert_ne!(salted.root_hash(), same.root_hash());
+}
+
+#[test]
+fn coverage_is_reserves_over_liabilities_per_asset() {
+    // 1.5 ETH owed (150,000,000 units); 3 ETH held: a ratio of 2.
+    let snapshot = Snapshot::take(
+        &[3; 32],
+        5,
+        1,
+        vec!["ETH".into(), "USDT".into()],
+        vec![owed(1, 100_000_000, 10), owed(2, 50_000_000, 0)],
+        vec![chain_holding(3 * 10u128.pow(18))],
+    )
+    .unwrap();
+    let coverage = snapshot.coverage().unwrap();
+    assert_eq!(coverage[0].ratio_millionths, Some(2_000_000));
+    assert_eq!(coverage[0].reserves_wei, Some(3 * 10u128.pow(18)));
+    // No chain holds USDT: no ratio claimed.
+    assert_eq!(coverage[1].ratio_millionths, None);
+    assert_eq!(coverage[1].liabilities, 10);
+    let document = snapshot.document().unwrap();
+    assert_eq!(document.coverage[0].ratio.as_deref(), Some("2.000000"));
+    assert_eq!(document.totals, vec!["150000000", "10"]);
+
+    // A shortfall: 1.2 ETH held against 1.5 owed.
+    let short = Snapshot::take(
+        &[3; 32],
+        5,
+        1,
+        vec!["ETH".into()],
+        vec![Owed {
+            account: 1,
+            amounts: vec![150_000_000],
+        }],
+        vec![chain_holding(12 * 10u128.pow(17))],
+    )
+    .unwrap();
+    let coverage = short.coverage().unwrap();
+    assert_eq!(coverage[0].ratio_millionths, Some(800_000));
+    assert_eq!(coverage[0].ratio(), Some(0.8));
+}
+
+#[test]
+fn a_published_proof_round_trips_through_json_and_verifies() {
+    let snapshot = Snapshot::take(
+        &[3; 32],
+        5,
+        1,
+        vec!["ETH".into(), "USDT".into()],
+        vec![owed(1, 3, 4), owed(2, 5, 6), owed(3, 7, 8)],
+        vec![chain_holding(10)],
+    )
+    .unwrap();
+    let published = snapshot.proof_document(2).unwrap().unwrap();
+    let text = serde_json::to_string(&published).unwrap();
+    let read: ProofOf = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, published);
+    Proof::try_from(&read.proof).unwrap().verify().unwrap();
+    assert_eq!(read.snapshot.root, read.proof.root);
+    assert_eq!(read.snapshot.chains[0].addresses[0].balance_wei, 10);
+    assert!(text.contains("\"balanceWei\":\"10\""), "{text}");
+}
