@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 use futures::future::BoxFuture;
 use weiport_exchange::engine::Command;
 use weiport_exchange::sequencer::{Outcome, Sequencer, SequencerError};
 use weiport_exchange::view::WithdrawalView;
 use weiport_exchange_api::{ChainWallet, CoinSettings, Deposit, Exchange, WalletFailure};
+use weiport_reserves::SignedHolding;
 use weiport_storage::WithdrawalTxRow;
 use weiport_wallet::Wallet;
 
@@ -178,6 +179,26 @@ impl ChainWallet for WalletFace {
     fn hot_address(&self) -> Address {
         self.wallet.hot_address()
     }
+
+    fn chain_id(&self) -> Result<Option<u64>, WalletFailure> {
+        Ok(self.wallet.chain_id()?)
+    }
+
+    fn final_block(&self) -> Option<u64> {
+        self.wallet.final_block()
+    }
+
+    fn block_hash(&self, number: u64) -> Result<Option<B256>, WalletFailure> {
+        Ok(self.wallet.block_hash(number)?)
+    }
+
+    fn signed_reserves(
+        &self,
+        block: u64,
+        message: &dyn Fn(Address) -> String,
+    ) -> Result<Vec<SignedHolding>, WalletFailure> {
+        Ok(self.wallet.signed_reserves(block, message)?)
+    }
 }
 
 /// The node behind Etherscan's proxy module.
@@ -337,10 +358,33 @@ impl weiport_operator::Figures for OperatorFigures {
                 }
             })
             .collect();
+        let commands = view.sequence;
+        drop(view);
+        let reserves = exchange
+            .reserves()
+            .and_then(|keeper| keeper.latest())
+            .and_then(|snapshot| {
+                let coverage = snapshot.coverage().ok()?;
+                Some((snapshot.sequence, coverage))
+            })
+            .map(|(sequence, coverage)| {
+                coverage
+                    .into_iter()
+                    .map(|asset| weiport_operator::ReservesFigures {
+                        sequence,
+                        liabilities: asset.liabilities_in_coins(),
+                        reserves: asset.reserves_in_coins(),
+                        ratio: asset.ratio_text(),
+                        asset: asset.asset,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Some(weiport_operator::ExchangeFigures {
-            commands: view.sequence,
+            commands,
             markets,
             wallets,
+            reserves,
         })
     }
 

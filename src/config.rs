@@ -101,6 +101,8 @@ pub struct Config {
     pub indexer: IndexerSection,
     /// The on-chain wallet: deposits, sweeps, withdrawals.
     pub wallet: WalletSection,
+    /// Proof of reserves.
+    pub reserves: ReservesSection,
     /// RocksDB tuning.
     pub storage: StorageConfig,
     /// Logging.
@@ -110,6 +112,20 @@ pub struct Config {
     /// Several chains, each with its node; empty: the one `[node]` names.
     #[serde(default)]
     pub chains: Vec<ChainSection>,
+}
+
+/// `[reserves]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservesSection {
+    /// Whether snapshots are taken and published.
+    pub enabled: bool,
+    /// Seconds between snapshots; 0: not on time.
+    pub every_secs: u64,
+    /// Blocks of the first chain between snapshots; 0: not on blocks.
+    pub every_blocks: u64,
+    /// Snapshots kept.
+    pub keep: usize,
 }
 
 /// `[cluster]`.

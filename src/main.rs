@@ -73,6 +73,17 @@ enum Command {
         /// The backup.
         dir: PathBuf,
     },
+    /// Check a proof of reserves (what GET /sapi/v1/reserves/proof answered)
+    /// against nodes of your choosing: the leaf's path to the published root
+    /// and totals, each address's signature, its balance and the block's
+    /// hash on your node; prints reserves over liabilities per asset.
+    VerifyReserves {
+        /// The proof document.
+        proof: PathBuf,
+        /// A JSON-RPC node: URL (for every chain) or CHAIN_ID=URL; repeat.
+        #[arg(long = "node", required = true)]
+        nodes: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -96,11 +107,32 @@ fn main() -> ExitCode {
         Command::Serve => run_async(&config, serve::run(config.clone())),
         Command::Sandbox(args) => run_async(&config, sandbox::run(config.clone(), args)),
         Command::Index { until } => run_async(&config, serve::index(config.clone(), until)),
+        Command::VerifyReserves { proof, nodes } => {
+            run_async(&config, verify_reserves(proof, nodes))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(format_args!("{error:#}")),
     }
+}
+
+/// `weiport verify-reserves`: prints what holds and what fails.
+async fn verify_reserves(proof: PathBuf, nodes: Vec<String>) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&proof)?;
+    let verdict = weiport_reserves::verify(&text, &nodes).await?;
+    for line in &verdict.lines {
+        println!("{line}");
+    }
+    for failure in &verdict.failures {
+        println!("FAILED: {failure}");
+    }
+    anyhow::ensure!(
+        verdict.failures.is_empty(),
+        "{} checks failed",
+        verdict.failures.len()
+    );
+    Ok(())
 }
 
 fn run_async(

@@ -9,6 +9,8 @@ use axum::Router;
 use axum::http::StatusCode;
 use tokio::net::TcpListener;
 use weiport_exchange::sequencer::Role;
+use weiport_exchange_api::reserves::{ReserveKeeper, Schedule};
+use weiport_exchange_api::take_snapshots;
 use weiport_storage::Store;
 
 use crate::adapters::{EngineLedger, ExchangeMarkets, WalletFace};
@@ -300,6 +302,13 @@ async fn start_exchange(
     tokio::spawn(weiport_exchange_api::push_tickers(Arc::downgrade(
         &exchange,
     )));
+    if config.reserves.enabled {
+        let secret = access.keys.reserves_secret();
+        let keeper = ReserveKeeper::new(secret, config.exchange.fee_account, config.reserves.keep);
+        exchange.keep_reserves(Arc::new(keeper));
+        let schedule = Schedule::every(config.reserves.every_secs, config.reserves.every_blocks);
+        tokio::spawn(take_snapshots(Arc::downgrade(&exchange), schedule));
+    }
     Ok(StartedExchange {
         exchange,
         cluster,

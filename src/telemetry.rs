@@ -24,5 +24,6 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     let handle = weiport_operator::install_recorder()?;
     weiport_access::telemetry::describe(&["etherscan", "binance", "coingecko"]);
     weiport_wallet::describe_metrics();
+    weiport_exchange_api::reserves::describe_metrics();
     Ok(handle)
 }

@@ -322,12 +322,7 @@ async fn each_chain_is_indexed_apart_and_answered_by_its_chainid() {
     assert_eq!(list["result"][1]["chainid"], "31338");
     assert_eq!(list["result"][1]["chainname"], "Anvil L2");
     assert_eq!(list["result"][1]["status"], 1);
-    let metrics = reqwest::get(format!("{}/metrics", weiport.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = weiport.metrics().await;
     for chain in [FIRST, SECOND] {
         assert!(
             metrics.contains(&format!(

@@ -153,12 +153,7 @@ async fn every_metric_the_rules_and_the_dashboard_read_is_on_a_live_servers_metr
         .collect();
     let mut missing = wanted.clone();
     for _ in 0..100 {
-        let text = reqwest::get(format!("{}/metrics", weiport.url))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = weiport.metrics().await;
         missing.retain(|name| {
             !text.lines().any(|line| {
                 line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))

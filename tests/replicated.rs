@@ -183,12 +183,7 @@ async fn followers_replay_the_primary_and_a_frozen_primary_is_fenced() {
     eventually(
         "the follower's metrics show its place in the cluster",
         async || {
-            let text = reqwest::get(format!("{}/metrics", c.url))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let text = c.metrics().await;
             [
                 r#"weiport_cluster_role{role="follower"} 1"#,
                 r#"weiport_cluster_role{role="primary"} 0"#,
@@ -375,6 +370,7 @@ async fn chain_process(shared: &Shared, dir: &std::path::Path, name: &str, anvil
         ("WEIPORT_WALLET__POLL_MS", "100"),
         ("WEIPORT_WALLET__SWEEP_THRESHOLD", "1000000"),
         ("WEIPORT_WALLET__REPLACE_AFTER_SECS", "600"),
+        ("WEIPORT_RESERVES__EVERY_SECS", "1"),
     ]);
     shared.process_with(dir, name, &env).await
 }
@@ -697,4 +693,51 @@ async fn a_process_that_joins_late_lists_every_deposit_credited_before() {
     })
     .await;
     assert_eq!(eth_free(&b, &alice).await, json!("6.00000000"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_process_publishes_the_same_reserves_root_for_a_sequence() {
+    use common::chain::{Chain, ether};
+    let shared = Shared::start();
+    let anvil = common::Anvil::start(&[]);
+    let chain = Chain::new(&anvil.url);
+    let dev = chain.accounts().await;
+    let disks: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = chain_process(&shared, disks[0].path(), "a", &anvil.url).await;
+    let b = chain_process(&shared, disks[1].path(), "b", &anvil.url).await;
+    let mut keys = Vec::new();
+    for n in 1..=3u64 {
+        let key = a.key(json!({"permissions": ["read"]})).await;
+        let address = get(&a, &key, "/sapi/v1/capital/deposit/address", "coin=ETH").await;
+        let address = address["address"].as_str().unwrap().parse().unwrap();
+        chain.transfer(dev[0], address, ether(n)).await;
+        keys.push(key);
+    }
+    chain.mine_many(6).await;
+    eventually("the deposits credited on both processes", async || {
+        eth_free(&a, &keys[2]).await == json!("3.00000000")
+            && eth_free(&b, &keys[2]).await == json!("3.00000000")
+    })
+    .await;
+
+    // Each takes its own snapshots on its own clock; once both have one of
+    // the same sequence, its root and totals are the same.
+    let (mut on_a, mut on_b) = (Value::Null, Value::Null);
+    eventually("a snapshot of the same sequence on both", async || {
+        on_a = a.public("/sapi/v1/reserves").await;
+        on_b = b.public("/sapi/v1/reserves").await;
+        on_a["sequence"].is_u64()
+            && on_a["sequence"] == on_b["sequence"]
+            && on_a["totals"] == on_b["totals"]
+            && on_a["accounts"] == json!(3)
+    })
+    .await;
+    assert_eq!(on_a["root"], on_b["root"], "{on_a} {on_b}");
+    assert_eq!(on_a["totals"], on_b["totals"]);
+    // And each account's proof from either checks against the same root.
+    for key in &keys {
+        let proof_a = get(&a, key, "/sapi/v1/reserves/proof", "").await;
+        let proof_b = get(&b, key, "/sapi/v1/reserves/proof", "").await;
+        assert_eq!(proof_a["proof"], proof_b["proof"]);
+    }
 }

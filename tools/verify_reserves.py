@@ -13,6 +13,7 @@ Trusts nothing the exchange says but the document it is given:
 
 Standard library only.  Usage:
     verify_reserves.py PROOF.json --node http://127.0.0.1:8545
+    verify_reserves.py PROOF.json --node 1=https://eth.example --node 42161=https://arb.example
 PROOF.json is what GET /sapi/v1/reserves/proof answers (a snapshot and an
 account's proof).  Exit status 0: every check held; 1: one failed.
 """
@@ -158,30 +159,54 @@ def _sums_bytes(sums):
     return b"".join(int(s).to_bytes(16, "big") for s in sums)
 
 
-def climb(proof):
-    """The root (hash, sums) the leaf and its path lead to."""
-    salt = bytes.fromhex(proof["salt"])
+def _amounts(values, count, what):
+    """`values` as exactly `count` unsigned 128-bit integers."""
+    if not isinstance(values, list) or len(values) != count:
+        raise ValueError(f"{what}: {count} amounts expected")
+    amounts = []
+    for value in values:
+        amount = int(value)
+        if amount < 0 or amount >= 1 << 128:
+            raise ValueError(f"{what}: {value} is not an unsigned 128-bit amount")
+        amounts.append(amount)
+    return amounts
+
+
+def _hash(text, what):
+    raw = bytes.fromhex(text.removeprefix("0x"))
+    if len(raw) != 32:
+        raise ValueError(f"{what} is not 32 bytes")
+    return raw
+
+
+def climb(proof, assets):
+    """The root (hash, sums) the leaf and its path lead to.  An inner node
+    commits to each child's hash and each child's sums, so a sibling cannot
+    be shown smaller than it is."""
+    salt = _hash(proof["salt"], "the salt")
     account = int(proof["account"]).to_bytes(8, "big")
     account_id = _sha256(b"weiport/reserves/account", salt, account)
-    sums = [int(s) for s in proof["owed"]]
-    if any(s < 0 for s in sums):
-        raise ValueError("a negative amount")
+    sums = _amounts(proof["owed"], assets, "the leaf")
     node = _sha256(b"\x00", account_id, _sums_bytes(sums))
     for step in proof["path"]:
-        sibling_sums = [int(s) for s in step["sums"]]
-        if len(sibling_sums) != len(sums) or any(s < 0 or s >= 1 << 128 for s in sibling_sums):
-            raise ValueError("a sibling's sums are malformed")
+        sibling = _hash(step["hash"], "a sibling's hash")
+        sibling_sums = _amounts(step["sums"], assets, "a sibling")
+        if step["side"] == "right":
+            node = _sha256(b"\x01", node, _sums_bytes(sums), sibling, _sums_bytes(sibling_sums))
+        elif step["side"] == "left":
+            node = _sha256(b"\x01", sibling, _sums_bytes(sibling_sums), node, _sums_bytes(sums))
+        else:
+            raise ValueError("a step's side is left or right")
         sums = [a + b for a, b in zip(sums, sibling_sums)]
         if any(s >= 1 << 128 for s in sums):
             raise ValueError("a sum overflows")
-        sibling = bytes.fromhex(step["hash"])
-        if step["side"] == "right":
-            node = _sha256(b"\x01", node, sibling, _sums_bytes(sums))
-        elif step["side"] == "left":
-            node = _sha256(b"\x01", sibling, node, _sums_bytes(sums))
-        else:
-            raise ValueError("a step's side is left or right")
     return node.hex(), sums
+
+
+def message(sequence, chain, address):
+    """The text each reserve address signs (reserves/src/snapshot.rs)."""
+    return (f"weiport proof of reserves: snapshot {sequence}; chain {chain['chainId']} "
+            f"block {chain['block']} ({chain['blockHash']}); address {address}")
 
 
 # --- The node of the client's choosing.
@@ -202,44 +227,73 @@ def rpc(url, method, params):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("proof", help="the document GET /sapi/v1/reserves/proof answered")
-    parser.add_argument("--node", required=True, help="a JSON-RPC node you trust")
+    parser.add_argument("--node", action="append", required=True,
+                        help="a JSON-RPC node you trust: URL (every chain) or CHAINID=URL; repeat per chain")
     args = parser.parse_args()
+    nodes = {}
+    for given in args.node:
+        chain_id, _, url = given.partition("=") if "=" in given.split("//")[0] else ("", "", given)
+        nodes[chain_id] = url
     with open(args.proof) as file:
         document = json.load(file)
     snapshot, proof = document["snapshot"], document["proof"]
     failures = []
 
-    root, sums = climb(proof)
-    if root != snapshot["root"] or proof["root"] != snapshot["root"]:
-        failures.append(f"the path leads to root {root}, not the published {snapshot['root']}")
-    if [str(s) for s in sums] != [str(t) for t in snapshot["totals"]]:
-        failures.append(f"the path's sums {sums} are not the published totals {snapshot['totals']}")
-    print(f"leaf of account {proof['account']} owed {proof['owed']} {snapshot['assets']}: "
-          f"{'in' if not failures else 'NOT in'} root {snapshot['root']}")
+    assets = snapshot["assets"]
+    try:
+        totals = _amounts(snapshot["totals"], len(assets), "the totals")
+        if proof["sequence"] != snapshot["sequence"] or proof["assets"] != assets:
+            failures.append("the proof is of another snapshot than the one given with it")
+        root, sums = climb(proof, len(assets))
+        if root != snapshot["root"] or proof["root"] != snapshot["root"]:
+            failures.append(f"the path leads to root {root}, not the published {snapshot['root']}")
+        if sums != totals:
+            failures.append(f"the path's sums {sums} are not the published totals {totals}")
+    except (ValueError, KeyError, TypeError) as error:
+        failures.append(f"malformed proof: {error}")
+    print(f"leaf of account {proof.get('account')} owed {proof.get('owed')} {assets}: "
+          f"{'in' if not failures else 'NOT in'} root {snapshot.get('root')}")
 
     scale = Decimal(10) ** int(snapshot.get("scale", 8))
     reserves = {}
+    seen_chains, seen_addresses = set(), set()
     for chain in snapshot["chains"]:
-        block = rpc(args.node, "eth_getBlockByNumber", [hex(chain["block"]), False])
+        if chain["chainId"] in seen_chains:
+            failures.append(f"chain {chain['chainId']} listed twice")
+            continue
+        seen_chains.add(chain["chainId"])
+        url = nodes.get(str(chain["chainId"])) or nodes.get("")
+        if url is None:
+            failures.append(f"no --node given for chain {chain['chainId']}")
+            continue
+        if int(rpc(url, "eth_chainId", []), 16) != chain["chainId"]:
+            failures.append(f"{url} is not chain {chain['chainId']}")
+            continue
+        block = rpc(url, "eth_getBlockByNumber", [hex(chain["block"]), False])
         if block is None or block["hash"].lower() != chain["blockHash"].lower():
             failures.append(f"block {chain['block']} is not {chain['blockHash']} on your node")
             continue
         for holding in chain["addresses"]:
             address = holding["address"].lower()
+            if (chain["chainId"], address) in seen_addresses:
+                failures.append(f"{address} listed twice on chain {chain['chainId']}")
+                continue
+            seen_addresses.add((chain["chainId"], address))
+            expected = message(snapshot["sequence"], chain, address)
+            if holding["message"] != expected:
+                failures.append(f"{address}: the signed message is not this snapshot's: {holding['message']!r}")
             signer = recover_address(personal_digest(holding["message"]),
                                      bytes.fromhex(holding["signature"].removeprefix("0x")))
             if signer != address:
                 failures.append(f"{address}: the signature recovers to {signer}")
-            if str(snapshot["sequence"]) not in holding["message"]:
-                failures.append(f"{address}: the signed message does not name this snapshot")
-            balance = int(rpc(args.node, "eth_getBalance", [address, hex(chain["block"])]), 16)
+            balance = int(rpc(url, "eth_getBalance", [address, hex(chain["block"])]), 16)
             if balance != int(holding["balanceWei"]):
                 failures.append(f"{address}: your node says {balance} wei at block {chain['block']}, "
                                 f"the exchange {holding['balanceWei']}")
             reserves[chain["coin"]] = reserves.get(chain["coin"], 0) + balance
 
     on_chain = {chain["coin"] for chain in snapshot["chains"]}
-    for index, asset in enumerate(snapshot["assets"]):
+    for index, asset in enumerate(assets):
         owed = Decimal(int(snapshot["totals"][index])) / scale
         if asset not in on_chain:
             print(f"{asset}: liabilities {owed}; no reserves on a chain listed")

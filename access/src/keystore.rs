@@ -385,6 +385,12 @@ impl KeyStore {
         self.master.cluster_token()
     }
 
+    /// The proof-of-reserves salt secret of processes sharing this master
+    /// key (see [`MasterKey::reserves_secret`]).
+    pub fn reserves_secret(&self) -> [u8; 32] {
+        self.master.reserves_secret()
+    }
+
     /// Creates an account.
     pub fn create_account(&self, label: &str) -> Result<AccountRecord, KeyStoreError> {
         let Some(redis) = self.shared.get() else {

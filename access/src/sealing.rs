@@ -29,7 +29,9 @@ pub enum SealingError {
 }
 
 /// The key that seals secrets. Never logged, never serialised.
-pub struct MasterKey(ChaCha20Poly1305, [u8; 32]);
+/// Holds the cipher, the cluster token and the proof-of-reserves secret,
+/// each derived from the key for its purpose alone.
+pub struct MasterKey(ChaCha20Poly1305, [u8; 32], [u8; 32]);
 
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,10 +57,24 @@ impl MasterKey {
     pub fn from_bytes(bytes: &[u8; 32]) -> Self {
         use sha2::Digest;
         let cipher = ChaCha20Poly1305::new_from_slice(bytes).expect("32 bytes is the key length");
-        let mut derived = sha2::Sha256::new();
-        derived.update(b"weiport cluster token\0");
-        derived.update(bytes);
-        Self(cipher, derived.finalize().into())
+        let derive = |purpose: &[u8]| -> [u8; 32] {
+            let mut derived = sha2::Sha256::new();
+            derived.update(purpose);
+            derived.update(bytes);
+            derived.finalize().into()
+        };
+        Self(
+            cipher,
+            derive(b"weiport cluster token\0"),
+            derive(b"weiport reserves salts\0"),
+        )
+    }
+
+    /// The secret every process sharing this key salts the proof of
+    /// reserves' leaves with: the same roots everywhere, and no client can
+    /// tell whose a leaf is.
+    pub fn reserves_secret(&self) -> [u8; 32] {
+        self.2
     }
 
     /// The bearer token processes sharing this master key present to each

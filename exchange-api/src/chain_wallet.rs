@@ -2,7 +2,7 @@
 //! admin endpoints read and ask of it. The face declares it; the server
 //! wires the wallet behind it once, at start.
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 use weiport_exchange::amount::Amount;
 use weiport_exchange::catalog::AssetId;
 use weiport_storage::{DepositRow, WithdrawalTxRow};
@@ -69,4 +69,17 @@ pub trait ChainWallet: Send + Sync + 'static {
     fn holdings(&self) -> Result<U256, WalletFailure>;
     /// The hot wallet's address.
     fn hot_address(&self) -> Address;
+    /// The id of the chain the index follows, once known.
+    fn chain_id(&self) -> Result<Option<u64>, WalletFailure>;
+    /// The last block no reorganisation is expected to take back.
+    fn final_block(&self) -> Option<u64>;
+    /// The hash of block `number`, by the index.
+    fn block_hash(&self, number: u64) -> Result<Option<B256>, WalletFailure>;
+    /// Every address the exchange controls holding anything at `block`,
+    /// each with `message(address)` signed by its key.
+    fn signed_reserves(
+        &self,
+        block: u64,
+        message: &dyn Fn(Address) -> String,
+    ) -> Result<Vec<weiport_reserves::SignedHolding>, WalletFailure>;
 }

@@ -145,6 +145,9 @@ pub(crate) enum Refusal<'a> {
     NoSuchOrder,
     /// -2013: no order list matches.
     NoSuchOrderList,
+    /// -1130: no kept snapshot of reserves has the sequence asked for (or
+    /// none was taken yet).
+    NoSuchSnapshot,
     /// -2038: no open order matches (amend).
     UnknownOrderToAmend,
     /// -2038: amending one order of an OCO pair.
@@ -248,6 +251,10 @@ impl From<Refusal<'_>> for BinanceError {
             }
             R::NoSuchOrder => Self::bad(-2013, "Order does not exist."),
             R::NoSuchOrderList => Self::bad(-2013, "Order list does not exist."),
+            R::NoSuchSnapshot => Self::bad(
+                -1130,
+                "No snapshot of reserves is kept for this sequence (or none was taken yet).",
+            ),
             R::UnknownOrderToAmend => Self::bad(-2038, "Unknown order sent."),
             R::AmendInPair => Self::bad(
                 -2038,

@@ -42,6 +42,8 @@ pub struct Exchange {
     pub wallets: Vec<Arc<dyn ChainWallet>>,
     /// Where commands go while this process follows a replicated journal.
     primary: std::sync::OnceLock<Arc<dyn PrimaryLink>>,
+    /// The proof-of-reserves snapshots, when the server takes them.
+    reserves: std::sync::OnceLock<Arc<crate::reserves::ReserveKeeper>>,
 }
 
 impl Exchange {
@@ -78,7 +80,18 @@ impl Exchange {
             streams,
             wallets,
             primary: std::sync::OnceLock::new(),
+            reserves: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Publishes `keeper`'s proof-of-reserves snapshots.
+    pub fn keep_reserves(&self, keeper: Arc<crate::reserves::ReserveKeeper>) {
+        let _ = self.reserves.set(keeper);
+    }
+
+    /// The proof-of-reserves snapshots, if the server takes them.
+    pub fn reserves(&self) -> Option<&crate::reserves::ReserveKeeper> {
+        self.reserves.get().map(|keeper| &**keeper)
     }
 
     /// Sends the commands this process may not sequence (while it follows)

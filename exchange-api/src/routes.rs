@@ -13,7 +13,7 @@ use weiport_access::{Endpoint, Guarded, Permission, Security, guard};
 use crate::error::BinanceFace;
 use crate::exchange::Exchange;
 use crate::ws_api::Operations;
-use crate::{account, capital, lists, market_data, modify, sapi, ticker, trading};
+use crate::{account, capital, lists, market_data, modify, reserves_api, sapi, ticker, trading};
 
 /// One operation: what it answers, who may call it and what it costs, and
 /// its handler; its HTTP method and path, its WebSocket API method name, or
@@ -589,6 +589,30 @@ fn routes() -> Vec<Route> {
             read(10),
             &[&["coin", "network", "amount"]],
             |g| g.on(capital::deposit_address),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/reserves",
+            "Proof of reserves: a snapshot (sequence, or the latest): liabilities' root and totals, each chain's signed addresses and balances at a block, reserves over liabilities per asset",
+            public(1),
+            &[&["sequence"]],
+            |g| g.on(reserves_api::snapshot),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/reserves/snapshots",
+            "Proof of reserves: the kept snapshots, oldest first",
+            public(1),
+            reads::NONE,
+            |g| g.on(reserves_api::snapshots),
+        ),
+        route(
+            "GET",
+            "/sapi/v1/reserves/proof",
+            "Proof of reserves: the account's leaf, salt and path to the root of a snapshot, with the snapshot",
+            read(1),
+            &[&["sequence"]],
+            |g| g.on(reserves_api::proof),
         ),
         route(
             "GET",

@@ -16,46 +16,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod support;
+
+use support::{MARKET, catalog, limit};
 use weiport_exchange::engine::Command;
-use weiport_exchange::market::{Market, StpMode};
-use weiport_exchange::order::{NewOrder, OrderType, ResponseType, Side, TimeInForce};
+use weiport_exchange::order::Side;
 use weiport_exchange::sequencer::Sequencer;
-use weiport_exchange::{Amount, AssetId, Catalog, MarketId};
+use weiport_exchange::{Amount, AssetId};
 
 const LEVELS: u64 = 5_000;
 const READERS: usize = 8;
-const MARKET: MarketId = MarketId(0);
 
 #[derive(Clone, Copy, PartialEq)]
 enum Readers {
     None,
     UnderLock,
     Snapshot,
-}
-
-fn catalog() -> Arc<Catalog> {
-    Arc::new(Catalog::new(vec![Market {
-        max_num_orders: 1_000_000,
-        default_stp: StpMode::None,
-        allowed_stp: vec![StpMode::None],
-        ..weiport_exchange::market::tests_support::eth_usdt()
-    }]))
-}
-
-fn limit(side: Side, price: Amount) -> NewOrder {
-    NewOrder {
-        market: MARKET,
-        side,
-        order_type: OrderType::Limit,
-        time_in_force: TimeInForce::Gtc,
-        quantity: Some("0.01".parse().unwrap()),
-        quote_quantity: None,
-        price: Some(price),
-        client_order_id: None,
-        response_type: ResponseType::Ack,
-        stp: StpMode::None,
-        trigger: None,
-    }
 }
 
 /// The depth body, written as the handler writes it.

@@ -147,6 +147,27 @@ pub struct View {
     pub chain: ChainView,
 }
 
+/// What each account is owed per asset ([`View::claims`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claims {
+    /// The accounts owed something.
+    pub accounts: Vec<AccountId>,
+    /// `assets` amounts per account, in the order of `accounts`.
+    pub amounts: Vec<u128>,
+    /// How many assets each account has amounts of.
+    pub assets: usize,
+}
+
+impl Claims {
+    /// Each account with its amounts.
+    pub fn iter(&self) -> impl Iterator<Item = (AccountId, &[u128])> {
+        self.accounts
+            .iter()
+            .copied()
+            .zip(self.amounts.chunks_exact(self.assets.max(1)))
+    }
+}
+
 /// Funds that crossed the chain, as the engine has them.
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ChainView {
@@ -220,6 +241,56 @@ impl View {
             .filter(|o| o.account == account)
     }
 
+    /// What the exchange owes each account at this view's sequence, per
+    /// asset (indexed by [`AssetId`], `assets` of them) in units of 10^-8:
+    /// free, locked, and withdrawals asked for and not yet ended with their
+    /// fee. `fee_account`'s income is the exchange's own; accounts owed
+    /// nothing are left out. Two flat vectors and no map of every account:
+    /// it runs under the view's lock, which holds the engine's commits.
+    pub fn claims(&self, fee_account: AccountId, assets: usize) -> Claims {
+        let mut pending: HashMap<AccountId, Vec<(AssetId, u128)>> = HashMap::new();
+        for (_, withdrawal) in self.chain.pending() {
+            let held = u128::from(withdrawal.amount.units()) + u128::from(withdrawal.fee.units());
+            pending
+                .entry(withdrawal.account)
+                .or_default()
+                .push((withdrawal.asset, held));
+        }
+        let mut claims = Claims {
+            accounts: Vec::with_capacity(self.accounts.len()),
+            amounts: Vec::with_capacity(self.accounts.len() * assets),
+            assets,
+        };
+        let empty = AccountView::default();
+        let with_pending_only = pending
+            .keys()
+            .filter(|account| !self.accounts.contains_key(account))
+            .map(|account| (account, &empty));
+        for (account, held) in self.accounts.iter().chain(with_pending_only) {
+            if *account == fee_account {
+                continue;
+            }
+            let start = claims.amounts.len();
+            claims.amounts.resize(start + assets, 0);
+            let row = &mut claims.amounts[start..];
+            for (asset, (free, locked)) in &held.balances {
+                if let Some(slot) = row.get_mut(usize::from(asset.0)) {
+                    *slot += u128::from(free.units()) + u128::from(locked.units());
+                }
+            }
+            for (asset, amount) in pending.get(account).into_iter().flatten() {
+                if let Some(slot) = row.get_mut(usize::from(asset.0)) {
+                    *slot += amount;
+                }
+            }
+            if row.iter().all(|a| *a == 0) {
+                claims.amounts.truncate(start);
+            } else {
+                claims.accounts.push(*account);
+            }
+        }
+        claims
+    }
     /// Applies one accepted command's events and history changes; `time_ms`
     /// is its engine time (none for credits and debits).
     pub fn apply(&mut self, time_ms: Option<u64>, events: &[Event], changes: &Changes) {

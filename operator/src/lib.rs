@@ -78,6 +78,23 @@ pub struct ExchangeFigures {
     pub markets: Vec<(String, Option<String>)>,
     /// Each chain's wallet.
     pub wallets: Vec<WalletFigures>,
+    /// The latest proof-of-reserves snapshot, per asset.
+    pub reserves: Vec<ReservesFigures>,
+}
+
+/// One asset at the latest proof-of-reserves snapshot.
+#[derive(Debug, Clone)]
+pub struct ReservesFigures {
+    /// The ledger sequence of the snapshot.
+    pub sequence: u64,
+    /// The asset.
+    pub asset: String,
+    /// What the accounts are owed of it, in coins.
+    pub liabilities: String,
+    /// What the exchange's addresses hold of it on chain (none listed: `None`).
+    pub reserves: Option<String>,
+    /// Reserves over liabilities.
+    pub ratio: Option<String>,
 }
 
 /// A chain's wallet against the accounts' books.

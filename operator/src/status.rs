@@ -287,6 +287,27 @@ fn render(figures: &dyn Figures, samples: &[Sample], now: u64) -> String {
             if exchange.wallets.is_empty() {
                 parts.push_str("<tr><th>Wallet</th><td>off</td></tr>");
             }
+            for asset in &exchange.reserves {
+                let held = match (&asset.reserves, &asset.ratio) {
+                    (Some(held), Some(ratio)) => format!(
+                        "reserves {} over liabilities {}: {}",
+                        escape(held),
+                        escape(&asset.liabilities),
+                        escape(ratio)
+                    ),
+                    (Some(held), None) => format!("reserves {}, nothing owed", escape(held)),
+                    (None, _) => format!(
+                        "liabilities {}; no reserves on a chain",
+                        escape(&asset.liabilities)
+                    ),
+                };
+                let _ = write!(
+                    parts,
+                    "<tr><th>Reserves {}</th><td>{held} (snapshot at sequence {})</td></tr>",
+                    escape(&asset.asset),
+                    asset.sequence
+                );
+            }
             for wallet in &exchange.wallets {
                 let chain = match &wallet.on_chain {
                     Ok(held) => escape(held),

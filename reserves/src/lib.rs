@@ -2,20 +2,26 @@
 //! in a Merkle sum tree at one ledger sequence, and the proofs that let an
 //! account check its claim is counted in the published totals.
 //!
-//! The crate is pure: it takes what each account is owed and gives roots
-//! and proofs. Reading the ledger at a sequence, the chain at a block and
-//! signing with the wallet's keys belong to the crates that own them.
+//! Pure but for the verifier: it takes what each account is owed and gives
+//! roots and proofs. Reading the ledger at a sequence, the chain at a block
+//! and signing with the wallet's keys belong to the crates that own them;
+//! the verifier asks nodes of the client's choosing through the indexer's
+//! JSON-RPC client.
 
+mod check;
 mod proof;
 mod snapshot;
 mod tree;
+mod verify;
 
+pub use check::{check_proof, check_signatures, signer};
 pub use proof::{Proof, ProofDocument, StepDocument};
 pub use snapshot::{
-    ChainReserves, Coverage, CoverageDocument, Holding, Owed, ProofOf, Snapshot, SnapshotDocument,
-    WEI_PER_UNIT,
+    ChainReserves, Coverage, CoverageDocument, Holding, Owed, ProofOf, SignedHolding, Snapshot,
+    SnapshotDocument, WEI_PER_UNIT,
 };
 pub use tree::{Hash, Leaf, Node, Side, Step, SumTree, account_id, climb};
+pub use verify::{Verdict, VerifyError, verify};
 
 use sha2::{Digest, Sha256};
 

@@ -22,6 +22,20 @@ pub struct Owed {
     pub amounts: Vec<u128>,
 }
 
+/// One address the exchange controls at a block, as its wallet signed for
+/// it: what a chain's wallet hands the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedHolding {
+    /// The address.
+    pub address: alloy_primitives::Address,
+    /// Its balance at the block, in Wei, by the index.
+    pub wei: alloy_primitives::U256,
+    /// The text signed.
+    pub message: String,
+    /// The EIP-191 signature of the text by the address's key (r, s, v).
+    pub signature: [u8; 65],
+}
+
 /// One address the exchange controls, at the chain's snapshot block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -90,24 +104,32 @@ impl Snapshot {
     }
 
     /// Builds the liabilities' tree over `owed` (each account's salt derived
-    /// from `secret`), in account order so every process builds the same.
+    /// from `secret`). Leaves go in the order of their salted account ids:
+    /// the same on every process, and a proof's neighbours are nobody a
+    /// client can name (in account order, account N's path would show what
+    /// N + 1 is owed).
     pub fn take(
         secret: &[u8; 32],
         sequence: u64,
         taken_ms: u64,
         assets: Vec<String>,
-        mut owed: Vec<Owed>,
+        owed: Vec<Owed>,
         chains: Vec<ChainReserves>,
     ) -> Result<Self, ReservesError> {
-        owed.sort_unstable_by_key(|o| o.account);
-        let leaves: Vec<Leaf> = owed
+        let mut keyed: Vec<(Hash, Leaf)> = owed
             .into_iter()
-            .map(|o| Leaf {
-                account: o.account,
-                salt: salt(secret, sequence, o.account),
-                owed: o.amounts,
+            .map(|o| {
+                let salt = salt(secret, sequence, o.account);
+                let leaf = Leaf {
+                    account: o.account,
+                    salt,
+                    owed: o.amounts,
+                };
+                (crate::account_id(&salt, o.account), leaf)
             })
             .collect();
+        keyed.sort_unstable_by_key(|(id, _)| *id);
+        let leaves: Vec<Leaf> = keyed.into_iter().map(|(_, leaf)| leaf).collect();
         let tree = SumTree::build(assets.len(), &leaves)?;
         let index = leaves
             .iter()
@@ -231,6 +253,22 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// The liabilities in coins (`1.5`).
+    pub fn liabilities_in_coins(&self) -> String {
+        coins(self.liabilities, 8)
+    }
+
+    /// The reserves in coins, if any chain holds the asset.
+    pub fn reserves_in_coins(&self) -> Option<String> {
+        self.reserves_wei.map(|wei| coins(wei, 18))
+    }
+
+    /// The ratio with six decimals (`1.000000`), if there is one.
+    pub fn ratio_text(&self) -> Option<String> {
+        self.ratio_millionths
+            .map(|r| format!("{}.{:06}", r / 1_000_000, r % 1_000_000))
+    }
+
     /// The ratio as a number (for gauges), if there is one.
     pub fn ratio(&self) -> Option<f64> {
         self.ratio_millionths.map(|r| r as f64 / 1e6)
@@ -257,9 +295,7 @@ impl From<&Coverage> for CoverageDocument {
             asset: coverage.asset.clone(),
             liabilities: coverage.liabilities.to_string(),
             reserves_wei: coverage.reserves_wei.map(|w| w.to_string()),
-            ratio: coverage
-                .ratio_millionths
-                .map(|r| format!("{}.{:06}", r / 1_000_000, r % 1_000_000)),
+            ratio: coverage.ratio_text(),
         }
     }
 }
@@ -308,5 +344,15 @@ mod decimal {
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u128, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// `amount` units of 10^-`decimals` as a decimal number of coins.
+fn coins(amount: u128, decimals: u32) -> String {
+    let one = 10u128.pow(decimals);
+    let fraction = format!("{:0width$}", amount % one, width = decimals as usize);
+    match fraction.trim_end_matches('0') {
+        "" => (amount / one).to_string(),
+        fraction => format!("{}.{fraction}", amount / one),
     }
 }

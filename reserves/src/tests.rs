@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::tree;
 
 fn leaves(owed: &[(u64, u64)]) -> Vec<Leaf> {
     owed.iter()
@@ -322,4 +323,62 @@ fn a_published_proof_round_trips_through_json_and_verifies() {
     assert_eq!(read.snapshot.root, read.proof.root);
     assert_eq!(read.snapshot.chains[0].addresses[0].balance_wei, 10);
     assert!(text.contains("\"balanceWei\":\"10\""), "{text}");
+}
+
+#[test]
+fn siblings_shown_smaller_than_they_are_fail() {
+    // Two accounts owed 5 and 3. A root committing only to the total could
+    // be published as 5 (3 vanished), each account shown its sibling as
+    // 0 and 2: both paths would reach it. Committing to each child's sums
+    // makes those siblings other nodes than the ones hashed.
+    let all = leaves(&[(5, 0), (3, 0)]);
+    let honest = SumTree::build(2, &all).unwrap();
+    assert_eq!(honest.root().sums, vec![8, 0]);
+    let (a, b) = (all[0].node(), all[1].node());
+    let shown_to_a = Node {
+        hash: b.hash,
+        sums: vec![0, 0],
+    };
+    let shown_to_b = Node {
+        hash: a.hash,
+        sums: vec![2, 0],
+    };
+    let forged_root = tree::parent(&a, &shown_to_a).unwrap();
+    assert_eq!(forged_root.sums, vec![5, 0]);
+    let proof_a = Proof {
+        sequence: 42,
+        assets: vec!["ETH".into(), "USDT".into()],
+        leaf: all[0].clone(),
+        path: vec![Step {
+            side: Side::Right,
+            sibling: shown_to_a,
+        }],
+        root: forged_root.clone(),
+    };
+    // A's own path leads to the forged root, which the forger chose for it;
+    // B's, through a sibling shown smaller, cannot reach the same root.
+    proof_a.verify().unwrap();
+    let proof_b = Proof {
+        leaf: all[1].clone(),
+        path: vec![Step {
+            side: Side::Left,
+            sibling: shown_to_b,
+        }],
+        ..proof_a
+    };
+    assert!(matches!(
+        proof_b.verify(),
+        Err(ReservesError::RootMismatch { .. })
+    ));
+}
+
+#[test]
+fn a_signature_recovers_to_its_signer() {
+    // anvil's first dev account (its key is well known) signing "hello"
+    // with personal_sign; the recovery is the address that key derives.
+    let signed = "0x08f4f37e2d8f74e18c1b8fde2374d5f28402fb8ab7fd1cc5b786aa40851a70cb0065ac791cbd0faa6d1034ddb8452347ee13d26399379db31e7061c7a30d72ea1b";
+    let anvil_first = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+    assert_eq!(signer("hello", signed).unwrap(), anvil_first);
+    assert_ne!(signer("hello!", signed).unwrap(), anvil_first);
+    assert!(signer("hello", "0x1234").is_err());
 }

@@ -3,16 +3,20 @@
 //! Every node commits to a hash and to one sum per asset. A leaf's hash
 //! covers the account (through a salt only its owner and the exchange
 //! know) and what the exchange owes it of each asset; an inner node's hash
-//! covers its two children's hashes and its sums, which are its children's
-//! sums added. Sums are unsigned, so no subtree can hide a debt that cancels
-//! another account's claim, and the root's sums are the exchange's total
-//! liabilities per asset.
+//! covers each child's hash and each child's sums, and its own sums are
+//! theirs added. Committing to each child's sums, not only to their total,
+//! is what keeps a sibling's sums honest in a proof: with the total alone,
+//! two siblings could each be shown the other as smaller than it is, and
+//! the smaller of their claims would vanish from the root. Sums are
+//! unsigned, so no subtree can hide a debt that cancels another account's
+//! claim, and the root's sums are the exchange's total liabilities per
+//! asset.
 //!
 //! Bytes hashed (SHA-256; integers big-endian; sums as 16 bytes each, in
 //! the snapshot's asset order):
 //! - account id: `"weiport/reserves/account" ‖ salt(32) ‖ account(8)`
 //! - leaf: `0x00 ‖ account id(32) ‖ sums`
-//! - inner node: `0x01 ‖ left(32) ‖ right(32) ‖ sums`
+//! - inner node: `0x01 ‖ left(32) ‖ left's sums ‖ right(32) ‖ right's sums`
 //! - the filler paired with the last node of a level of odd length:
 //!   `0x02`, with sums of zero.
 
@@ -52,14 +56,15 @@ pub fn account_id(salt: &Hash, account: u64) -> Hash {
     hasher.finalize().into()
 }
 
-fn hash_node(tag: u8, parts: &[&Hash], sums: &[u128]) -> Hash {
+/// SHA-256 of `tag` and each part: a hash, then its sums.
+fn hash_node(tag: u8, parts: &[(&Hash, &[u128])]) -> Hash {
     let mut hasher = Sha256::new();
     hasher.update([tag]);
-    for part in parts {
-        hasher.update(part);
-    }
-    for sum in sums {
-        hasher.update(sum.to_be_bytes());
+    for (hash, sums) in parts {
+        hasher.update(hash);
+        for sum in *sums {
+            hasher.update(sum.to_be_bytes());
+        }
     }
     hasher.finalize().into()
 }
@@ -68,7 +73,7 @@ impl Leaf {
     /// The leaf's node.
     pub fn node(&self) -> Node {
         Node {
-            hash: hash_node(0, &[&account_id(&self.salt, self.account)], &self.owed),
+            hash: hash_node(0, &[(&account_id(&self.salt, self.account), &self.owed)]),
             sums: self.owed.clone(),
         }
     }
@@ -77,7 +82,7 @@ impl Leaf {
 /// The filler paired with the last node of a level of odd length.
 pub fn filler(assets: usize) -> Node {
     Node {
-        hash: hash_node(2, &[], &[]),
+        hash: hash_node(2, &[]),
         sums: vec![0; assets],
     }
 }
@@ -94,7 +99,7 @@ pub fn parent(left: &Node, right: &Node) -> Result<Node, ReservesError> {
         .map(|(a, b)| a.checked_add(*b).ok_or(ReservesError::Overflow))
         .collect::<Result<Vec<u128>, _>>()?;
     Ok(Node {
-        hash: hash_node(1, &[&left.hash, &right.hash], &sums),
+        hash: hash_node(1, &[(&left.hash, &left.sums), (&right.hash, &right.sums)]),
         sums,
     })
 }

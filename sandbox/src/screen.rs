@@ -171,6 +171,12 @@ pub(crate) fn screen(d: &Description, settings: &SandboxSettings, kept: bool) ->
     let _ = writeln!(out);
     let _ = writeln!(
         out,
+        "Proof of reserves (the latest snapshot; an account's own proof is the signed GET /sapi/v1/reserves/proof, checked by tools/verify_reserves.py against any node):"
+    );
+    let _ = writeln!(out, "  curl -s '{}/sapi/v1/reserves'", d.rest_url);
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
         "Trades as they happen:  websocat {}/{}@trade",
         d.ws_url,
         symbol.to_lowercase()

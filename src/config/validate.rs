@@ -114,6 +114,17 @@ impl Config {
                 return invalid("wallet.poll_ms", "must be at least 1");
             }
         }
+        if self.reserves.enabled {
+            if self.reserves.every_secs == 0 && self.reserves.every_blocks == 0 {
+                return invalid(
+                    "reserves.every_secs",
+                    "0 with reserves.every_blocks 0: no snapshot would ever be taken",
+                );
+            }
+            if self.reserves.keep == 0 {
+                return invalid("reserves.keep", "must be at least 1");
+            }
+        }
         if self.storage.background_jobs < 1 {
             return invalid("storage.background_jobs", "must be at least 1");
         }

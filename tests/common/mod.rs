@@ -608,6 +608,26 @@ impl Weiport {
             .unwrap()
     }
 
+    /// An unsigned GET of `path` on the public listener, as JSON.
+    pub async fn public(&self, path: &str) -> serde_json::Value {
+        reqwest::get(format!("{}{path}", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Its `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Waits at most `limit` until `/readyz` reports `block` indexed,
     /// however far behind the node it says it is.
     pub async fn wait_indexed_within(&self, block: u64, limit: Duration) {

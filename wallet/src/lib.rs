@@ -146,6 +146,8 @@ pub struct DepositView {
     pub status: u8,
 }
 
+pub use weiport_reserves::SignedHolding;
+
 /// The wallet: keys, and the state its loops share with the API.
 pub struct Wallet {
     store: Store,
@@ -242,6 +244,62 @@ impl Wallet {
             }
         }
         Ok(total)
+    }
+
+    /// The last block as deep as a deposit must be to be credited: one no
+    /// reorganisation is expected to take back.
+    pub fn final_block(&self) -> Option<u64> {
+        self.final_through()
+    }
+
+    /// The id of the chain the index follows, once it knows it.
+    pub fn chain_id(&self) -> Result<Option<u64>, WalletError> {
+        Ok(self.store.chain_id()?)
+    }
+
+    /// The hash of block `number`, by the index.
+    pub fn block_hash(&self, number: u64) -> Result<Option<alloy_primitives::B256>, WalletError> {
+        Ok(self.store.block(number)?.map(|record| record.hash))
+    }
+
+    /// What the exchange controls on this chain at `block`, by the index:
+    /// the hot wallet and every deposit address holding anything, each with
+    /// `message(address)` signed (EIP-191, `personal_sign`) by its key.
+    pub fn signed_reserves(
+        &self,
+        block: u64,
+        message: &dyn Fn(Address) -> String,
+    ) -> Result<Vec<SignedHolding>, WalletError> {
+        use alloy::signers::SignerSync;
+        let mut owners = vec![(None, self.hot.address())];
+        owners.extend(
+            self.store
+                .deposit_addresses()?
+                .into_iter()
+                .map(|(account, address)| (Some(account), address)),
+        );
+        let mut holdings = Vec::new();
+        for (account, address) in owners {
+            let wei = self.store.balance_at(&address, block)?.unwrap_or_default();
+            if wei.is_zero() {
+                continue;
+            }
+            let signer = match account {
+                None => self.hot.clone(),
+                Some(account) => self.keys.signer(account)?,
+            };
+            let text = message(address);
+            let signature = signer
+                .sign_message_sync(text.as_bytes())
+                .map_err(|_| WalletError::Seed("could not sign the reserves message"))?;
+            holdings.push(SignedHolding {
+                address,
+                wei,
+                message: text,
+                signature: signature.as_bytes(),
+            });
+        }
+        Ok(holdings)
     }
 
     /// The last block the index holds.
