@@ -189,6 +189,21 @@ async fn an_account_checks_its_proof_against_its_own_node() {
     );
     assert_eq!(coverage["ratio"], expected, "{coverage}");
     assert_eq!(coverage["reservesWei"], on_chain.to_string());
+    // The operator's status page shows the same against the liabilities.
+    let status = reqwest::Client::new()
+        .get(format!("{}/status", weiport.admin_url))
+        .bearer_auth(&weiport.admin_token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        status.contains("Reserves ETH")
+            && status.contains(&format!("over liabilities 3: {expected}")),
+        "{status}"
+    );
 
     // Alice checks her proof against anvil itself, blocks later.
     chain.mine_many(3).await;
