@@ -89,45 +89,46 @@ async fn proof(weiport: &Weiport, key: &Key) -> Value {
     get(weiport, key, "/sapi/v1/reserves/proof", "").await
 }
 
-/// Runs `tools/verify_reserves.py` on `document` against `node`: whether it
-/// passed, and what it printed.
-fn verify(document: &Value, node: &str) -> (bool, String) {
+/// Runs a verifier on `document` (written to a file, whose path `command`
+/// gets as its argument): how it exited, and what it printed.
+fn run_verifier(
+    document: &Value,
+    command: impl FnOnce(&str) -> std::process::Command,
+) -> (std::process::ExitStatus, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("proof.json");
     std::fs::write(&file, document.to_string()).unwrap();
-    let output = std::process::Command::new(common::python())
-        .arg(common::repo_path("tools/verify_reserves.py"))
-        .arg(&file)
-        .args(["--node", node])
-        .output()
-        .unwrap();
+    let output = command(file.to_str().unwrap()).output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(matches!(output.status.code(), Some(0 | 1)), "{text}");
-    (output.status.success(), text)
+    (output.status, text)
+}
+
+/// Runs `tools/verify_reserves.py` on `document` against `node`: whether it
+/// passed, and what it printed.
+fn verify(document: &Value, node: &str) -> (bool, String) {
+    let (status, text) = run_verifier(document, |file| {
+        let mut python = std::process::Command::new(common::python());
+        python
+            .arg(common::repo_path("tools/verify_reserves.py"))
+            .arg(file)
+            .args(["--node", node]);
+        python
+    });
+    assert!(matches!(status.code(), Some(0 | 1)), "{text}");
+    (status.success(), text)
 }
 
 /// Runs `weiport verify-reserves` on `document` against `node`: whether it
 /// passed, and what it printed.
 fn verify_with_weiport(document: &Value, node: &str) -> (bool, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("proof.json");
-    std::fs::write(&file, document.to_string()).unwrap();
-    let output = common::weiport_command(
-        &["verify-reserves", file.to_str().unwrap(), "--node", node],
-        &[],
-    )
-    .output()
-    .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+    let (status, text) = run_verifier(document, |file| {
+        common::weiport_command(&["verify-reserves", file, "--node", node], &[])
+    });
+    (status.success(), text)
 }
 
 /// anvil's balance of `address` at `block`.
