@@ -94,6 +94,14 @@ impl ReserveKeeper {
             .iter()
             .map(|wallet| snapshot_block(wallet.as_ref()))
             .collect::<Result<Vec<u64>, _>>()?;
+        // Nothing moved since the last one (the same ledger, the same blocks
+        // with the same hashes): it stands, neither copied nor signed again.
+        if let Some(last) = self.latest()
+            && last.sequence == sequencer.view().sequence
+            && unmoved(&last, wallets, &blocks)
+        {
+            return Ok(last);
+        }
         let (sequence, owed) = self.liabilities(sequencer, assets.len());
         let mut chains = Vec::with_capacity(wallets.len());
         for (wallet, block) in wallets.iter().zip(blocks) {
@@ -137,6 +145,24 @@ impl ReserveKeeper {
             .collect();
         (sequence, owed)
     }
+}
+
+/// Whether each chain's snapshot block is `last`'s, with the same hash.
+fn unmoved(last: &Snapshot, wallets: &[Arc<dyn ChainWallet>], blocks: &[u64]) -> bool {
+    last.chains.len() == wallets.len()
+        && last
+            .chains
+            .iter()
+            .zip(wallets)
+            .zip(blocks)
+            .all(|((chain, wallet), block)| {
+                chain.block == *block
+                    && wallet
+                        .block_hash(*block)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|hash| format!("{hash:#x}") == chain.block_hash)
+            })
 }
 
 /// The block a chain's reserves are read at: its last final one (before
