@@ -79,3 +79,36 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked >&2
 fi
 mkdir -p "$CARGO_TARGET_DIR"
+
+# The shared build directory grows with every checkout and every change: each
+# test binary's old builds stay beside the new one and incremental state is
+# kept per checkout path; on a disk shared with other work it once grew to
+# 60 GB and filled it. Keep the newest two builds of each test binary and
+# workspace library, and incremental state touched in the last two days
+# (test.sh builds without any).
+keep_build_dir_small() {
+  local deps="$CARGO_TARGET_DIR/debug/deps"
+  if [ -d "$CARGO_TARGET_DIR/debug/incremental" ]; then
+    find "$CARGO_TARGET_DIR/debug/incremental" -mindepth 1 -maxdepth 1 -mtime +1 \
+      -exec rm -rf {} +
+  fi
+  [ -d "$deps" ] || return 0
+  python3 - "$deps" <<'PY'
+import os, re, sys
+deps = sys.argv[1]
+builds = {}
+for name in os.listdir(deps):
+    path = os.path.join(deps, name)
+    match = re.fullmatch(r"(.+)-[0-9a-f]{16}(\.\w+)?", name)
+    if not match or not os.path.isfile(path):
+        continue
+    stem, ext = match.group(1), match.group(2) or ""
+    if (ext == "" and os.access(path, os.X_OK)) or stem.startswith("libweiport"):
+        builds.setdefault((stem, ext), []).append((os.path.getmtime(path), path))
+# Two kept: a binary's test harness and the binary itself share a stem.
+for kept in builds.values():
+    for _, path in sorted(kept, reverse=True)[2:]:
+        os.remove(path)
+PY
+}
+keep_build_dir_small
