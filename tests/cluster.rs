@@ -824,9 +824,12 @@ async fn restarts_cost_a_client_almost_none_of_its_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_client_under_its_limits_is_refused_as_redis_wakes_up() {
+    // Polled once a second: a process then keeps its slices 2.9 s without a
+    // heartbeat and takes up to a second to follow a new Redis.
     let env = [
         ("WEIPORT_ACCESS__IP_WEIGHT_PER_MINUTE", "60000"),
         ("WEIPORT_ACCESS__BAN_AFTER_REJECTIONS", "1000000"),
+        ("WEIPORT_CLUSTER__POLL_MS", "1000"),
     ];
     let mut cluster = Cluster::start(3, &env);
     cluster.joined().await;
@@ -834,9 +837,11 @@ async fn no_client_under_its_limits_is_refused_as_redis_wakes_up() {
     let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url.clone()).collect();
 
     // Twelve callers, far under a limit of 60,000 a minute, at every
-    // process while Redis is paused six times, each time long enough for
-    // the processes to drop their slices: as it wakes up, leases still on
-    // their way belong to holders just dropped.
+    // process while Redis is paused twice and lost twice, each time long
+    // enough for the processes to drop their slices: as it wakes up, leases
+    // still on their way belong to holders just dropped; as it comes back
+    // empty, requests lease before the next heartbeat announces the holder
+    // that leased.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut callers = Vec::new();
     for caller in 0..12usize {
@@ -858,11 +863,17 @@ async fn no_client_under_its_limits_is_refused_as_redis_wakes_up() {
             (admitted, refused)
         }));
     }
-    for _ in 0..6 {
-        tokio::time::sleep(Duration::from_millis(1_000)).await;
-        cluster.redis.signal("STOP");
-        tokio::time::sleep(Duration::from_millis(1_600)).await;
-        cluster.redis.signal("CONT");
+    for round in 0..4 {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        if round % 2 == 0 {
+            cluster.redis.signal("STOP");
+            tokio::time::sleep(Duration::from_millis(3_200)).await;
+            cluster.redis.signal("CONT");
+        } else {
+            cluster.redis.kill();
+            tokio::time::sleep(Duration::from_millis(3_200)).await;
+            cluster.redis.restart();
+        }
     }
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -872,7 +883,7 @@ async fn no_client_under_its_limits_is_refused_as_redis_wakes_up() {
         admitted += a;
         refused += r;
     }
-    println!("Redis paused 6 times for 1.6 s: {admitted} admitted, {refused} refused");
+    println!("Redis paused and lost twice each for 3.2 s: {admitted} admitted, {refused} refused");
     assert!(admitted > 1_000, "{admitted} admitted");
     assert_eq!(refused, 0, "429s to callers far under their limit");
 }

@@ -126,6 +126,14 @@ impl Budgets {
             return;
         }
         *holder = new_holder(&self.redis.config().node);
+        // The new holder is unknown to Redis until its first lease announces
+        // it (at that lease's time or later), so nobody can reclaim it
+        // before `now_ms` plus the liveness: its clock starts here. Left at
+        // the old holder's last heartbeat, every request until the next
+        // heartbeat would drop the slice the one before it leased, and the
+        // dropped grants, counted until a heartbeat reclaims them, would
+        // drain the window of a client that spent almost nothing.
+        self.announced_ms.fetch_max(now_ms, Ordering::Relaxed);
         for mut lease in self.leases.iter_mut() {
             lease.granted = 0;
             lease.spent = 0;
