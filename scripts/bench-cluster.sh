@@ -13,7 +13,9 @@
 # Limits are high (as in bench-request-path.sh), so slices are large and
 # the clustered process asks Redis about once per 1/16 of a budget; orders
 # ask it every time.
-# Env: BENCH_SECS (default 10, at most 55), BENCH_ROUNDS, BENCH_CONNECTIONS.
+# Env: BENCH_SECS (default 10, at most 55), BENCH_ROUNDS, BENCH_CONNECTIONS,
+# BENCH_ROUTES (a regular expression: the rows whose route it matches),
+# BENCH_WEIPORT_BIN (another build to measure, e.g. an earlier commit's).
 source "$(dirname "${BASH_SOURCE[0]}")/bench-http.sh"
 [ "$secs" -le 55 ] || { echo "BENCH_SECS must stay within the 60 s recvWindow" >&2; exit 2; }
 apt_install redis-server
@@ -89,6 +91,7 @@ balance() {
 }
 row() { # NAME CONNECTIONS ALONE_RUNNER CLUSTER_RUNNER
   local a c
+  [[ "$1" =~ ${BENCH_ROUTES:-.} ]] || return 0
   read -r a c <<<"$(compare "$2" "$3" "$4")"
   printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$a" "$c" "$(ratio "$c" "$a")"
 }

@@ -86,6 +86,31 @@ impl Cluster {
         self.nodes[n].wait_for_log("shared key table loaded").await;
     }
 
+    /// A trading key whose account holds USDT on every process (each runs
+    /// its own engine here; the order budget is the account's, wherever its
+    /// orders land).
+    async fn trader(&self) -> Key {
+        let key = key_of(
+            &self.nodes[0]
+                .create_key(json!({"permissions": ["read", "trade"]}))
+                .await,
+        );
+        for node in &self.nodes {
+            eventually("the account reaches every process", async || {
+                let (status, _) = node
+                    .admin(
+                        reqwest::Method::POST,
+                        &format!("/admin/accounts/{}/credit", key.account),
+                        json!({"asset": "USDT", "amount": "100000"}),
+                    )
+                    .await;
+                status == 200
+            })
+            .await;
+        }
+        key
+    }
+
     /// Waits until every process has loaded the shared table.
     async fn joined(&mut self) {
         for node in &mut self.nodes {
@@ -333,26 +358,7 @@ async fn orders_per_10_seconds_are_exact_across_processes() {
     let mut cluster = Cluster::start(3, &env);
     cluster.joined().await;
     let nodes = &cluster.nodes;
-    let key = key_of(
-        &nodes[0]
-            .create_key(json!({"permissions": ["read", "trade"]}))
-            .await,
-    );
-    // Each process runs its own engine here; the order budget is the
-    // account's, wherever its orders land.
-    for node in nodes {
-        eventually("the account reaches every process", async || {
-            let (status, _) = node
-                .admin(
-                    reqwest::Method::POST,
-                    &format!("/admin/accounts/{}/credit", key.account),
-                    json!({"asset": "USDT", "amount": "100000"}),
-                )
-                .await;
-            status == 200
-        })
-        .await;
-    }
+    let key = cluster.trader().await;
     let client = reqwest::Client::new();
     early_in_window(10_000, 4_000).await;
     let window = now_ms() / 10_000;
@@ -403,6 +409,57 @@ async fn orders_per_10_seconds_are_exact_across_processes() {
             assert_eq!(ten["count"], 10, "{limits}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_placed_at_once_each_get_their_own_count() {
+    let env = [("WEIPORT_ACCESS__ORDERS_PER_10S", "40")];
+    let mut cluster = Cluster::start(3, &env);
+    cluster.joined().await;
+    let key = cluster.trader().await;
+    // Sixty orders at once, twenty at each process: each process counts
+    // the ones that arrive together in one round trip to Redis, and still
+    // no two orders may see the same count.
+    let client = reqwest::Client::new();
+    early_in_window(10_000, 4_000).await;
+    let window = now_ms() / 10_000;
+    let mut placing = Vec::new();
+    for n in 0..60 {
+        let (client, key) = (client.clone(), key.clone());
+        let url = cluster.nodes[n % 3].url.clone();
+        placing.push(tokio::spawn(async move {
+            let query = format!(
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=100&timestamp={}",
+                now_ms()
+            );
+            let signature =
+                weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
+            let response = client
+                .post(format!("{url}/api/v3/order?{query}&signature={signature}"))
+                .header("X-MBX-APIKEY", &key.id)
+                .send()
+                .await
+                .unwrap();
+            let count = response
+                .headers()
+                .get("x-mbx-order-count-10s")
+                .and_then(|v| v.to_str().ok()?.parse::<u32>().ok());
+            (response.status().as_u16(), count)
+        }));
+    }
+    let mut counts = Vec::new();
+    let mut refused = 0;
+    for placed in placing {
+        match placed.await.unwrap() {
+            (200, Some(count)) => counts.push(count),
+            (429, _) => refused += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(now_ms() / 10_000, window, "the orders crossed a window");
+    counts.sort_unstable();
+    assert_eq!(counts, (1..=40).collect::<Vec<u32>>(), "each count once");
+    assert_eq!(refused, 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,8 +26,10 @@ use crate::AccessError;
 use crate::cluster::{Redis, SharedError, names};
 
 mod holders;
+mod orders;
 
 use holders::new_holder;
+use orders::OrderCounts;
 
 /// Takes a slice of a window's budget: as much as wanted, never past the
 /// limit, nothing if not even the request at hand fits.
@@ -233,6 +235,8 @@ pub(crate) struct Budgets {
     /// tells Redis it was granted is then exact, and requests that lack
     /// the same slice wait for one lease instead of taking one each.
     gates: DashMap<Scope, Arc<tokio::sync::Mutex<()>>, std::hash::RandomState>,
+    /// Orders' counts, taken in Redis a batch of concurrent orders at a time.
+    order_counts: Arc<OrderCounts>,
 }
 
 /// How Redis answered a lease.
@@ -260,6 +264,7 @@ impl Budgets {
     /// Budgets of `config`'s limits, shared through `redis`.
     pub(crate) fn new(redis: Arc<Redis>, config: LimitsConfig) -> Self {
         let holder = new_holder(&redis.config().node);
+        let order_counts = OrderCounts::new(redis.clone());
         Self {
             redis,
             config,
@@ -268,6 +273,7 @@ impl Budgets {
             announced_ms: AtomicU64::new(crate::clock::now_ms()),
             holding: AtomicBool::new(false),
             gates: DashMap::default(),
+            order_counts,
         }
     }
 
@@ -592,9 +598,10 @@ impl Budgets {
     }
 
     /// Counts one order of `account` in Redis; `Err(None)`: Redis is away.
-    /// Both counters are raised in one round trip, and taken back if either
-    /// is then over its limit: no two orders can see the same count, so at
-    /// most the limit's worth are admitted per window, across processes.
+    /// Both counters are raised in one round trip (shared with the orders
+    /// placed at the same time), and taken back if either is then over its
+    /// limit: no two orders can see the same count, so at most the limit's
+    /// worth are admitted per window, across processes.
     async fn order(
         &self,
         account: u64,
@@ -603,14 +610,11 @@ impl Budgets {
     ) -> Result<(u32, u32), Option<(AccessError, bool)>> {
         let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
         let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
-        let mut pipe = redis::pipe();
-        pipe.incr(&ten, 1)
-            .pexpire(&ten, 20_000)
-            .ignore()
-            .incr(&day, 1)
-            .pexpire(&day, 2 * 86_400_000)
-            .ignore();
-        let (in_ten, in_day): (u32, u32) = self.redis.pipeline(&pipe).await.map_err(|_| None)?;
+        let (in_ten, in_day) = self
+            .order_counts
+            .count(ten.clone(), day.clone())
+            .await
+            .ok_or(None)?;
         let over = if in_ten > self.config.orders_per_10s {
             self.order_window(account, true)
         } else if in_day > self.config.orders_per_day {
