@@ -129,8 +129,9 @@ impl Snapshot {
             })
             .collect();
         keyed.sort_unstable_by_key(|(id, _)| *id);
+        let tree =
+            SumTree::build_identified(assets.len(), keyed.iter().map(|(id, leaf)| (*id, leaf)))?;
         let leaves: Vec<Leaf> = keyed.into_iter().map(|(_, leaf)| leaf).collect();
-        let tree = SumTree::build(assets.len(), &leaves)?;
         let index = leaves
             .iter()
             .enumerate()

@@ -69,11 +69,16 @@ fn hash_node(tag: u8, parts: &[(&Hash, &[u128])]) -> Hash {
     hasher.finalize().into()
 }
 
+/// The hash of the leaf of the account `id` stands for, owed `owed`.
+fn leaf_hash(id: &Hash, owed: &[u128]) -> Hash {
+    hash_node(0, &[(id, owed)])
+}
+
 impl Leaf {
     /// The leaf's node.
     pub fn node(&self) -> Node {
         Node {
-            hash: hash_node(0, &[(&account_id(&self.salt, self.account), &self.owed)]),
+            hash: leaf_hash(&account_id(&self.salt, self.account), &self.owed),
             sums: self.owed.clone(),
         }
     }
@@ -136,13 +141,25 @@ impl SumTree {
     /// Builds the tree over `leaves`, in their order; every leaf must owe
     /// `assets` sums.
     pub fn build(assets: usize, leaves: &[Leaf]) -> Result<Self, ReservesError> {
+        let ids = leaves
+            .iter()
+            .map(|leaf| account_id(&leaf.salt, leaf.account));
+        Self::build_identified(assets, ids.zip(leaves))
+    }
+
+    /// [`SumTree::build`] over leaves whose accounts' ids (their
+    /// [`account_id`]) are known already: each hashed once.
+    pub(crate) fn build_identified<'a>(
+        assets: usize,
+        leaves: impl ExactSizeIterator<Item = (Hash, &'a Leaf)>,
+    ) -> Result<Self, ReservesError> {
         let mut hashes = Vec::with_capacity(leaves.len());
         let mut sums = Vec::with_capacity(leaves.len() * assets);
-        for leaf in leaves {
+        for (id, leaf) in leaves {
             if leaf.owed.len() != assets {
                 return Err(ReservesError::AssetCount);
             }
-            hashes.push(leaf.node().hash);
+            hashes.push(leaf_hash(&id, &leaf.owed));
             sums.extend_from_slice(&leaf.owed);
         }
         let mut tree = Self {
