@@ -122,11 +122,17 @@ impl OrderCounts {
         }
     }
 
-    /// Lets go of `sending`; if orders came while it was held, takes it
-    /// again for a task that sends them, so no order waits on nobody.
-    fn pass_on(self: &Arc<Self>) {
+    /// Lets go of `sending`; takes it again, answering whether it did, if
+    /// orders came while it was held (they wait for whoever holds it).
+    fn release(&self) -> bool {
         self.sending.store(false, Ordering::SeqCst);
-        if self.waiting().is_empty() || self.sending.swap(true, Ordering::SeqCst) {
+        !self.waiting().is_empty() && !self.sending.swap(true, Ordering::SeqCst)
+    }
+
+    /// [`OrderCounts::release`], leaving the orders that came meanwhile to
+    /// a task that sends them, so no order waits on nobody.
+    fn pass_on(self: &Arc<Self>) {
+        if !self.release() {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -139,8 +145,7 @@ impl OrderCounts {
         runtime.spawn(async move {
             loop {
                 counts.send_batch().await;
-                counts.sending.store(false, Ordering::SeqCst);
-                if counts.waiting().is_empty() || counts.sending.swap(true, Ordering::SeqCst) {
+                if !counts.release() {
                     return;
                 }
             }
