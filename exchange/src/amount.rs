@@ -112,8 +112,13 @@ impl FromStr for Amount {
     }
 }
 
+/// Decimal text where people read it (configuration, JSON); its units in
+/// binary forms (a snapshot), which a string would make four times longer.
 impl<'de> serde::Deserialize<'de> for Amount {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if !deserializer.is_human_readable() {
+            return u64::deserialize(deserializer).map(Self);
+        }
         let text = String::deserialize(deserializer)?;
         text.parse()
             .map_err(|e| serde::de::Error::custom(format!("{text:?}: {e}")))
@@ -122,6 +127,9 @@ impl<'de> serde::Deserialize<'de> for Amount {
 
 impl serde::Serialize for Amount {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !serializer.is_human_readable() {
+            return serializer.serialize_u64(self.0);
+        }
         serializer.collect_str(self)
     }
 }

@@ -169,6 +169,8 @@ pub struct Sequencer {
     deposed: Arc<tokio::sync::Notify>,
     /// Commands between snapshots (0: none).
     snapshots: Arc<std::sync::atomic::AtomicU64>,
+    /// What the last snapshot's copy cost the engine, µs (0: none yet).
+    snapshot_pause: Arc<std::sync::atomic::AtomicU64>,
     /// The snapshot the engine started from (0: the whole log replayed).
     started_from: u64,
     view: Arc<RwLock<View>>,
@@ -256,6 +258,8 @@ impl Sequencer {
         };
         let snapshot_every = Arc::new(std::sync::atomic::AtomicU64::new(snapshot_every));
         let (snapshot_view, snapshots) = (view.clone(), snapshot_every.clone());
+        let snapshot_pause = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let paused = snapshot_pause.clone();
         let thread = std::thread::Builder::new()
             .name("weiport-engine".into())
             .spawn(move || {
@@ -265,10 +269,12 @@ impl Sequencer {
                     next,
                     clock,
                     fee_account,
-                    snapshots: Snapshots {
+                    snapshots: snapshot::Snapshots {
                         every: snapshot_every,
                         at: snapshot_at,
                         view: snapshot_view,
+                        writer: snapshot::Writer::default(),
+                        paused,
                     },
                 };
                 run(engine, recorder, log, all, receiver, callers, duty)
@@ -280,6 +286,7 @@ impl Sequencer {
             role,
             deposed,
             snapshots,
+            snapshot_pause,
             started_from: snapshot_at,
             view,
             requests: Some(requests),
@@ -335,6 +342,19 @@ impl Sequencer {
     /// replayed the whole log).
     pub fn started_from(&self) -> u64 {
         self.started_from
+    }
+
+    /// How long the engine stopped to copy its state for the last snapshot
+    /// (none taken yet: `None`). The rest of a snapshot's work is another
+    /// thread's.
+    pub fn snapshot_pause(&self) -> Option<Duration> {
+        match self
+            .snapshot_pause
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            micros => Some(Duration::from_micros(micros)),
+        }
     }
 
     /// Writes a snapshot every `commands` commands from now on (0: never).
@@ -469,16 +489,7 @@ struct Log {
     clock: u64,
     /// The engine's fee account, for rebuilding it.
     fee_account: u64,
-    snapshots: Snapshots,
-}
-
-/// When the engine thread writes its next snapshot, and the read side it
-/// writes with the engine.
-struct Snapshots {
-    every: Arc<std::sync::atomic::AtomicU64>,
-    /// The sequence of the last one (written or read at start).
-    at: u64,
-    view: Arc<RwLock<View>>,
+    snapshots: snapshot::Snapshots,
 }
 
 type Reply = oneshot::Sender<Result<Arc<Outcome>, SequencerError>>;
@@ -526,7 +537,8 @@ fn run(
     duty: Duty,
 ) -> Engine {
     // A long replay at start is written at once: the next start is short.
-    snapshot_if_due(&mut log, &engine, &recorder);
+    snapshot::if_due(&mut log, &mut engine, &mut recorder);
+    snapshot::warm(&mut log, &mut engine, &mut recorder);
     while let Ok(first) = receiver.recv() {
         // The workers go first: they are writing the answers of the batch
         // just committed and reading those clients' next orders, which would
@@ -681,30 +693,9 @@ fn run(
             }
         }
         answer(callers.as_ref(), Answers(replies));
-        snapshot_if_due(&mut log, &engine, &recorder);
+        snapshot::if_due(&mut log, &mut engine, &mut recorder);
     }
     engine
-}
-
-/// Writes a snapshot when `every` commands have come since the last one.
-/// Between batches the engine, the recorder and the read side agree: all
-/// three stand after the log's last command.
-fn snapshot_if_due(log: &mut Log, engine: &Engine, recorder: &Recorder) {
-    let every = log
-        .snapshots
-        .every
-        .load(std::sync::atomic::Ordering::Relaxed);
-    let last = log.next - 1;
-    if every == 0 || last < log.snapshots.at.saturating_add(every) {
-        return;
-    }
-    let view = log
-        .snapshots
-        .view
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    snapshot::write(&log.store, engine, recorder, &view, last);
-    log.snapshots.at = last;
 }
 
 /// How often a store that refused the log is probed while commands wait.

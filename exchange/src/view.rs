@@ -14,6 +14,10 @@ use crate::engine::{AccountId, Event, Trade, WithdrawalStage};
 use crate::history::{CANDLE_MS, Changes, OrderView};
 use crate::order::Side;
 
+mod image;
+
+pub use image::ViewImage;
+
 /// Candles kept in memory: the longest rolling window (7 days) and one more.
 const RECENT_CANDLES: u64 = 7 * 1_440 + 1;
 

@@ -162,7 +162,7 @@ pub(crate) struct Own {
 /// that stays open long while thousands after it close would pin the front
 /// and let the array grow with every id ever issued: once the array is
 /// mostly holes, its oldest open orders move to a small map of stragglers.
-#[derive(Default, serde::Serialize, serde::Deserialize)]
+#[derive(Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct OrderIndex {
     pub(crate) first_id: u64,
     pub(crate) slots: std::collections::VecDeque<u32>,
@@ -276,7 +276,7 @@ impl OrderIndex {
     }
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Book {
     pub(crate) market: Market,
     pub(crate) id: MarketId,

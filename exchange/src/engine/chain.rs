@@ -67,7 +67,7 @@ impl Withdrawal {
 }
 
 /// Deposits credited and withdrawals, pending and ended.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Withdrawals {
     /// Per network: the last deposit id credited (none: 0).
     pub(crate) last_deposit_ids: std::collections::BTreeMap<u64, u64>,

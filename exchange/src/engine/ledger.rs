@@ -11,7 +11,7 @@ pub(crate) struct Balance {
 }
 
 /// Every account's balances: one row of `assets` entries per account slot.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Ledger {
     pub(crate) assets: usize,
     pub(crate) slots: FxHashMap<AccountId, u32>,

@@ -37,8 +37,8 @@ use book::{Book, Level, List, Order, Pending};
 use chain::Withdrawals;
 pub use chain::{SignedTx, WithdrawalStage};
 use executions::{End, Start, TakerLog, unfilled};
-pub(crate) use image::pairs;
-pub use image::{EngineImage, ImageMismatch, StoredEngine};
+pub use image::{EngineImage, ImageMismatch};
+pub(crate) use image::{copy_reusing, sorted_map};
 use ledger::Ledger;
 pub use messages::{
     AccountId, Command, Event, Execution, ExecutionKind, Fill, Levels, OrderState, OrderStatus,

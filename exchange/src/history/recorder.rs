@@ -158,16 +158,29 @@ pub(super) fn grow(
 /// Turns each applied command and its events into history rows. Owned by
 /// the engine thread; keeps the details of resting orders, which fills and
 /// cancels update, and each market's open aggregate trade and candle.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct Recorder {
-    #[serde(with = "crate::engine::pairs")]
-    open: HashMap<(MarketId, u64), OrderView>,
+    /// Shared, not owned: a snapshot copies the map and not the orders,
+    /// and an order a snapshot still holds is copied only when it changes.
+    #[serde(with = "shared_orders")]
+    open: HashMap<(MarketId, u64), Arc<OrderView>>,
     tapes: Vec<Tape>,
     /// The signed transactions of each pending withdrawal, as recorded.
+    #[serde(serialize_with = "crate::engine::sorted_map")]
     signed: HashMap<u64, weiport_storage::WithdrawalTxRow>,
 }
 
 impl Recorder {
+    /// A copy, in `spare`'s memory when given (an earlier copy).
+    pub(crate) fn copy(&mut self, spare: Option<Self>) -> Self {
+        crate::engine::copy_reusing(self, spare, |recorder| &mut recorder.open)
+    }
+
+    /// The orders it holds open, in no order.
+    pub(crate) fn open_orders(&self) -> impl Iterator<Item = &OrderView> {
+        self.open.values().map(|order| &**order)
+    }
+
     /// How many markets it records.
     pub(crate) fn markets(&self) -> usize {
         self.tapes.len()
@@ -196,7 +209,8 @@ impl Recorder {
         {
             Some(at) => at,
             None => {
-                changes.orders.push((self.open.remove(&key)?, false));
+                let order = Arc::unwrap_or_clone(self.open.remove(&key)?);
+                changes.orders.push((order, false));
                 changes.orders.len() - 1
             }
         };
@@ -369,7 +383,7 @@ impl Recorder {
         for (order, _) in &changes.orders {
             if order.is_open() {
                 self.open
-                    .insert((order.market, order.order_id), order.clone());
+                    .insert((order.market, order.order_id), Arc::new(order.clone()));
             }
         }
         changes
@@ -433,5 +447,36 @@ fn upsert<T: Copy>(rows: &mut Vec<(MarketId, T)>, market: MarketId, row: T, key:
     {
         Some(entry) => entry.1 = row,
         None => rows.push((market, row)),
+    }
+}
+
+/// The open orders written as a list of entries, each order once.
+mod shared_orders {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::catalog::MarketId;
+    use crate::history::OrderView;
+
+    type Open = HashMap<(MarketId, u64), Arc<OrderView>>;
+
+    /// In the order of their keys: on the snapshot's own thread, and a
+    /// snapshot's bytes then follow from its state.
+    pub(super) fn serialize<S: Serializer>(open: &Open, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut entries: Vec<_> = open.iter().collect();
+        entries.sort_unstable_by_key(|(key, _)| **key);
+        serializer.collect_seq(entries.into_iter().map(|(key, order)| (key, &**order)))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Open, D::Error> {
+        let entries = Vec::<((MarketId, u64), OrderView)>::deserialize(deserializer)?;
+        Ok(entries
+            .into_iter()
+            .map(|(key, order)| (key, Arc::new(order)))
+            .collect())
     }
 }

@@ -33,15 +33,6 @@ impl Database {
         self.0.batched_multi_get_cf(family, keys, sorted_input)
     }
 
-    pub(crate) fn put_cf(
-        &self,
-        family: &ColumnFamily,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> Result<(), rocksdb::Error> {
-        self.0.put_cf(family, key, value)
-    }
-
     pub(crate) fn put_cf_opt(
         &self,
         family: &ColumnFamily,

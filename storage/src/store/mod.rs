@@ -29,6 +29,8 @@ pub(crate) use database::{Database, Engine};
 
 pub(crate) mod meta_key {
     pub(crate) const SCHEMA_VERSION: &[u8] = b"schema_version";
+    /// Where builds before the snapshot file kept the exchange's snapshot
+    /// (removed when a new one is written).
     pub(crate) const EXCHANGE_SNAPSHOT: &[u8] = b"exchange_snapshot";
     pub(crate) const CHAIN_ID: &[u8] = b"chain_id";
     pub(crate) const GENESIS_HASH: &[u8] = b"genesis_hash";
