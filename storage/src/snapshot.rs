@@ -62,25 +62,10 @@ impl Store {
         state: &T,
     ) -> Result<usize, StorageError> {
         let next = self.path().join(NEXT_FILE);
-        let file = std::fs::File::create(&next).map_err(unusable(&next))?;
-        let mut out = SyncedSlices::new(file);
-        let mut header = [0; 12];
-        header[..4].copy_from_slice(&format.to_be_bytes());
-        header[4..].copy_from_slice(&sequence.to_be_bytes());
-        let encoded = out
-            .write_all(&header)
-            .map_err(|_| ())
-            .and_then(|()| postcard::to_io(state, &mut out).map(drop).map_err(drop));
-        let written = match (encoded, out.finish()) {
-            (_, Err(error)) => return Err(unusable(&next)(error)),
-            (Err(()), Ok(_)) => {
-                return Err(StorageError::Corrupt {
-                    what: "exchange snapshot (written)",
-                    len: 0,
-                });
-            }
-            (Ok(()), Ok(written)) => written,
-        };
+        let written = write_synced(&next, format, sequence, state).inspect_err(|_| {
+            // A disk that filled up mid-way gets its space back.
+            let _ = std::fs::remove_file(&next);
+        })?;
         let path = self.snapshot_file();
         std::fs::rename(&next, &path).map_err(unusable(&path))?;
         std::fs::File::open(self.path())
@@ -172,6 +157,32 @@ impl Store {
     }
 }
 
+/// Writes the snapshot's bytes into `path`, synced; how many.
+fn write_synced<T: Serialize>(
+    path: &Path,
+    format: u32,
+    sequence: u64,
+    state: &T,
+) -> Result<usize, StorageError> {
+    let file = std::fs::File::create(path).map_err(unusable(path))?;
+    let mut out = SyncedSlices::new(file);
+    let mut header = [0; 12];
+    header[..4].copy_from_slice(&format.to_be_bytes());
+    header[4..].copy_from_slice(&sequence.to_be_bytes());
+    let encoded = out
+        .write_all(&header)
+        .map_err(drop)
+        .and_then(|()| postcard::to_io(state, &mut out).map(drop).map_err(drop));
+    match (encoded, out.finish()) {
+        (_, Err(error)) => Err(unusable(path)(error)),
+        (Err(()), Ok(_)) => Err(StorageError::Corrupt {
+            what: "exchange snapshot (written)",
+            len: 0,
+        }),
+        (Ok(()), Ok(written)) => Ok(written),
+    }
+}
+
 /// A snapshot's format and sequence, from its first twelve bytes.
 fn header(value: &[u8]) -> Option<(u32, u64)> {
     let format = u32::from_be_bytes(value.get(..4)?.try_into().ok()?);
@@ -234,5 +245,39 @@ impl Write for SyncedSlices {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Store, StoreOptions};
+
+    #[test]
+    fn a_snapshot_reads_back_and_one_that_does_not_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        assert_eq!(store.exchange_snapshot::<Vec<u64>>(2).unwrap(), None);
+        // More than a synced slice, so the file is written in several.
+        let state: Vec<u64> = (0..300_000).collect();
+        let bytes = store.put_exchange_snapshot(2, 41, &state).unwrap();
+        assert_eq!(
+            store.exchange_snapshot_header().unwrap(),
+            Some((2, 41, bytes))
+        );
+        assert_eq!(store.exchange_snapshot(2).unwrap(), Some((41, state)));
+        // Another format is not read; the next replaces it whole.
+        assert_eq!(store.exchange_snapshot::<Vec<u64>>(3).unwrap(), None);
+        store.put_exchange_snapshot(2, 42, &vec![7u64]).unwrap();
+        assert_eq!(store.exchange_snapshot(2).unwrap(), Some((42, vec![7u64])));
+        assert!(!dir.path().join(super::NEXT_FILE).exists());
+        // Cut short, or longer than its state: an error, not a state.
+        let path = dir.path().join(super::FILE);
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..whole.len() - 1]).unwrap();
+        assert!(store.exchange_snapshot::<Vec<u64>>(2).is_err());
+        std::fs::write(&path, [whole.as_slice(), &[0]].concat()).unwrap();
+        assert!(store.exchange_snapshot::<Vec<u64>>(2).is_err());
+        store.drop_exchange_snapshot().unwrap();
+        assert_eq!(store.exchange_snapshot_header().unwrap(), None);
     }
 }
