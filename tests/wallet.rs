@@ -506,3 +506,35 @@ async fn sent_tx(weiport: &Weiport, key: &Key, id: &str, not: &str) -> String {
     .await;
     tx
 }
+
+/// The wallet's passes so far, from `/metrics` (none before its first).
+async fn passes(weiport: &Weiport) -> u64 {
+    let text = weiport.metrics().await;
+    text.lines()
+        .filter(|line| line.starts_with("weiport_wallet_passes_total"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
+
+/// A process alone leads for good (the role's channel is closed): its
+/// wallet still waits its poll interval between passes. It went round at
+/// once before, a worker's whole core, and every request on that worker
+/// waited behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wallet_alone_waits_its_poll_interval_between_passes() {
+    let (anvil, _chain, _dev, dir) = node().await;
+    let weiport = serve(dir.path(), &anvil, &[]);
+    eventually("the wallet's first pass", async || {
+        passes(&weiport).await > 0
+    })
+    .await;
+    let before = passes(&weiport).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let during = passes(&weiport).await - before;
+    // Every 100 ms: about ten; a loop that does not wait makes thousands.
+    assert!(
+        (1..=40).contains(&during),
+        "{during} wallet passes in one second at a 100 ms poll interval"
+    );
+}

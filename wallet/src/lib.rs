@@ -57,6 +57,10 @@ pub fn describe_metrics() {
 
 pub use keys::{DEV_CHAIN_ID, DEV_HOT_WALLET_KEY, hot_wallet};
 
+/// The wallet's passes (deposits, sweeps, withdrawals) so far (counter):
+/// one per poll interval, or per nudge, when all is well.
+pub const PASSES: &str = "weiport_wallet_passes_total";
+
 /// Wei in one 10^-8 unit of the exchange's ETH.
 pub const WEI_PER_UNIT: u64 = 10_000_000_000;
 
@@ -426,10 +430,15 @@ impl Wallet {
         let mut sweeps = sweeps::Sweeper::default();
         let mut withdrawals = withdrawals::Sender::new(chain_id);
         let mut led = false;
+        // A process alone leads for good: the role's sender is gone, and a
+        // closed channel answers `changed` at once, every time (the loop
+        // then spun, a core's worth of passes, measured).
+        let mut role_may_change = true;
         loop {
             if *stop.borrow() {
                 return;
             }
+            metrics::counter!(PASSES, "network" => self.config.network.clone()).increment(1);
             let leads = *leading.borrow_and_update();
             if leads && !led {
                 // What another process did while it led is in the log and
@@ -455,7 +464,9 @@ impl Wallet {
             tokio::select! {
                 _ = tokio::time::sleep(self.config.poll) => {}
                 _ = self.wake.notified() => {}
-                _ = leading.changed() => {}
+                changed = leading.changed(), if role_may_change => {
+                    role_may_change = changed.is_ok();
+                }
                 _ = stop.changed() => return,
             }
         }
