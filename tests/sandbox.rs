@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -116,14 +117,23 @@ async fn a_newcomer_trades_reads_balances_and_sees_markets_move_then_stops_it() 
         .unwrap();
     assert_eq!(listed["totalcount"], 2, "{listed}");
     let key = described["read_key"]["api_key"].as_str().unwrap();
-    let counted = reqwest::get(format!(
-        "{rest}/v2/api?chainid=31338&module=proxy&action=eth_blockNumber&apikey={key}"
-    ))
-    .await
-    .unwrap()
-    .json::<Value>()
-    .await
-    .unwrap();
+    let block_number = || async {
+        reqwest::get(format!(
+            "{rest}/v2/api?chainid=31338&module=proxy&action=eth_blockNumber&apikey={key}"
+        ))
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()
+    };
+    // The second chain's index answers once its first block is in: the
+    // sandbox describes itself as its indexers start, not after.
+    eventually("the second chain indexed", async || {
+        block_number().await["result"] != "Error! The index is not ready yet"
+    })
+    .await;
+    let counted = block_number().await;
     assert!(
         counted["result"]
             .as_str()
