@@ -104,16 +104,25 @@ impl Store {
     }
 
     /// The exchange's snapshot's format, sequence and size in bytes, if
-    /// there is one.
+    /// there is one: its first twelve bytes and its length, not the state.
     pub fn exchange_snapshot_header(&self) -> Result<Option<(u32, u64, usize)>, StorageError> {
-        let Some(value) = self.snapshot_bytes()? else {
-            return Ok(None);
+        let path = self.snapshot_file();
+        let mut file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(unusable(&path)(error)),
         };
-        let (format, sequence) = header(&value).ok_or(StorageError::Corrupt {
-            what: "exchange snapshot",
-            len: value.len(),
-        })?;
-        Ok(Some((format, sequence, value.len())))
+        let len = file.metadata().map_err(unusable(&path))?.len() as usize;
+        let mut head = [0; 12];
+        let read = std::io::Read::read_exact(&mut file, &mut head);
+        let (format, sequence) =
+            read.ok()
+                .and_then(|()| header(&head))
+                .ok_or(StorageError::Corrupt {
+                    what: "exchange snapshot",
+                    len,
+                })?;
+        Ok(Some((format, sequence, len)))
     }
 
     fn snapshot_bytes(&self) -> Result<Option<Vec<u8>>, StorageError> {
