@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::proxy::{Fault, FaultProxy};
 use common::redis::RedisServer;
-use common::{Anvil, GENEROUS, Key, Weiport, eventually, now_ms, signed_request};
+use common::{Anvil, GENEROUS, Key, Weiport, eventually, now_ms, signed_request, signed_response};
 use serde_json::{Value, json};
 
 /// A shared master key: every process of a cluster opens the same secrets.
@@ -428,18 +428,17 @@ async fn orders_placed_at_once_each_get_their_own_count() {
         let (client, key) = (client.clone(), key.clone());
         let url = cluster.nodes[n % 3].url.clone();
         placing.push(tokio::spawn(async move {
-            let query = format!(
-                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=100&timestamp={}",
-                now_ms()
-            );
-            let signature =
-                weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
-            let response = client
-                .post(format!("{url}/api/v3/order?{query}&signature={signature}"))
-                .header("X-MBX-APIKEY", &key.id)
-                .send()
-                .await
-                .unwrap();
+            let response = signed_response(
+                &client,
+                &url,
+                reqwest::Method::POST,
+                "/api/v3/order",
+                &key,
+                "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=100",
+                0,
+            )
+            .await
+            .unwrap();
             let count = response
                 .headers()
                 .get("x-mbx-order-count-10s")

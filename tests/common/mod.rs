@@ -797,18 +797,32 @@ pub async fn try_signed_request(
     params: &str,
     clock_offset_ms: i64,
 ) -> Result<(u16, serde_json::Value), reqwest::Error> {
+    let response =
+        signed_response(client, base_url, method, path, key, params, clock_offset_ms).await?;
+    Ok((response.status().as_u16(), response.json().await?))
+}
+
+/// [`signed_request`]'s response whole, its headers with it.
+pub async fn signed_response(
+    client: &reqwest::Client,
+    base_url: &str,
+    method: reqwest::Method,
+    path: &str,
+    key: &Key,
+    params: &str,
+    clock_offset_ms: i64,
+) -> Result<reqwest::Response, reqwest::Error> {
     let timestamp = now_ms() as i64 + clock_offset_ms;
     let query = format!("{params}&timestamp={timestamp}");
     let signature = weiport_access::sign_hmac_sha256(key.secret.as_bytes(), query.as_bytes());
-    let response = client
+    client
         .request(
             method,
             format!("{base_url}{path}?{query}&signature={signature}"),
         )
         .header("X-MBX-APIKEY", &key.id)
         .send()
-        .await?;
-    Ok((response.status().as_u16(), response.json().await?))
+        .await
 }
 
 /// A server with the exchange's limits out of the way (indexer off).
