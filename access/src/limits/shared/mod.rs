@@ -31,6 +31,16 @@ mod orders;
 use holders::new_holder;
 use orders::OrderCounts;
 
+/// The Redis names of `account`'s order counters (10 seconds, a day) for
+/// the windows `now_ms` is in.
+fn order_counters(account: u64, now_ms: u64) -> (String, String) {
+    let name = |scope: Scope| scope.name(window_start(now_ms, scope.window_ms()));
+    (
+        name(Scope::Orders10s(account)),
+        name(Scope::OrdersDay(account)),
+    )
+}
+
 /// Takes a slice of a window's budget: as much as wanted, never past the
 /// limit, nothing if not even the request at hand fits.
 /// First, grants the holder never heard of (their answers were lost to a
@@ -608,8 +618,7 @@ impl Budgets {
         now_ms: u64,
         charges: &Charges,
     ) -> Result<(u32, u32), Option<(AccessError, bool)>> {
-        let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
-        let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
+        let (ten, day) = order_counters(account, now_ms);
         let (in_ten, in_day) = self
             .order_counts
             .count(ten.clone(), day.clone())
@@ -630,8 +639,7 @@ impl Budgets {
 
     /// The orders `account` placed in the current windows, across processes.
     pub(crate) async fn order_counts(&self, account: u64, now_ms: u64) -> Option<(u32, u32)> {
-        let ten = Scope::Orders10s(account).name(window_start(now_ms, 10_000));
-        let day = Scope::OrdersDay(account).name(window_start(now_ms, 86_400_000));
+        let (ten, day) = order_counters(account, now_ms);
         let mut pipe = redis::pipe();
         pipe.get(ten).get(day);
         let (ten, day): (Option<u32>, Option<u32>) = self.redis.pipeline(&pipe).await.ok()?;
